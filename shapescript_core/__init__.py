@@ -1,0 +1,1 @@
+"""ShapeScript core: syntax, checker, export analysis. Knows nothing of LSP."""

@@ -1,0 +1,445 @@
+"""The one builtin table: each builtin's parameters, shape rule, docs and lowering.
+
+It drives the checker (`rule`), hover and signature help (`signature`, `doc`),
+completion (the names) and PyTorch code generation (`torch`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ..syntax import ast as A
+from . import ops
+from .patterns import check_pattern_call
+from .sizes import Size
+from .types import (BOOL, F32, I64, UNKNOWN, Axis, DType, DTypeValue, ScalarT, TensorT,
+                    TupleT, Type, is_unknown)
+
+REQUIRED = object()
+
+
+@dataclass
+class Builtin:
+    name: str
+    params: list  # [(name, default or REQUIRED)]
+    rule: Callable
+    doc: str
+    torch: str = ""
+    variadic: bool = False  # takes any number of tensors before the keywords
+    axis_params: tuple = ("over",)  # parameters that take axis names, not values
+    pattern: bool = False
+
+    @property
+    def signature(self) -> str:
+        parts = []
+        if self.variadic:
+            parts.append("a, b, …")
+        for n, d in self.params:
+            if d is REQUIRED:
+                parts.append(f"{n}=A" if n in self.axis_params else n)
+            else:
+                parts.append(f"{n}={_default_text(d)}")
+        if self.pattern:
+            parts.append("L -> R" if self.name != "einsum" else ": La, Lb -> R")
+        return f"{self.name}({', '.join(parts)})"
+
+
+def _default_text(d) -> str:
+    if d is None:
+        return "None"
+    if isinstance(d, str):
+        return f'"{d}"'
+    return str(d)
+
+
+class Bound:
+    """Arguments of a builtin call bound to its parameters: nodes and types."""
+
+    def __init__(self):
+        self.nodes: dict = {}
+        self.types: dict = {}
+        self.rest: list = []  # variadic (node, type)
+
+    def has(self, name):
+        return name in self.nodes
+
+    def t(self, name):
+        return self.types.get(name, UNKNOWN)
+
+    def n(self, name):
+        return self.nodes.get(name)
+
+
+# ---------------------------------------------------------------- rules
+def _tensor(ck, b: Bound, name: str, allow_scalar=False):
+    t = b.t(name)
+    if is_unknown(t):
+        return None
+    if isinstance(t, TensorT) or (allow_scalar and isinstance(t, ScalarT)):
+        return t
+    ck.err("E0301", f"expected a tensor, found {ck.kind_word(t)}", b.n(name).pos, "not a tensor")
+    return None
+
+
+def _elementwise(ck, call, b: Bound):
+    t = b.t("x")
+    if isinstance(t, ScalarT):
+        return ScalarT("float")
+    t = _tensor(ck, b, "x")
+    if t is None:
+        return UNKNOWN
+    if not ops.arithmetic_ok(ck, b.n("x"), t):
+        return UNKNOWN
+    return t
+
+
+def _by_name2(ck, call, b: Bound):
+    return ops.align(ck, ck.call_name(call), b.n("a"), b.n("b"), b.t("a"), b.t("b"), call.pos)
+
+
+def _where(ck, call, b: Bound):
+    c = b.t("cond")
+    if isinstance(c, TensorT) and c.dtype != BOOL:
+        ck.err("E0304", f"`{ops.operand_text(ck, b.n('cond'))}` must be bool, found {ck.dtype_text(c.dtype)}",
+               b.n("cond").pos, "not a mask")
+        return UNKNOWN
+    ab = ops.align(ck, "where", b.n("a"), b.n("b"), b.t("a"), b.t("b"), call.pos)
+    if is_unknown(ab) or is_unknown(c):
+        return UNKNOWN
+    if isinstance(ab, ScalarT):
+        return ab if not isinstance(c, TensorT) else TensorT(c.axes, F32)
+    if isinstance(c, TensorT):
+        r = ops.broadcast(ck, ab, TensorT(c.axes, ab.dtype), call.pos)
+        return r
+    return ab
+
+
+def _reduce(ck, call, b: Bound, keep=False, arg=False):
+    t = _tensor(ck, b, "x")
+    if t is None:
+        return UNKNOWN
+    names = ck.over_axes(call, b, t)
+    if names is None:
+        return UNKNOWN
+    if keep:
+        return t
+    if not names:
+        return TensorT((), t.dtype)
+    r = ops.reduce_axes(t, names)
+    if arg:
+        size = t.axes[t.index_of(names[0])].size
+        return TensorT(r.axes, DType("Index", size))
+    return r
+
+
+def _norm(ck, call, b: Bound, with_bias=False):
+    t = _tensor(ck, b, "x")
+    if t is None:
+        return UNKNOWN
+    names = ck.over_axes(call, b, t)
+    if names is None:
+        return UNKNOWN
+    want = TensorT(tuple(t.axes[t.index_of(n)] for n in names), t.dtype)
+    for p in ("w", "b") if with_bias else ("w",):
+        w = _tensor(ck, b, p)
+        if w is None:
+            return UNKNOWN
+        if [a.size for a in w.axes] != [a.size for a in want.axes]:
+            ck.err("E0401", f"expected {ck.render(want)}, found {ck.render(w)}", b.n(p).pos,
+                   f"the {'weight' if p == 'w' else 'bias'} must span the normalized axes")
+            return UNKNOWN
+    return t
+
+
+def _linear(ck, call, b: Bound):
+    x, w = _tensor(ck, b, "x"), _tensor(ck, b, "W")
+    if x is None or w is None:
+        return UNKNOWN
+    if len(w.axes) != 2:
+        ck.err("E0401", f"expected a weight [O I], found {ck.render(w)}", b.n("W").pos, "a weight has 2 axes")
+        return UNKNOWN
+    wt = TensorT((w.axes[1], w.axes[0]), w.dtype)  # linear is x @ Wᵀ
+    r = ops.matmul(ck, "linear", call.pos, b.n("x"), b.n("W"), x, wt)
+    if is_unknown(r):
+        return r
+    if b.has("b") and b.n("b") is not None and not isinstance(b.n("b"), A.Const):
+        bias = _tensor(ck, b, "b")
+        if bias is None:
+            return UNKNOWN
+        if [a.size for a in bias.axes] != [w.axes[0].size]:
+            ck.err("E0401", f"expected [{ck.name(w.axes[0].name)}], found {ck.render(bias)}", b.n("b").pos,
+                   "the bias must have the weight's output axis")
+            return UNKNOWN
+    return r
+
+
+def _matmul(ck, call, b: Bound):
+    return ops.matmul(ck, "matmul", call.pos, b.n("x"), b.n("w"), b.t("x"), b.t("w"))
+
+
+def _embedding(ck, call, b: Bound):
+    ids, e = b.t("ids"), _tensor(ck, b, "E")
+    if is_unknown(ids) or e is None:
+        return UNKNOWN
+    if not isinstance(ids, TensorT) or ids.dtype.name != "Index":
+        found = ck.dtype_text(ids.dtype) if isinstance(ids, TensorT) else ck.kind_word(ids)
+        want = f"Index[{ck.name(e.axes[0].name)}]" if e.axes else "Index[V]"
+        ck.err("E0304", f"`{ops.operand_text(ck, b.n('ids'))}` must be {want}, found {found}",
+               b.n("ids").pos, "token ids must be an Index tensor")
+        return UNKNOWN
+    if len(e.axes) != 2:
+        ck.err("E0401", f"expected a table [V D], found {ck.render(e)}", b.n("E").pos, "a table has 2 axes")
+        return UNKNOWN
+    if ids.dtype.index != e.axes[0].size:
+        ck.err("E0401", f"expected [{ck.name(ids.dtype.index)} {ck.name(e.axes[1].name)}], found {ck.render(e)}",
+               b.n("E").pos, f"the ids index {ck.name(ids.dtype.index)} rows")
+        return UNKNOWN
+    return TensorT(ids.axes + (e.axes[1],), e.dtype)
+
+
+def _one_hot(ck, call, b: Bound):
+    ids = b.t("ids")
+    if is_unknown(ids):
+        return UNKNOWN
+    if not isinstance(ids, TensorT) or ids.dtype.name != "Index":
+        ck.err("E0304", f"`{ops.operand_text(ck, b.n('ids'))}` must be Index[V], found {ck.kind_word(ids)}",
+               b.n("ids").pos, "one_hot needs an Index tensor")
+        return UNKNOWN
+    v = ids.dtype.index
+    return TensorT(ids.axes + (Axis(v, v),), F32)
+
+
+def _rope(ck, call, b: Bound):
+    x, pos = _tensor(ck, b, "x"), _tensor(ck, b, "pos")
+    if x is None or pos is None:
+        return UNKNOWN
+    if not pos.dtype.is_int:
+        ck.err("E0304", f"`{ops.operand_text(ck, b.n('pos'))}` must be an integer tensor, found {ck.dtype_text(pos.dtype)}",
+               b.n("pos").pos, "positions are integers")
+        return UNKNOWN
+    if len(x.axes) < 2:
+        ck.err("E0401", f"expected [… n Dh], found {ck.render(x)}", b.n("x").pos, "rope needs a position and a head axis")
+        return UNKNOWN
+    if not set(pos.names()) <= set(x.names()):
+        ck.err("E0402", f"can't combine {ck.render(pos)} with {ck.render(x)}: neither has all the other's axes",
+               b.n("pos").pos, "the positions' axes must be axes of the tensor")
+        return UNKNOWN
+    style = b.n("style")
+    if isinstance(style, A.String) and style.value not in ("half", "interleaved"):
+        ck.err("E0304", f"`style` must be \"half\" or \"interleaved\", found \"{style.value}\"", style.pos, "unknown style")
+        return UNKNOWN
+    return x
+
+
+def _sdpa(ck, call, b: Bound):
+    q, k, v = _tensor(ck, b, "q"), _tensor(ck, b, "k"), _tensor(ck, b, "v")
+    if q is None or k is None or v is None:
+        return UNKNOWN
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if len(t.axes) < 3:
+            ck.err("E0401", f"expected [… H n Dh], found {ck.render(t)}", b.n(name).pos, "attention needs heads, positions and features")
+            return UNKNOWN
+    if q.axes[-1].size != k.axes[-1].size:
+        ck.err("E0401", f"expected keys with {ck.name(q.axes[-1].name)} features, found {ck.render(k)}", b.n("k").pos,
+               f"queries are {ck.render(q)}")
+        return UNKNOWN
+    if k.axes[-2].size != v.axes[-2].size or k.axes[-3].size != v.axes[-3].size:
+        ck.err("E0401", f"expected values like the keys {ck.render(k)}, found {ck.render(v)}", b.n("v").pos,
+               "keys and values must have the same heads and positions")
+        return UNKNOWN
+    hq, hk = q.axes[-3].size, k.axes[-3].size
+    if hq != hk:
+        ratio = hq / hk
+        num = ck.evaluate(ratio)
+        if (num is not None and num.denominator != 1) or (num is None and not _is_integral(ratio)):
+            ck.err("E0401", f"{ck.size_text(hk)} key heads don't divide {ck.size_text(hq)} query heads", b.n("k").pos,
+                   f"keys are {ck.render(k)}")
+            return UNKNOWN
+    qb, kb = q.axes[:-3], k.axes[:-3]
+    if [a.name for a in qb] != [a.name for a in kb] or [a.name for a in kb] != [a.name for a in v.axes[:-3]]:
+        ck.err("E0402", f"can't combine {ck.render(q)} with {ck.render(k)}: their batch axes differ", call.pos,
+               "queries, keys and values need the same leading axes")
+        return UNKNOWN
+    if b.has("attn_mask"):
+        m = b.t("attn_mask")
+        if isinstance(m, TensorT):
+            if m.dtype != BOOL:
+                ck.err("E0304", f"`{ops.operand_text(ck, b.n('attn_mask'))}` must be bool, found {ck.dtype_text(m.dtype)}",
+                       b.n("attn_mask").pos, "a mask is bool")
+                return UNKNOWN
+            allowed = {a.name for a in qb} | {q.axes[-2].name, k.axes[-2].name, q.axes[-3].name}
+            if not set(m.names()) <= allowed:
+                scores = TensorT(qb + (q.axes[-3], q.axes[-2], k.axes[-2]), q.dtype)
+                ck.err("E0412", f"the mask is {ck.render(m)}, but the scores are {ck.render(scores)}",
+                       b.n("attn_mask").pos, "the mask's axes must be the scores' axes")
+                return UNKNOWN
+    return TensorT(q.axes[:-1] + (v.axes[-1],), q.dtype)
+
+
+def _is_integral(s: Size) -> bool:
+    return all(c.denominator == 1 and all(e > 0 for _, e in m) for m, c in s.terms)
+
+
+def _masked_fill(ck, call, b: Bound):
+    x, m = _tensor(ck, b, "x"), _tensor(ck, b, "mask")
+    if x is None or m is None:
+        return UNKNOWN
+    if m.dtype != BOOL:
+        ck.err("E0304", f"`{ops.operand_text(ck, b.n('mask'))}` must be bool, found {ck.dtype_text(m.dtype)}",
+               b.n("mask").pos, "a mask is bool")
+        return UNKNOWN
+    if not set(m.names()) <= set(x.names()):
+        ck.err("E0412", f"the mask is {ck.render(m)}, but the scores are {ck.render(x)}", b.n("mask").pos,
+               "the mask's axes must be axes of the tensor")
+        return UNKNOWN
+    return x
+
+
+def _scale(ck, call, b: Bound):
+    return ops.align(ck, "scale", b.n("x"), b.n("s"), b.t("x"), b.t("s"), call.pos)
+
+
+def _to(ck, call, b: Bound):
+    x, d = _tensor(ck, b, "x"), b.t("dtype")
+    if x is None or is_unknown(d):
+        return UNKNOWN
+    if not isinstance(d, DTypeValue):
+        ck.err("E0304", f"`{ck.src(b.n('dtype').pos)}` isn't a dtype", b.n("dtype").pos,
+               "write one of f16 bf16 f32 f64 i32 i64 bool")
+        return UNKNOWN
+    return TensorT(x.axes, d.dtype)
+
+
+def _concat(ck, call, b: Bound):
+    ts = []
+    for node, t in b.rest:
+        if is_unknown(t):
+            return UNKNOWN
+        if not isinstance(t, TensorT):
+            ck.err("E0301", f"expected a tensor, found {ck.kind_word(t)}", node.pos, "not a tensor")
+            return UNKNOWN
+        ts.append(t)
+    if len(ts) < 2:
+        ck.err("E0206", f"`concat` takes 2 or more tensors, got {len(ts)}", call.pos, "")
+        return UNKNOWN
+    first = ts[0]
+    names = ck.over_axes(call, b, first)
+    if names is None:
+        return UNKNOWN
+    if len(names) != 1:
+        ck.err("E0404", "`concat` joins along one axis", b.n("over").pos if b.n("over") else call.pos, "name one axis")
+        return UNKNOWN
+    i = first.index_of(names[0])
+    total = first.axes[i].size
+    for (node, t) in b.rest[1:]:
+        j = t.index_of(names[0])
+        others_a = [a for a in first.axes if a.name != names[0]]
+        others_b = [a for a in t.axes if a.name != names[0]]
+        if j < 0 or others_a != others_b:
+            ck.err("E0401", f"expected {ck.render(first)} but for `{ck.name(names[0])}`, found {ck.render(t)}",
+                   node.pos, "other axes must be equal")
+            return UNKNOWN
+        total = total + t.axes[j].size
+    axes = list(first.axes)
+    axes[i] = Axis(total, total)
+    return TensorT(tuple(axes), first.dtype)
+
+
+def _arange(ck, call, b: Bound):
+    n = b.t("n")
+    if is_unknown(n):
+        return UNKNOWN
+    if isinstance(n, ScalarT) and n.size is not None:
+        ax = ck.axis_of_value(b.n("n"), n.size)
+        return TensorT((ax,), I64)
+    ck.err("E0304", f"`arange` needs a size (a dim or size variable), found `{ck.src(b.n('n').pos)}`",
+           b.n("n").pos, "not a size")
+    return UNKNOWN
+
+
+def _pattern_rule(ck, call, b: Bound):
+    name = ck.call_name(call)
+    if name == "einsum":
+        tensors = b.rest
+    else:
+        tensors = [(b.n("x"), b.t("x"))] if b.has("x") else []
+    return check_pattern_call(ck, call, name, tensors)
+
+
+_UNARY_DOC = {
+    "exp": "e to the power x", "log": "natural logarithm", "sqrt": "square root",
+    "rsqrt": "1 / sqrt(x)", "tanh": "hyperbolic tangent", "sigmoid": "1 / (1 + exp(-x))",
+    "relu": "max(x, 0)", "gelu": "GELU (erf form)", "gelu_tanh": "GELU (tanh approximation)",
+    "silu": "x * sigmoid(x)", "abs": "absolute value", "neg": "-x", "square": "x * x",
+    "sin": "sine", "cos": "cosine",
+}
+_TORCH_UNARY = {
+    "exp": "torch.exp({x})", "log": "torch.log({x})", "sqrt": "torch.sqrt({x})",
+    "rsqrt": "torch.rsqrt({x})", "tanh": "torch.tanh({x})", "sigmoid": "torch.sigmoid({x})",
+    "relu": "F.relu({x})", "gelu": "F.gelu({x})", "gelu_tanh": "F.gelu({x}, approximate='tanh')",
+    "silu": "F.silu({x})", "abs": "torch.abs({x})", "neg": "-({x})", "square": "torch.square({x})",
+    "sin": "torch.sin({x})", "cos": "torch.cos({x})",
+}
+
+
+def _build_table() -> dict:
+    t: dict = {}
+
+    def add(b: Builtin):
+        t[b.name] = b
+
+    for n, d in _UNARY_DOC.items():
+        add(Builtin(n, [("x", REQUIRED)], _elementwise, f"Elementwise {d}; shape and dtype kept.",
+                    _TORCH_UNARY[n]))
+    add(Builtin("maximum", [("a", REQUIRED), ("b", REQUIRED)], _by_name2,
+                "Elementwise maximum, aligned by axis name.", "torch.maximum({a}, {b})"))
+    add(Builtin("minimum", [("a", REQUIRED), ("b", REQUIRED)], _by_name2,
+                "Elementwise minimum, aligned by axis name.", "torch.minimum({a}, {b})"))
+    add(Builtin("where", [("cond", REQUIRED), ("a", REQUIRED), ("b", REQUIRED)], _where,
+                "`a` where `cond` is true, else `b`; aligned by axis name.", "torch.where({cond}, {a}, {b})"))
+    for n in ("sum", "mean", "max", "min", "logsumexp"):
+        add(Builtin(n, [("x", REQUIRED), ("over", None)], _reduce,
+                    f"`{n}` over the axes `over` (all axes without it); removes them.", f"torch.{n}"))
+    add(Builtin("argmax", [("x", REQUIRED), ("over", REQUIRED)], lambda ck, c, b: _reduce(ck, c, b, arg=True),
+                "Index of the largest value along `over`; removes it, dtype Index[size of over].", "torch.argmax"))
+    for n in ("softmax", "log_softmax"):
+        add(Builtin(n, [("x", REQUIRED), ("over", REQUIRED)], lambda ck, c, b: _reduce(ck, c, b, keep=True),
+                    f"`{n}` along `over`; shape kept.", f"torch.{n}"))
+    add(Builtin("rms_norm", [("x", REQUIRED), ("w", REQUIRED), ("over", REQUIRED), ("eps", 1e-6)], _norm,
+                "RMS normalization over `over`, scaled by `w: [over]`; shape kept.", "rms_norm"))
+    add(Builtin("layer_norm", [("x", REQUIRED), ("w", REQUIRED), ("b", REQUIRED), ("over", REQUIRED), ("eps", 1e-5)],
+                lambda ck, c, b: _norm(ck, c, b, with_bias=True),
+                "Layer normalization over `over`, with weight and bias `[over]`; shape kept.", "F.layer_norm"))
+    add(Builtin("linear", [("x", REQUIRED), ("W", REQUIRED), ("b", None)], _linear,
+                "`x: [… I]`, `W: [O I]`, `b: [O]` → `[… O]` (PyTorch's layout).", "F.linear({x}, {W}, {b})"))
+    add(Builtin("matmul", [("x", REQUIRED), ("w", REQUIRED)], _matmul,
+                "`[… K] @ [K N]` → `[… N]`; batch axes of both by name.", "torch.matmul({x}, {w})"))
+    add(Builtin("embedding", [("ids", REQUIRED), ("E", REQUIRED)], _embedding,
+                "`ids: [… ] Index[V]`, `E: [V D]` → `[… D]`: the rows of E.", "F.embedding({ids}, {E})"))
+    add(Builtin("one_hot", [("ids", REQUIRED)], _one_hot, "`[…] Index[V]` → `[… V] f32`.", "F.one_hot"))
+    add(Builtin("rope", [("x", REQUIRED), ("pos", REQUIRED), ("theta", 10000.0), ("style", "half")], _rope,
+                "Rotary position embedding: `x: [… n Dh]`, integer `pos` with axes ⊆ x's; style \"half\" "
+                "(rotate-half, as Hugging Face Llama) or \"interleaved\" (pairs, as GPT-J).", "rope"))
+    add(Builtin("scaled_dot_product_attention",
+                [("q", REQUIRED), ("k", REQUIRED), ("v", REQUIRED), ("attn_mask", None), ("scale", None)], _sdpa,
+                "`q: [… Hq n Dh]`, `k: [… Hk m Dh]`, `v: [… Hk m Dv]` → `[… Hq n Dv]`; Hk may divide Hq "
+                "(grouped-query); `attn_mask` a bool mask over n and m; default scale 1/sqrt(Dh).",
+                "F.scaled_dot_product_attention"))
+    add(Builtin("masked_fill", [("x", REQUIRED), ("mask", REQUIRED), ("value", REQUIRED)], _masked_fill,
+                "`value` where `mask` (bool, axes ⊆ x's) is true.", "{x}.masked_fill({mask}, {value})"))
+    add(Builtin("scale", [("x", REQUIRED), ("s", REQUIRED)], _scale, "`x * s`.", "({x}) * ({s})"))
+    add(Builtin("to", [("x", REQUIRED), ("dtype", REQUIRED)], _to, "Cast to a dtype.", "{x}.to({dtype})"))
+    add(Builtin("concat", [("over", REQUIRED)], _concat, "Join tensors along `over`; sizes add.", "torch.cat",
+                variadic=True))
+    add(Builtin("arange", [("n", REQUIRED)], _arange, "`[n] i64`: 0 … n-1.", "torch.arange"))
+    for n, d in (("rearrange", "Reorder and regroup axes: `b n (H Dh) -> b H n Dh`."),
+                 ("split", "Split a group that starts with a count: `b n (3 H Dh) -> b H n Dh` gives 3 tensors."),
+                 ("repeat", "Repeat along dims with a value: `b Hkv n Dh -> b (Hkv G) n Dh`.")):
+        add(Builtin(n, [("x", REQUIRED)], _pattern_rule, d, "einops." + n, pattern=True))
+    add(Builtin("einsum", [], _pattern_rule,
+                "`einsum(a, b: La, Lb -> R)`: names shared between inputs are matched; names absent from R "
+                "are summed over.", "torch.einsum", variadic=True, pattern=True))
+    return t
+
+
+BUILTINS: dict[str, Builtin] = _build_table()

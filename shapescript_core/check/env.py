@@ -1,0 +1,318 @@
+"""What a file sees: dims (canonical sizes and values), models, function signatures."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Callable, Optional
+
+from ..diagnostics import Diagnostic, error
+from ..syntax import ast as A
+from .sizes import Size
+from .types import (DTYPE_NAMES, UNKNOWN, Axis, DType, ModelT, ScalarT, StackT, TensorT, Type)
+from .suggest import closest
+
+
+@dataclass
+class DimInfo:
+    name: str
+    item: A.DimItem
+    canon: Optional[Size] = None  # None when broken
+    value: Optional[int] = None
+
+
+@dataclass
+class FieldInfo:
+    name: str
+    type: Type
+    node: A.Field
+    item: A.ModelItem
+
+
+@dataclass
+class ModelInfo:
+    name: str
+    item: A.Item
+    fields: dict = field(default_factory=dict)  # name -> FieldInfo
+    fingerprint: tuple = ()
+
+
+@dataclass
+class ParamInfo:
+    name: str
+    type: Type
+    has_default: bool
+    node: A.Param
+
+
+@dataclass
+class Signature:
+    name: str
+    item: A.Item
+    params: list
+    ret: Type
+    svars: set
+    fingerprint: tuple = ()
+    broken: bool = False
+
+
+class DimTable:
+    """Canonical forms and values of every visible dim; E0208 for bad arithmetic."""
+
+    def __init__(self, items: list, overrides: dict | None = None):
+        self.items = {}
+        for it in items:
+            self.items.setdefault(it.name, it)
+        self.info: dict[str, DimInfo] = {}
+        self.values: dict[str, int] = {}
+        self.diags: dict[int, list] = {}  # id(item) -> diagnostics
+        self.overrides = overrides or {}
+        self._stack: list[str] = []
+        for name in list(self.items):
+            self._resolve(name)
+        self.reverse: dict[Size, str] = {}
+        for name, d in self.info.items():
+            if d.canon is not None:
+                self.reverse.setdefault(d.canon, name)
+        self.fingerprint = tuple(sorted((n, str(d.canon), d.value) for n, d in self.info.items()))
+
+    def _diag(self, item, d: Diagnostic):
+        self.diags.setdefault(id(item), []).append(d)
+
+    def _resolve(self, name: str) -> Optional[DimInfo]:
+        if name in self.info:
+            return self.info[name]
+        item = self.items.get(name)
+        if item is None:
+            return None
+        if name in self._stack:
+            cycle = self._stack[self._stack.index(name):] + [name]
+            for n in cycle[:-1]:
+                it = self.items[n]
+                k = cycle.index(n)
+                path = cycle[k:-1] + cycle[:k] + [n]
+                self._diag(it, error("E0208", f"`{n}` is defined through itself: {' → '.join(path)}",
+                                     it.span(it.name_pos), "this dim's value depends on itself"))
+                self.info[n] = DimInfo(n, it, None, None)
+            return None
+        if isinstance(item, A.BrokenItem):
+            self.info[name] = DimInfo(name, item, None, None)
+            return self.info[name]
+        self._stack.append(name)
+        try:
+            info = self._compute(name, item)
+        finally:
+            self._stack.pop()
+        if name not in self.info:
+            self.info[name] = info
+        return self.info[name]
+
+    def _compute(self, name: str, item: A.DimItem) -> DimInfo:
+        v = item.value
+        if v is None or isinstance(v, A.SInt):
+            val = v.value if isinstance(v, A.SInt) else None
+            if name in self.overrides:
+                val = self.overrides[name]
+            if val is not None and val <= 0:
+                self._diag(item, error("E0208", f"`{name}` must be positive, found {val}", item.span(v.pos),
+                                       "a size is a positive integer"))
+                return DimInfo(name, item, None, None)
+            if val is not None:
+                self.values[name] = val
+            return DimInfo(name, item, Size.sym(name), val)
+        res = self._eval(item, v)
+        if res is None:
+            return DimInfo(name, item, None, None)
+        canon, val = res
+        if name in self.overrides:
+            # an override makes the dim a base symbol of that value
+            self.values[name] = self.overrides[name]
+            return DimInfo(name, item, Size.sym(name), self.overrides[name])
+        if val is not None and val <= 0:
+            self._diag(item, error("E0208", f"`{name} = {item.src(v.pos)}` is not positive: {val}",
+                                   item.span(v.pos), "a size is a positive integer"))
+            return DimInfo(name, item, None, None)
+        return DimInfo(name, item, canon, int(val) if val is not None else None)
+
+    def _eval(self, item, e):
+        """(canonical, numeric value or None), or None after a diagnostic."""
+        if isinstance(e, A.SInt):
+            return Size.const(e.value), Fraction(e.value)
+        if isinstance(e, A.SName):
+            if e.name not in self.items:
+                sug = closest(e.name, list(self.items))
+                d = error("E0201", f"`{e.name}` isn't defined", item.span(e.pos), "not a dim")
+                if sug:
+                    d.help(f"there is a dim with a similar name: `{sug}`")
+                self._diag(item, d)
+                return None
+            info = self._resolve(e.name)
+            if info is None or info.canon is None:
+                return None
+            return info.canon, (Fraction(info.value) if info.value is not None else None)
+        l = self._eval(item, e.left)
+        r = self._eval(item, e.right)
+        if l is None or r is None:
+            return None
+        (lc, lv), (rc, rv) = l, r
+        if e.op == "+":
+            return lc + rc, (lv + rv if lv is not None and rv is not None else None)
+        if e.op == "-":
+            return lc - rc, (lv - rv if lv is not None and rv is not None else None)
+        if e.op == "*":
+            return lc * rc, (lv * rv if lv is not None and rv is not None else None)
+        # division must be exact
+        if lv is not None and rv is not None:
+            if rv == 0 or (lv / rv).denominator != 1:
+                self._diag(item, error("E0208", f"`{item.name} = {item.src(item.value.pos)}` doesn't divide: "
+                                                 f"{_num(lv)} / {_num(rv)}", item.span(e.pos),
+                                       f"{_num(lv)} is not a multiple of {_num(rv)}"))
+                return None
+            return lc / rc, lv / rv
+        return lc / rc, None
+
+    # ---- queries
+    def canon(self, name: str) -> Optional[Size]:
+        d = self.info.get(name)
+        return d.canon if d is not None else None
+
+    def is_dim(self, name: str) -> bool:
+        return name in self.items
+
+    def render(self, s: Size) -> str:
+        n = self.reverse.get(s)
+        return n if n is not None else str(s)
+
+
+def _num(v: Fraction) -> str:
+    return str(v.numerator) if v.denominator == 1 else str(v)
+
+
+def eval_size_expr(e, item, lookup: Callable, diags: list):
+    """Evaluate a size expression in a type: (name, size) Sizes, or None on error.
+
+    `lookup(name, node)` gives (name Size, size Size) for an identifier or None after a
+    diagnostic.
+    """
+    if isinstance(e, A.SInt):
+        c = Size.const(e.value)
+        return c, c
+    if isinstance(e, A.SName):
+        return lookup(e.name, e)
+    l = eval_size_expr(e.left, item, lookup, diags)
+    r = eval_size_expr(e.right, item, lookup, diags)
+    if l is None or r is None:
+        return None
+    op = {"+": Size.__add__, "-": Size.__sub__, "*": Size.__mul__, "/": Size.__truediv__}[e.op]
+    return op(l[0], r[0]), op(l[1], r[1])
+
+
+def resolve_type(texpr, item, dims: DimTable, models: set, lookup: Callable, diags: list,
+                 allow_stack: bool = False) -> Type:
+    """The type a type expression denotes; unknown after a diagnostic."""
+    if isinstance(texpr, A.NamedTypeExpr):
+        if texpr.name in DTYPE_NAMES:
+            return TensorT((), DType(texpr.name))
+        if texpr.name == "Index" and texpr.index is not None:
+            v = eval_size_expr(texpr.index, item, lookup, diags)
+            return TensorT((), DType("Index", v[1])) if v else UNKNOWN
+        if texpr.name in models:
+            return ModelT(texpr.name)
+        d = error("E0201", f"`{texpr.name}` isn't defined", item.span(texpr.pos), "not a model or dtype")
+        sug = closest(texpr.name, list(models) + list(DTYPE_NAMES))
+        if sug:
+            d.help(f"there is a type with a similar name: `{sug}`")
+        diags.append(d)
+        return UNKNOWN
+    dt = texpr.dtype
+    if dt is not None and dt.name not in DTYPE_NAMES and dt.name != "Index":
+        if allow_stack and dt.name in models and len(texpr.axes) == 1 and dt.index is None:
+            n = eval_size_expr(texpr.axes[0], item, lookup, diags)
+            return StackT(dt.name, n[1]) if n else UNKNOWN
+        d = error("E0201", f"`{dt.name}` isn't defined", item.span(dt.pos),
+                  "not a dtype" if not allow_stack else "not a dtype or model")
+        sug = closest(dt.name, list(DTYPE_NAMES) + (list(models) if allow_stack else []))
+        if sug:
+            d.help(f"there is a name like it: `{sug}`")
+        diags.append(d)
+        return UNKNOWN
+    axes = []
+    ok = True
+    for a in texpr.axes:
+        r = eval_size_expr(a, item, lookup, diags)
+        if r is None:
+            ok = False
+            continue
+        axes.append(Axis(r[0], r[1]))
+    dtype = DType("f32")
+    if dt is not None:
+        if dt.name == "Index":
+            if dt.index is None:
+                diags.append(error("E0101", "expected `[V]` after `Index`, found nothing", item.span(dt.pos),
+                                   "write Index[V]"))
+                return UNKNOWN
+            v = eval_size_expr(dt.index, item, lookup, diags)
+            if v is None:
+                return UNKNOWN
+            dtype = DType("Index", v[1])
+        else:
+            dtype = DType(dt.name)
+    return TensorT(tuple(axes), dtype) if ok else UNKNOWN
+
+
+def dim_lookup(dims: DimTable, item, diags: list, on_free: Callable):
+    """A lookup for eval_size_expr: dims first, then `on_free(name, node)`."""
+    def lookup(name, node):
+        if dims.is_dim(name):
+            c = dims.canon(name)
+            return (c, c) if c is not None else None
+        return on_free(name, node)
+    return lookup
+
+
+def build_model(item: A.ModelItem, dims: DimTable, models: set) -> tuple[ModelInfo, list]:
+    diags: list = []
+    info = ModelInfo(item.name, item)
+
+    def on_free(name, node):
+        diags.append(error("E0202", f"`{name}` in a model field must be a declared dim", item.span(node.pos),
+                           "not a dim").help(f"declare it with `dim {name} = …`"))
+        return None
+
+    lookup = dim_lookup(dims, item, diags, on_free)
+    seen = {}
+    for f in item.fields:
+        if f.name in seen:
+            diags.append(error("E0203", f"`{f.name}` is defined twice", item.span(f.name_pos),
+                               "second definition").label(item.span(seen[f.name].name_pos), "first defined here"))
+            continue
+        seen[f.name] = f
+        t = resolve_type(f.type, item, dims, models, lookup, diags, allow_stack=True)
+        info.fields[f.name] = FieldInfo(f.name, t, f, item)
+    info.fingerprint = tuple((n, fi.type) for n, fi in info.fields.items())
+    return info, diags
+
+
+def build_signature(item: A.FnItem, dims: DimTable, models: set) -> tuple[Signature, list]:
+    diags: list = []
+    svars: set = set()
+
+    def on_free(name, node):
+        svars.add(name)
+        s = Size.sym(name)
+        return s, s
+
+    lookup = dim_lookup(dims, item, diags, on_free)
+    params = []
+    seen = {}
+    for p in item.params:
+        if p.name in seen:
+            diags.append(error("E0203", f"`{p.name}` is defined twice", item.span(p.name_pos),
+                               "second parameter with this name").label(item.span(seen[p.name].name_pos), "first here"))
+            continue
+        seen[p.name] = p
+        t = resolve_type(p.type, item, dims, models, lookup, diags)
+        params.append(ParamInfo(p.name, t, p.default is not None, p))
+    ret = resolve_type(item.ret, item, dims, models, lookup, diags) if item.ret is not None else UNKNOWN
+    sig = Signature(item.name, item, params, ret, svars)
+    sig.fingerprint = (tuple((p.name, p.type, p.has_default) for p in params), ret)
+    return sig, diags

@@ -1,0 +1,666 @@
+"""Checking one function body: names, shapes, calls, patterns, returns."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+from ..diagnostics import Diagnostic, Severity, Span, error, warning
+from ..syntax import ast as A
+from . import ops
+from .builtins import BUILTINS, REQUIRED, Bound, Builtin
+from .env import Signature, dim_lookup, resolve_type
+from .sizes import Size
+from .suggest import closest
+from .types import (BOOL, DTYPE_NAMES, UNKNOWN, Axis, DType, DTypeValue, ModelT, ScalarT,
+                    StackT, StringT, TensorT, TupleT, Type, is_unknown)
+
+
+@dataclass
+class Local:
+    name: str
+    type: Type
+    pos: A.Pos
+    used: bool = False
+    is_param: bool = False
+
+
+@dataclass
+class CallInfo:
+    """How a call resolved: a builtin or a user function, with its size-variable bindings."""
+
+    target: str
+    builtin: Optional[Builtin] = None
+    sig: Optional[Signature] = None
+    bindings: dict = field(default_factory=dict)  # callee size var -> caller Axis
+    args: list = field(default_factory=list)  # [(param name, Arg node)] in parameter order
+    arg_map: dict = field(default_factory=dict)  # param name -> Arg node
+
+
+@dataclass
+class FnResult:
+    item: A.FnItem
+    diags: list
+    types: dict  # id(node) -> Type
+    nodes: dict  # id(node) -> node
+    calls: dict  # id(call) -> CallInfo
+    callees: dict  # fn name -> [call pos]
+    deps: dict  # name -> fingerprint used
+    locals_at: list  # [(name, pos, Type)] for every binding (hover, inlay hints)
+    svars: dict  # size variable -> Size
+    patterns: dict  # id(call) -> Matcher
+    ret: Type = UNKNOWN
+
+
+class FnChecker:
+    def __init__(self, item: A.FnItem, env):
+        self.item = item
+        self.env = env
+        self.diags: list = []
+        self.types: dict = {}
+        self.nodes: dict = {}
+        self.calls: dict = {}
+        self.callees: dict = {}
+        self.deps: dict = {}
+        self.locals: dict[str, Local] = {}
+        self.locals_at: list = []
+        self.svars: dict[str, Size] = {}
+        self.svar_pos: dict[str, A.Pos] = {}
+        self.pattern_info: dict = {}
+        self.all_locals: list[Local] = []
+
+    # ------------------------------------------------------------ utilities
+    def err(self, code, message, pos, label="") -> Diagnostic:
+        d = error(code, message, self.item.span(pos), label)
+        self.diags.append(d)
+        return d
+
+    def src(self, pos) -> str:
+        return self.item.src(pos)
+
+    def name(self, s: Size) -> str:
+        return self.env.dims.render(s)
+
+    def size_text(self, s: Size, numeric: bool = False) -> str:
+        if numeric:
+            v = self.evaluate(s)
+            if v is not None and v.denominator == 1:
+                return str(v.numerator)
+        return self.name(s)
+
+    def evaluate(self, s: Size):
+        return s.evaluate(self.env.dims.values)
+
+    def render(self, t: Type, dtype: bool = False) -> str:
+        return self.env.render(t, dtype)
+
+    def dtype_text(self, d: DType) -> str:
+        return d.render(self.name)
+
+    def kind_word(self, t: Type) -> str:
+        if isinstance(t, ModelT):
+            return f"model `{t.name}`"
+        if isinstance(t, StackT):
+            return f"a stack of `{t.model}`"
+        if isinstance(t, TupleT):
+            return f"a tuple of {len(t.items)}"
+        if isinstance(t, TensorT):
+            return self.render(t)
+        if isinstance(t, ScalarT):
+            return "a number"
+        if isinstance(t, DTypeValue):
+            return f"the dtype `{t.dtype.name}`"
+        if isinstance(t, StringT):
+            return "a string"
+        return "something else"
+
+    def call_name(self, call: A.Call) -> str:
+        return call.func.id if isinstance(call.func, A.Name) else self.src(call.func.pos)
+
+    def bind_svar(self, name: str, size: Size, pos):
+        self.svars[name] = size
+        self.svar_pos.setdefault(name, pos)
+
+    def axis_of_value(self, node, size: Size) -> Axis:
+        """The axis a size written as a value stands for (`arange(n)` is over `n`)."""
+        if isinstance(node, A.Name):
+            d = self.env.dim(node.id)
+            if d is not None:
+                return Axis(d, d)
+            if node.id in self.svars:
+                return Axis(Size.sym(node.id), self.svars[node.id])
+        return Axis(size, size)
+
+    def axis_name(self, node) -> Optional[Size]:
+        """An axis name written in `over=` / masks: a dim or a size variable."""
+        if isinstance(node, A.Name):
+            d = self.env.dim(node.id)
+            if d is not None:
+                return d
+            if node.id in self.svars:
+                return Size.sym(node.id)
+            d = self.err("E0201", f"`{node.id}` isn't defined", node.pos, "not a dim or size variable")
+            sug = closest(node.id, list(self.svars) + self.env.dim_names())
+            if sug:
+                d.help(f"there is an axis with a similar name: `{sug}`")
+            return None
+        self.err("E0404", f"`over=` takes axis names, found `{self.src(node.pos)}`", node.pos, "not an axis name")
+        return None
+
+    def over_axes(self, call, b: Bound, t: TensorT):
+        """The axis names of `over=` (all axes when absent: []); None after an error."""
+        node = b.n("over")
+        if node is None:
+            return []
+        items = node.items if isinstance(node, A.TupleExpr) else [node]
+        names = []
+        for it in items:
+            n = self.axis_name(it)
+            if n is None:
+                return None
+            if t.index_of(n) < 0:
+                self.err("E0404", f"`over={self.src(it.pos)}`, but the tensor is {self.render(t)}", it.pos,
+                         f"`{self.src(it.pos)}` is not an axis of the tensor").help(
+                    "name one of the tensor's axes")
+                return None
+            names.append(n)
+        self.types[id(node)] = UNKNOWN
+        return names
+
+    # ------------------------------------------------------------ entry
+    def check(self, sig: Signature) -> FnResult:
+        item = self.item
+        for p in sig.params:
+            self.locals[p.name] = Local(p.name, p.type, p.node.name_pos, is_param=True)
+            self.locals_at.append((p.name, p.node.name_pos, p.type))
+        for v in sig.svars:
+            self.svars[v] = Size.sym(v)
+        for p in sig.params:
+            if p.node.default is not None:
+                self.expr(p.node.default)
+        self.sig = sig
+        self.block(item.body, top=True)
+        self._check_returns(item.body)
+        for loc in self.all_locals:
+            if not loc.used and not loc.name.startswith("_"):
+                self.diags.append(warning("W0101", f"`{loc.name}` is never used", item.span(loc.pos),
+                                          "assigned here, never read").help(
+                    f"remove it, or name it `_{loc.name}` if that is intended"))
+        return FnResult(item, self.diags, self.types, self.nodes, self.calls, self.callees, self.deps,
+                        self.locals_at, self.svars, self.pattern_info, sig.ret)
+
+    def _check_returns(self, body):
+        rets = [s for s in A.walk_stmts(body) if isinstance(s, A.Return)]
+        if not rets:
+            self.err("E0409", f"`{self.item.name}` never returns, but its signature says "
+                              f"{self.render(self.sig.ret)}", self.item.name_pos, "no `return` in this function")
+            return
+        last = body[-1] if body else None
+        for r in rets:
+            if r is not last:
+                self.err("E0101", "expected `return` as the function's last statement, found it earlier",
+                         r.pos, "a function has one `return`, at its end")
+                return
+
+    # ------------------------------------------------------------ statements
+    def block(self, stmts, top=False):
+        for s in stmts:
+            if isinstance(s, A.Assign):
+                t = self.expr(s.value)
+                if s.annotation is not None:
+                    t = self._annotated(s, t)
+                self._bind(s.target, s.target_pos, t)
+            elif isinstance(s, A.TupleAssign):
+                t = self.expr(s.value)
+                if isinstance(t, TupleT):
+                    if len(t.items) != len(s.targets):
+                        what = self.call_name(s.value) if isinstance(s.value, A.Call) else "the value"
+                        self.err("E0411", f"`{what}` gives {len(t.items)} tensors, but {len(s.targets)} names take them",
+                                 s.pos, f"{len(s.targets)} names").help(
+                            f"write {len(t.items)} names on the left")
+                        t = UNKNOWN
+                elif not is_unknown(t):
+                    self.err("E0411", f"a single value can't be destructured into {len(s.targets)} names",
+                             s.value.pos, f"this is {self.kind_word(t)}")
+                    t = UNKNOWN
+                for k, (n, pos) in enumerate(s.targets):
+                    self._bind(n, pos, t.items[k] if isinstance(t, TupleT) else UNKNOWN)
+            elif isinstance(s, A.Return):
+                t = self.expr(s.value)
+                self._check_return(s, t)
+            elif isinstance(s, A.For):
+                self._for(s)
+
+    def _bind(self, name, pos, t):
+        loc = Local(name, t, pos)
+        self.locals[name] = loc
+        self.all_locals.append(loc)
+        self.locals_at.append((name, pos, t))
+
+    def _annotated(self, s: A.Assign, t: Type) -> Type:
+        want = self.resolve_local_type(s.annotation)
+        if not is_unknown(want) and not is_unknown(t) and not self.same_shape(want, t):
+            self.err("E0401", f"expected {self.render(want)}, found {self.render(t)}", s.value.pos,
+                     f"this is {self.render(t)}")
+            return want
+        return want if not is_unknown(want) else t
+
+    def resolve_local_type(self, texpr) -> Type:
+        def on_free(name, node):
+            if name in self.svars:
+                return Size.sym(name), self.svars[name]
+            self.bind_svar(name, Size.sym(name), node.pos)
+            return Size.sym(name), Size.sym(name)
+        lookup = dim_lookup(self.env.dims, self.item, self.diags, on_free)
+        return resolve_type(texpr, self.item, self.env.dims, self.env.model_names(), lookup, self.diags)
+
+    def same_shape(self, a: Type, b: Type) -> bool:
+        if isinstance(a, TensorT) and isinstance(b, TensorT):
+            return [x.size for x in a.axes] == [x.size for x in b.axes] and (
+                a.dtype == b.dtype or (a.dtype.is_int and b.dtype.name == "Index"))
+        return a == b
+
+    def _check_return(self, s: A.Return, t: Type):
+        want = self.sig.ret
+        if is_unknown(want) or is_unknown(t):
+            return
+        if isinstance(want, TensorT) and isinstance(t, TensorT) and len(want.axes) == len(t.axes):
+            # a size variable seen only in the return type is bound here
+            for wa, ta in zip(want.axes, t.axes):
+                v = wa.size.single_symbol()
+                if v is not None and v in self.sig.svars and not self._svar_in_params(v):
+                    self.svars.setdefault(v, ta.size)
+            want = TensorT(tuple(Axis(a.name, a.size.subst(self._ret_only())) for a in want.axes), want.dtype)
+        if not self.same_shape(want, t):
+            self.err("E0409", f"`{self.item.name}` returns {self.render(t, dtype=t.dtype != want.dtype if isinstance(t, TensorT) and isinstance(want, TensorT) else False)}, "
+                              f"but its signature says {self.render(want, dtype=t.dtype != want.dtype if isinstance(t, TensorT) and isinstance(want, TensorT) else False)}",
+                     s.value.pos, f"this is {self.render(t)}").label(
+                self.item.span(self.item.ret.pos), "the signature's return type")
+
+    def _svar_in_params(self, v: str) -> bool:
+        for p in self.sig.params:
+            if isinstance(p.type, TensorT) and any(v in a.size.symbols() for a in p.type.axes):
+                return True
+            if isinstance(p.type, TensorT) and p.type.dtype.index is not None and v in p.type.dtype.index.symbols():
+                return True
+        return False
+
+    def _ret_only(self) -> dict:
+        return {v: s for v, s in self.svars.items() if v in self.sig.svars and not self._svar_in_params(v)}
+
+    def _for(self, s: A.For):
+        it = self.expr(s.iter)
+        if isinstance(it, StackT):
+            var_t: Type = ModelT(it.model)
+        else:
+            if not is_unknown(it):
+                self.err("E0301", f"expected a stack, found {self.kind_word(it)}", s.iter.pos,
+                         "`for` runs over a stack of models")
+            var_t = UNKNOWN
+        before = {n: l.type for n, l in self.locals.items()}
+        self._bind(s.var, s.var_pos, var_t)
+        self.block(s.body)
+        for st in s.body:
+            if isinstance(st, A.Assign) and st.target in before:
+                old, new = before[st.target], self.locals[st.target].type
+                if not is_unknown(old) and not is_unknown(new) and not self.same_shape(old, new):
+                    self.err("E0401", f"expected {self.render(old)}, found {self.render(new)}", st.value.pos,
+                             f"`{st.target}` changes type in the loop").help(
+                        "a value rebound in a loop keeps its type across iterations")
+
+    # ------------------------------------------------------------ expressions
+    def expr(self, e) -> Type:
+        t = self._expr(e)
+        self.types[id(e)] = t
+        self.nodes[id(e)] = e
+        return t
+
+    def _expr(self, e) -> Type:
+        if isinstance(e, A.Name):
+            return self._name(e)
+        if isinstance(e, A.Number):
+            return ScalarT("int" if e.is_int else "float")
+        if isinstance(e, A.String):
+            return StringT(e.value)
+        if isinstance(e, A.Const):
+            return ScalarT("bool") if e.value in ("true", "false") else ScalarT("float")
+        if isinstance(e, A.Unop):
+            return self._unop(e)
+        if isinstance(e, A.Binop):
+            return self._binop(e)
+        if isinstance(e, A.Call):
+            return self._call(e)
+        if isinstance(e, A.FieldRead):
+            return self._field(e)
+        if isinstance(e, A.Mask):
+            return self._mask(e)
+        if isinstance(e, A.TupleExpr):
+            return TupleT(tuple(self.expr(x) for x in e.items))
+        return UNKNOWN
+
+    def _name(self, e: A.Name) -> Type:
+        loc = self.locals.get(e.id)
+        if loc is not None:
+            loc.used = True
+            return loc.type
+        d = self.env.dim(e.id)
+        if d is not None:
+            return ScalarT("int", d)
+        if self.env.is_broken_name(e.id):
+            return UNKNOWN
+        if e.id in self.svars:
+            return ScalarT("int", self.svars[e.id])
+        if e.id in DTYPE_NAMES:
+            return DTypeValue(DType(e.id))
+        if self.env.model(e.id) is not None:
+            self.err("E0301", f"expected a value, found model `{e.id}`", e.pos, "a model is a type")
+            return UNKNOWN
+        if self.env.sig(e.id) is not None or e.id in BUILTINS:
+            self.err("E0301", f"expected a value, found function `{e.id}`", e.pos, "call it with `(…)`")
+            return UNKNOWN
+        d = self.err("E0201", f"`{e.id}` isn't defined", e.pos, "not found in this scope")
+        sug = closest(e.id, list(self.locals) + self.env.dim_names())
+        if sug:
+            d.help(f"there is a name like it: `{sug}`")
+        return UNKNOWN
+
+    def _unop(self, e: A.Unop) -> Type:
+        t = self.expr(e.operand)
+        if is_unknown(t):
+            return UNKNOWN
+        if e.op == "!":
+            if isinstance(t, TensorT) and t.dtype != BOOL:
+                self.err("E0304", f"`{ops.operand_text(self, e.operand)}` must be bool, found {self.dtype_text(t.dtype)}",
+                         e.operand.pos, "`!` negates a mask")
+                return UNKNOWN
+            return t
+        if isinstance(t, (TensorT, ScalarT)):
+            if isinstance(t, TensorT) and not ops.arithmetic_ok(self, e.operand, t):
+                return UNKNOWN
+            return t
+        self.err("E0301", f"expected a tensor, found {self.kind_word(t)}", e.operand.pos, "not a tensor")
+        return UNKNOWN
+
+    def _binop(self, e: A.Binop) -> Type:
+        lt, rt = self.expr(e.left), self.expr(e.right)
+        if is_unknown(lt) or is_unknown(rt):
+            return UNKNOWN
+        if e.op == "@":
+            return ops.matmul(self, "@", e.pos, e.left, e.right, lt, rt)
+        if e.op in ("and", "or"):
+            return ops.align(self, e.op, e.left, e.right, lt, rt, e.pos)
+        if e.op in ("==", "!=", "<", "<=", ">", ">="):
+            r = ops.align(self, e.op, e.left, e.right, lt, rt, e.pos)
+            return ops.as_bool(r) if isinstance(r, TensorT) else (ScalarT("bool") if isinstance(r, ScalarT) else r)
+        for t, n in ((lt, e.left), (rt, e.right)):
+            if not ops.arithmetic_ok(self, n, t):
+                return UNKNOWN
+        return ops.align(self, e.op, e.left, e.right, lt, rt, e.pos)
+
+    def _field(self, e: A.FieldRead) -> Type:
+        t = self.expr(e.obj)
+        if is_unknown(t):
+            return UNKNOWN
+        if not isinstance(t, ModelT):
+            self.err("E0301", f"expected a model, found {self.kind_word(t)}", e.obj.pos, "only models have fields")
+            return UNKNOWN
+        m = self.env.model(t.name)
+        if m is None:
+            return UNKNOWN
+        self.deps[("model", t.name)] = m.fingerprint
+        f = m.fields.get(e.name)
+        if f is None:
+            d = self.err("E0204", f"`{t.name}` has no field `{e.name}`", e.name_pos, f"not a field of `{t.name}`")
+            sug = closest(e.name, list(m.fields))
+            if sug:
+                d.help(f"there is a field with a similar name: `{sug}`")
+            return UNKNOWN
+        return f.type
+
+    def _mask(self, e: A.Mask) -> Type:
+        if not (isinstance(e.obj, A.Name) and e.obj.id == "causal"):
+            self.err("E0205", f"`{self.src(e.obj.pos)}` isn't a mask", e.obj.pos, "only `causal[a b]` is a mask")
+            return UNKNOWN
+        if len(e.axes) != 2:
+            self.err("E0407", f"`causal` takes 2 axes, got {len(e.axes)}", e.pos, "write causal[n m]")
+            return UNKNOWN
+        axes = []
+        for a in e.axes:
+            if isinstance(a, A.SName):
+                n = self.axis_name(A.Name(a.name, a.pos))
+                if n is None:
+                    return UNKNOWN
+                size = self.env.dim(a.name) if self.env.dim(a.name) is not None else self.svars[a.name]
+                axes.append(Axis(n, size))
+            else:
+                self.err("E0404", f"`causal` takes axis names, found `{self.src(a.pos)}`", a.pos, "not an axis name")
+                return UNKNOWN
+        return TensorT(tuple(axes), BOOL)
+
+    # ------------------------------------------------------------ calls
+    def _call(self, call: A.Call) -> Type:
+        if not isinstance(call.func, A.Name):
+            for a in call.args:
+                self.expr(a.value)
+            self.err("E0205", f"`{self.src(call.func.pos)}` isn't a function", call.func.pos, "not a function")
+            return UNKNOWN
+        name = call.func.id
+        b = BUILTINS.get(name)
+        if name in self.locals and b is None:
+            for a in call.args:
+                self.expr(a.value)
+            self.err("E0205", f"`{name}` isn't a function", call.func.pos, f"`{name}` is a local value")
+            return UNKNOWN
+        if b is not None:
+            return self._builtin_call(call, b)
+        sig = self.env.sig(name)
+        if sig is None:
+            for a in call.args:
+                self.expr(a.value)
+            if self.env.is_broken_name(name):
+                return UNKNOWN
+            d = self.err("E0205", f"`{name}` isn't a function", call.func.pos, "no function with this name")
+            sug = closest(name, list(BUILTINS) + self.env.fn_names())
+            if sug:
+                d.help(f"there is a function with a similar name: `{sug}`")
+            return UNKNOWN
+        return self._user_call(call, sig)
+
+    def _arity_error(self, call, fname, lo, hi, got):
+        if lo == hi:
+            want = f"{lo} argument" + ("s" if lo != 1 else "")
+        elif hi == lo + 1:
+            want = f"{lo} or {hi} arguments"
+        elif hi is None:
+            want = f"{lo} or more arguments"
+        else:
+            want = f"{lo} to {hi} arguments"
+        self.err("E0206", f"`{fname}` takes {want}, got {got}", call.pos, f"{got} arguments")
+
+    def _builtin_call(self, call: A.Call, b: Builtin) -> Type:
+        bound = Bound()
+        info = CallInfo(b.name, builtin=b)
+        self.calls[id(call)] = info
+        names = [p for p, _ in b.params]
+        positional = [a for a in call.args if a.name is None]
+        keywords = [a for a in call.args if a.name is not None]
+        ok = True
+        if b.variadic:
+            for a in positional:
+                bound.rest.append((a.value, self.expr(a.value)))
+                info.args.append((None, a))
+        else:
+            if len(positional) > len(names):
+                for a in call.args:
+                    self.expr(a.value)
+                lo = sum(1 for _, d in b.params if d is REQUIRED)
+                self._arity_error(call, b.name, lo, len(names), len(call.args))
+                return UNKNOWN
+            for p, a in zip(names, positional):
+                bound.nodes[p] = a.value
+        for a in keywords:
+            if a.name not in names:
+                self.expr(a.value)
+                d = self.err("E0206", f"`{b.name}` has no argument `{a.name}`", a.pos, "unknown keyword")
+                sug = closest(a.name, names)
+                if sug:
+                    d.help(f"there is an argument with a similar name: `{sug}`")
+                ok = False
+                continue
+            if a.name in bound.nodes:
+                self.expr(a.value)
+                self.err("E0206", f"`{b.name}` gets `{a.name}` twice", a.pos, "given again here")
+                ok = False
+                continue
+            bound.nodes[a.name] = a.value
+        arg_nodes = {id(a.value): a for a in call.args}
+        for p in names:
+            if p in bound.nodes:
+                info.args.append((p, arg_nodes.get(id(bound.nodes[p]))))
+                info.arg_map[p] = arg_nodes.get(id(bound.nodes[p]))
+        if not ok:
+            for p, n in bound.nodes.items():
+                if p not in b.axis_params:
+                    self.expr(n)
+            return UNKNOWN
+        missing = [p for p, d in b.params if d is REQUIRED and p not in bound.nodes]
+        for p, n in bound.nodes.items():
+            if p in b.axis_params:
+                continue
+            bound.types[p] = self.expr(n)
+        if missing:
+            if not b.variadic and len(missing) and all(p not in b.axis_params for p in missing):
+                lo = sum(1 for _, d in b.params if d is REQUIRED)
+                self._arity_error(call, b.name, lo, len(names), len(call.args))
+            else:
+                self.err("E0206", f"`{b.name}` needs `{missing[0]}=`", call.pos, f"`{missing[0]}` is missing")
+            return UNKNOWN
+        if any(is_unknown(t) for t in bound.types.values()) or any(is_unknown(t) for _, t in bound.rest):
+            if b.pattern:
+                pass  # the pattern rule checks what it can
+            return UNKNOWN
+        return b.rule(self, call, bound)
+
+    def _user_call(self, call: A.Call, sig: Signature) -> Type:
+        self.deps[("fn", sig.name)] = sig.fingerprint
+        self.callees.setdefault(sig.name, []).append(call.func.pos)
+        info = CallInfo(sig.name, sig=sig)
+        self.calls[id(call)] = info
+        params = sig.params
+        positional = [a for a in call.args if a.name is None]
+        keywords = [a for a in call.args if a.name is not None]
+        argt = {}
+        for a in call.args:
+            argt[id(a)] = self.expr(a.value)
+        if sig.broken:
+            return UNKNOWN
+        lo = sum(1 for p in params if not p.has_default)
+        if len(positional) > len(params):
+            self._arity_error(call, sig.name, lo, len(params), len(call.args))
+            return UNKNOWN
+        given = {p.name: a for p, a in zip(params, positional)}
+        for a in keywords:
+            if a.name not in {p.name for p in params}:
+                self.err("E0206", f"`{sig.name}` has no parameter `{a.name}`", a.pos, "unknown keyword")
+                return UNKNOWN
+            if a.name in given:
+                self.err("E0206", f"`{sig.name}` gets `{a.name}` twice", a.pos, "given again here")
+                return UNKNOWN
+            given[a.name] = a
+        missing = [p.name for p in params if not p.has_default and p.name not in given]
+        if missing:
+            self._arity_error(call, sig.name, lo, len(params), len(call.args))
+            return UNKNOWN
+        bind: dict[str, Axis] = {}
+        info.bindings = bind
+        info.args = [(p.name, given.get(p.name)) for p in params]
+        info.arg_map = {p.name: given.get(p.name) for p in params}
+        failed = False
+        for p in params:
+            a = given.get(p.name)
+            if a is None:
+                continue
+            t = argt[id(a)]
+            if is_unknown(t) or is_unknown(p.type):
+                continue
+            if not self._bind_arg(p, a, t, bind, sig):
+                failed = True
+        if failed or is_unknown(sig.ret):
+            return UNKNOWN
+        return self.subst_type(sig.ret, bind, sig)
+
+    def _bind_arg(self, p, a: A.Arg, t: Type, bind: dict, sig: Signature) -> bool:
+        want = p.type
+        if isinstance(want, ModelT):
+            if t != want:
+                self.err("E0301", f"expected model `{want.name}`, found {self.kind_word(t)}", a.value.pos,
+                         f"`{p.name}` is a `{want.name}`")
+                return False
+            return True
+        if isinstance(want, TensorT):
+            if isinstance(t, ScalarT) and not want.axes:
+                return True
+            if not isinstance(t, TensorT):
+                self.err("E0301", f"expected a tensor, found {self.kind_word(t)}", a.value.pos,
+                         f"`{p.name}` is a tensor")
+                return False
+            if len(t.axes) != len(want.axes):
+                self.err("E0401", f"expected {self.render(self.subst_type(want, bind, sig, partial=True))}, "
+                                  f"found {self.render(t)}", a.value.pos, f"this is {self.render(t)}")
+                return False
+            # bind single-variable axes first, then compare the rest
+            for wa, ta in zip(want.axes, t.axes):
+                v = wa.size.single_symbol()
+                if v is not None and v in sig.svars and v not in bind:
+                    bind[v] = ta
+            sizes = {v: ax.size for v, ax in bind.items()}
+            for wa, ta in zip(want.axes, t.axes):
+                if any(s in sig.svars and s not in sizes for s in wa.size.symbols()):
+                    continue
+                if wa.size.subst(sizes) != ta.size:
+                    self.err("E0401", f"expected {self.render(self.subst_type(want, bind, sig, partial=True))}, "
+                                      f"found {self.render(t)}", a.value.pos, f"this is {self.render(t)}")
+                    return False
+            wd, td = want.dtype, t.dtype
+            if wd.name == "Index":
+                ok = td.name == "Index" and (wd.index is None or
+                                             wd.index.subst(sizes) == td.index)
+                if td.name == "Index" and not ok and wd.index is not None:
+                    v = wd.index.single_symbol()
+                    if v in sig.svars and v not in bind:
+                        ok = True
+            else:
+                ok = wd == td or (wd.is_int and td.name == "Index")
+            if not ok:
+                self.err("E0304", f"`{ops.operand_text(self, a.value)}` must be "
+                                  f"{self.dtype_text(DType(wd.name, wd.index.subst(sizes) if wd.index else None))}, "
+                                  f"found {self.dtype_text(td)}", a.value.pos, f"`{p.name}` is {self.dtype_text(wd)}")
+                return False
+            return True
+        return True
+
+    def subst_type(self, t: Type, bind: dict, sig: Signature, partial: bool = False) -> Type:
+        if not isinstance(t, TensorT):
+            return t
+        names = {v: ax.name for v, ax in bind.items()}
+        sizes = {v: ax.size for v, ax in bind.items()}
+        axes = []
+        for a in t.axes:
+            v = a.size.single_symbol()
+            if v is not None and v in bind:
+                axes.append(bind[v])
+            else:
+                axes.append(Axis(a.name.subst(names), a.size.subst(sizes)))
+        dt = t.dtype
+        if dt.index is not None:
+            dt = DType(dt.name, dt.index.subst(sizes))
+        return TensorT(tuple(axes), dt)
+
+
+def check_function(item: A.FnItem, sig: Signature, env) -> FnResult:
+    ck = FnChecker(item, env)
+    try:
+        return ck.check(sig)
+    except RecursionError:
+        ck.err("E0101", "expected a shallower expression, found one nested too deeply", item.name_pos, "")
+        return FnResult(item, ck.diags, ck.types, ck.nodes, ck.calls, ck.callees, ck.deps,
+                        ck.locals_at, ck.svars, ck.pattern_info)

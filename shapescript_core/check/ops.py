@@ -1,0 +1,106 @@
+"""Shape rules shared by operators and builtins: alignment by name, contraction."""
+from __future__ import annotations
+
+from .types import (UNKNOWN, Axis, DType, ScalarT, TensorT, Type, is_unknown, BOOL)
+
+
+def operand_text(ck, node) -> str:
+    t = ck.src(node.pos)
+    return t if len(t) <= 24 and "\n" not in t else "the operand"
+
+
+def arithmetic_ok(ck, node, t: Type, what: str = "arithmetic") -> bool:
+    """Index and bool tensors take no arithmetic (E0303)."""
+    if isinstance(t, TensorT) and t.dtype.name in ("Index", "bool"):
+        holds = "indices" if t.dtype.name == "Index" else "booleans"
+        ck.err("E0303", f"`{operand_text(ck, node)}` holds {holds}, which take no {what}", node.pos,
+               f"this is {ck.render(t, dtype=True)}")
+        return False
+    return True
+
+
+def align(ck, op: str, lnode, rnode, lt: Type, rt: Type, pos) -> Type:
+    """Combine two operands by axis name (§3.2); the result takes the larger's axes."""
+    if is_unknown(lt) or is_unknown(rt):
+        return UNKNOWN
+    if isinstance(lt, ScalarT) and isinstance(rt, ScalarT):
+        return ScalarT("float" if "float" in (lt.num, rt.num) else lt.num)
+    for t, n in ((lt, lnode), (rt, rnode)):
+        if not isinstance(t, (TensorT, ScalarT)):
+            ck.err("E0301", f"expected a tensor, found {ck.kind_word(t)}", n.pos, "not a tensor")
+            return UNKNOWN
+    if isinstance(lt, ScalarT):
+        return rt
+    if isinstance(rt, ScalarT):
+        return lt
+    if lt.dtype != rt.dtype and lt.dtype.is_float and rt.dtype.is_float:
+        ck.err("E0302", f"`{op}` mixes {lt.dtype.name} and {rt.dtype.name}", pos,
+               f"{lt.dtype.name} and {rt.dtype.name}").help(
+            f"cast one side with `to(x, {lt.dtype.name})`")
+        return UNKNOWN
+    return broadcast(ck, lt, rt, pos)
+
+
+def broadcast(ck, lt: TensorT, rt: TensorT, pos):
+    ln, rn = set(lt.names()), set(rt.names())
+    if ln <= rn:
+        big, small = rt, lt
+    elif rn <= ln:
+        big, small = lt, rt
+    else:
+        ck.err("E0402", f"can't combine {ck.render(lt)} with {ck.render(rt)}: neither has all the other's axes",
+               pos, "these shapes don't align by name").help(
+            "rearrange or reduce one side so that its axes are a subset of the other's")
+        return UNKNOWN
+    for a in small.axes:
+        b = big.axes[big.index_of(a.name)]
+        if a.size != b.size:
+            ck.err("E0402", f"can't combine {ck.render(lt)} with {ck.render(rt)}: axis `{ck.name(a.name)}` has two sizes",
+                   pos, "these shapes don't align")
+            return UNKNOWN
+    dtype = big.dtype if big.dtype.is_float or not small.dtype.is_float else small.dtype
+    return TensorT(big.axes, dtype)
+
+
+def matmul(ck, opname: str, pos, lnode, rnode, lt: Type, rt: Type) -> Type:
+    """`[… K] @ [K N]` → `[… N]`; batch axes of both by name."""
+    if is_unknown(lt) or is_unknown(rt):
+        return UNKNOWN
+    for t, n in ((lt, lnode), (rt, rnode)):
+        if not isinstance(t, TensorT):
+            ck.err("E0301", f"expected a tensor, found {ck.kind_word(t)}", n.pos, "not a tensor")
+            return UNKNOWN
+        if not arithmetic_ok(ck, n, t, "contraction"):
+            return UNKNOWN
+        if not t.axes:
+            ck.err("E0401", f"expected a tensor with axes, found {ck.render(t)}", n.pos, "a scalar")
+            return UNKNOWN
+    k = lt.axes[-1]
+    if len(rt.axes) == 1:
+        kr, out, rbatch = rt.axes[0], [], []
+    else:
+        kr, out, rbatch = rt.axes[-2], [rt.axes[-1]], list(rt.axes[:-2])
+    if k.size != kr.size:
+        ck.err("E0403", f"`{opname}` contracts {ck.name(k.name)} with {ck.name(kr.name)}", pos,
+               f"{ck.size_text(k.size)} against {ck.size_text(kr.size)}").help(
+            "the last axis of the left side must have the size of the weight's input axis")
+        return UNKNOWN
+    if lt.dtype != rt.dtype and lt.dtype.is_float and rt.dtype.is_float:
+        ck.err("E0302", f"`{opname}` mixes {lt.dtype.name} and {rt.dtype.name}", pos, "dtypes differ")
+        return UNKNOWN
+    lbatch = list(lt.axes[:-1])
+    batch = lbatch
+    if rbatch:
+        bt = broadcast(ck, TensorT(tuple(lbatch), lt.dtype), TensorT(tuple(rbatch), lt.dtype), pos)
+        if is_unknown(bt):
+            return UNKNOWN
+        batch = list(bt.axes)
+    return TensorT(tuple(batch + out), lt.dtype)
+
+
+def reduce_axes(t: TensorT, names) -> TensorT:
+    return TensorT(tuple(a for a in t.axes if a.name not in names), t.dtype)
+
+
+def as_bool(t: TensorT) -> TensorT:
+    return TensorT(t.axes, BOOL)

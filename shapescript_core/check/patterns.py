@@ -1,0 +1,279 @@
+"""Axis patterns (LANGUAGE.md §5.1): rearrange, split, repeat, einsum.
+
+Matching binds a side's items to an operand's axes by position. A name that is one of the
+operand's axis names must stand at that axis's position (E0408); any other name renames
+the axis at its position (a new name becomes a size variable of the function).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from ..syntax import ast as A
+from .ops import operand_text
+from .sizes import ONE, Size
+from .types import UNKNOWN, Axis, TensorT, TupleT, is_unknown
+
+HELP_ORDER = "write the axes in the order the tensor has them, or rearrange it first"
+
+
+class PatternError(Exception):
+    """Raised inside matching once a diagnostic has been reported."""
+
+
+def side_text(side: A.PSide) -> str:
+    return " ".join(_item_text(i) for i in side.items)
+
+
+def _item_text(i) -> str:
+    if isinstance(i, A.PName):
+        return i.name
+    if isinstance(i, A.PInt):
+        return str(i.value)
+    return "(" + " ".join(_item_text(x) for x in i.items) + ")"
+
+
+def flat_names(items) -> list:
+    out = []
+    for i in items:
+        if isinstance(i, A.PName):
+            out.append(i)
+        elif isinstance(i, A.PGroup):
+            out.extend(flat_names(i.items))
+    return out
+
+
+class Matcher:
+    """Matches pattern sides against operands within one function's checker."""
+
+    def __init__(self, ck, call: A.Call, einsum: bool):
+        self.ck = ck
+        self.call = call
+        self.einsum = einsum
+        self.bind: dict[str, Axis] = {}  # pattern name -> axis
+        self.origin: dict[str, tuple] = {}  # pattern name -> (input index, axis position)
+        self.split_k = None
+
+    # -- helpers
+    def _size_code(self):
+        return "E0410" if self.einsum else "E0401"
+
+    def _known_size(self, name: str):
+        """(axis name, size) for a dim or bound size variable, else None."""
+        ck = self.ck
+        d = ck.env.dim(name)
+        if d is not None:
+            return d, d
+        if name in ck.svars:
+            return Size.sym(name), ck.svars[name]
+        return None
+
+    def _axis_key(self, name: str) -> Size:
+        d = self.ck.env.dim(name)
+        return d if d is not None else Size.sym(name)
+
+    def _bind_name(self, p: A.PName, size: Size, where: str):
+        ck = self.ck
+        prev = self.bind.get(p.name)
+        if prev is not None:
+            if prev.size != size:
+                self._size_clash(p, prev.size, size)
+            return
+        known = self._known_size(p.name)
+        if known is not None:
+            if known[1] != size:
+                self._size_clash(p, known[1], size, where)
+            self.bind[p.name] = Axis(known[0], size)
+            return
+        ck.bind_svar(p.name, size, p.pos)
+        self.bind[p.name] = Axis(Size.sym(p.name), size)
+
+    def _size_clash(self, p: A.PName, a: Size, b: Size, where: str = ""):
+        ck = self.ck
+        if self.einsum:
+            ck.err("E0410", f"einsum matches `{p.name}` with sizes {ck.size_text(a, True)} and {ck.size_text(b, True)}",
+                   p.pos, f"`{p.name}` is {ck.size_text(a)} here, {ck.size_text(b)} {where or 'elsewhere'}")
+        else:
+            ck.err("E0401", f"expected `{p.name}` = {ck.size_text(a, True)}, found {ck.size_text(b, True)}",
+                   p.pos, f"this axis is {ck.size_text(b)}")
+        raise PatternError
+
+    # -- matching one side against one operand
+    def match(self, side: A.PSide, t: TensorT, node, index: int = 0):
+        ck = self.ck
+        text = operand_text(ck, node)
+        if len(side.items) != len(t.axes):
+            ck.err("E0407", f"the pattern has {len(side.items)} axes, but `{text}` has {len(t.axes)}",
+                   side.pos, f"`{text}` is {ck.render(t)}")
+            raise PatternError
+        # E0408 first, for every name on the side: a known axis name in the wrong place
+        for i, item in enumerate(side.items):
+            if isinstance(item, A.PName):
+                j = t.index_of(self._axis_key(item.name))
+                if j >= 0 and j != i:
+                    ck.err("E0408", f"the pattern calls axis {i + 1} `{item.name}`, but `{item.name}` is axis {j + 1}",
+                           side.pos, f"`{text}` is {ck.render(t)}").help(HELP_ORDER)
+                    raise PatternError
+        for i, (item, ax) in enumerate(zip(side.items, t.axes)):
+            where = f"in `{text}`"
+            if isinstance(item, A.PName):
+                if t.index_of(self._axis_key(item.name)) == i:
+                    prev = self.bind.get(item.name)
+                    if prev is not None and prev.size != ax.size:
+                        self._size_clash(item, prev.size, ax.size, where)
+                    self.bind[item.name] = ax
+                else:
+                    self._bind_name(item, ax.size, where)
+                self.origin.setdefault(item.name, (index, i))
+            elif isinstance(item, A.PInt):
+                if Size.const(item.value) != ax.size:
+                    ck.err("E0406", f"`{item.value}` is {item.value}, but axis {i + 1} is {ck.size_text(ax.size, True)}",
+                           item.pos, f"`{text}` is {ck.render(t)}")
+                    raise PatternError
+            else:
+                self._match_group(item, ax, i, t, text, index)
+
+    def _match_group(self, g: A.PGroup, ax: Axis, i: int, t: TensorT, text: str, index: int):
+        ck = self.ck
+        known: list = []
+        unknown: list = []
+        for k, it in enumerate(g.items):
+            if isinstance(it, A.PInt):
+                if k == 0 and self.split_k is None and it.value > 0:
+                    self.split_k = it.value
+                known.append((it, Size.const(it.value)))
+            elif isinstance(it, A.PGroup):
+                ck.err("E0406", "a group can't hold another group", it.pos, "nested group")
+                raise PatternError
+            else:
+                ks = self.bind.get(it.name)
+                ks = (None, ks.size) if ks is not None else self._known_size(it.name)
+                if ks is None:
+                    unknown.append(it)
+                else:
+                    known.append((it, ks[1]))
+        prod = ONE
+        for _, s in known:
+            prod = prod * s
+        gtext = _item_text(g)
+        if len(unknown) > 1:
+            ck.err("E0406", f"group {gtext} has two unsized names: `{unknown[0].name}` and `{unknown[1].name}`",
+                   g.pos, "give all but one of these names a size (declare a dim)")
+            raise PatternError
+        if unknown:
+            inferred = ax.size / prod
+            num = ck.evaluate(ax.size)
+            den = ck.evaluate(prod)
+            if num is not None and den is not None and (den == 0 or Fraction(num) % Fraction(den) != 0):
+                ck.err("E0406", f"group {gtext} can't divide axis {i + 1}: {num} / {den}", g.pos,
+                       f"`{text}` is {ck.render(t)}")
+                raise PatternError
+            self._bind_name(unknown[0], inferred, f"in `{text}`")
+        elif prod != ax.size:
+            ck.err("E0406", f"group {gtext} is {ck.size_text(prod, True)}, but axis {i + 1} is {ck.size_text(ax.size, True)}",
+                   g.pos, f"`{text}` is {ck.render(t)}")
+            raise PatternError
+        for it in g.items:
+            if isinstance(it, A.PName):
+                if it.name not in self.bind:
+                    ks = self._known_size(it.name)
+                    self.bind[it.name] = Axis(ks[0], ks[1]) if ks else Axis(Size.sym(it.name), ONE)
+                self.origin.setdefault(it.name, (index, i))
+
+    # -- building the output side
+    def build(self, side: A.PSide, allow_new_dims: bool = False) -> list:
+        axes = []
+        for item in side.items:
+            if isinstance(item, A.PGroup):
+                name = ONE
+                size = ONE
+                for it in item.items:
+                    a = self._out_axis(it, allow_new_dims)
+                    name, size = name * a.name, size * a.size
+                axes.append(Axis(name, size))
+            else:
+                axes.append(self._out_axis(item, allow_new_dims))
+        return axes
+
+    def _out_axis(self, it, allow_new_dims: bool) -> Axis:
+        ck = self.ck
+        if isinstance(it, A.PInt):
+            return Axis(Size.const(it.value), Size.const(it.value))
+        if isinstance(it, A.PGroup):
+            ck.err("E0406", "a group can't hold another group", it.pos, "nested group")
+            raise PatternError
+        a = self.bind.get(it.name)
+        if a is not None:
+            return a
+        if allow_new_dims:
+            d = ck.env.dim(it.name)
+            if d is not None:
+                return Axis(d, d)
+        if self.einsum:
+            ck.err("E0410", f"einsum's output axis `{it.name}` is in no input", it.pos,
+                   "no input has this axis")
+        elif allow_new_dims:
+            ck.err("E0405", f"`repeat` adds axis `{it.name}`, which is not a dim with a value", it.pos,
+                   "repeat can add only declared dims")
+        else:
+            ck.err("E0405", f"`{ck.call_name(self.call)}` adds axis `{it.name}`", it.pos,
+                   "this name is not on the left side")
+        raise PatternError
+
+
+def check_pattern_call(ck, call: A.Call, fname: str, tensors: list) -> "Type":
+    """Check rearrange / split / repeat / einsum; `tensors` are (node, type) of inputs."""
+    pat = call.pattern
+    if pat is None:
+        ck.err("E0206", f"`{fname}` needs an axis pattern", call.pos, "write `L -> R` in the call")
+        return UNKNOWN
+    einsum = fname == "einsum"
+    if einsum and len(pat.inputs) != len(tensors):
+        ck.err("E0407", f"einsum has {len(tensors)} inputs, but the pattern has {len(pat.inputs)} sides",
+               pat.pos, "one side per input")
+        return UNKNOWN
+    if not einsum and (len(tensors) != 1 or len(pat.inputs) != 1):
+        ck.err("E0206", f"`{fname}` takes 1 tensor and a pattern, got {len(tensors)}", call.pos, "")
+        return UNKNOWN
+    for node, t in tensors:
+        if is_unknown(t):
+            return UNKNOWN
+        if not isinstance(t, TensorT):
+            ck.err("E0301", f"expected a tensor, found {ck.kind_word(t)}", node.pos, "not a tensor")
+            return UNKNOWN
+    m = Matcher(ck, call, einsum)
+    ck.pattern_info[id(call)] = m
+    try:
+        for i, ((node, t), side) in enumerate(zip(tensors, pat.inputs)):
+            m.match(side, t, node, i)
+        left = flat_names(pat.inputs[0].items) if not einsum else []
+        if fname in ("rearrange", "split"):
+            lnames = [p.name for p in left]
+            rnames = [p.name for p in flat_names(pat.output.items)]
+            for p in left:
+                if p.name not in rnames:
+                    ck.err("E0405", f"`{fname}` loses axis `{p.name}`", p.pos,
+                           f"`{p.name}` is not on the right side")
+                    raise PatternError
+            for p in flat_names(pat.output.items):
+                if p.name not in lnames:
+                    ck.err("E0405", f"`{fname}` adds axis `{p.name}`", p.pos,
+                           f"`{p.name}` is not on the left side")
+                    raise PatternError
+        if fname == "repeat":
+            lnames = [p.name for p in left]
+            for p in lnames:
+                if p not in [q.name for q in flat_names(pat.output.items)]:
+                    ck.err("E0405", f"`repeat` loses axis `{p}`", pat.output.pos, f"`{p}` is not on the right side")
+                    raise PatternError
+        axes = m.build(pat.output, allow_new_dims=(fname == "repeat"))
+    except PatternError:
+        return UNKNOWN
+    dtype = tensors[0][1].dtype
+    out = TensorT(tuple(axes), dtype)
+    if fname == "split":
+        if not m.split_k:
+            ck.err("E0405", "`split` needs a group that starts with the number of parts, as in (3 H Dh)",
+                   pat.inputs[0].pos, "no group starts with a number")
+            return UNKNOWN
+        return TupleT(tuple([out] * m.split_k))
+    return out

@@ -1,0 +1,195 @@
+"""The `shapescript` command line: check, explain, export."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from . import explain as explain_mod
+from .diagnostics import Severity
+from .fixes import apply_edits, safe_fix_edits
+from .render import render_human, to_json_line
+from .workspace import Workspace
+
+TARGETS = ("hf", "vllm", "gguf")
+
+
+class UsageError(Exception):
+    pass
+
+
+def _parse_dims(values) -> dict:
+    out = {}
+    for v in values or []:
+        name, eq, num = v.partition("=")
+        if not eq or not name.isidentifier() or not num.strip().isdigit() or int(num) <= 0:
+            raise UsageError(f"--dim takes NAME=VALUE with a positive integer, got `{v}`")
+        out[name] = int(num)
+    return out
+
+
+def _load(ws: Workspace, paths) -> list:
+    loaded = []
+    for p in paths:
+        try:
+            with open(p, encoding="utf-8") as fh:
+                text = fh.read()
+        except FileNotFoundError:
+            raise UsageError(f"can't read `{p}`: no such file")
+        except IsADirectoryError:
+            raise UsageError(f"can't read `{p}`: it is a directory")
+        except (OSError, UnicodeDecodeError) as e:
+            raise UsageError(f"can't read `{p}`: {getattr(e, 'strerror', None) or e}")
+        ws.set_text(p, text)
+        loaded.append(ws.norm(p))
+    return loaded
+
+
+def _lines_for(ws: Workspace):
+    def lines(path):
+        f = ws.file(path)
+        from .syntax.source import LineIndex
+        return f.lines if f is not None else LineIndex("")
+    return lines
+
+
+def _print(ws: Workspace, diags: list, fmt: str):
+    lines = _lines_for(ws)
+    order = sorted(diags, key=lambda d: (d.path, d.span.abs_start, d.code))
+    for d in order:
+        if fmt == "json":
+            print(to_json_line(d, lines))
+        else:
+            print(render_human(d, lines))
+            print()
+    if fmt != "json" and diags:
+        ne = sum(1 for d in diags if d.severity == Severity.ERROR)
+        nw = sum(1 for d in diags if d.severity == Severity.WARNING)
+        parts = []
+        if ne:
+            parts.append(f"{ne} error{'s' if ne != 1 else ''}")
+        if nw:
+            parts.append(f"{nw} warning{'s' if nw != 1 else ''}")
+        print(", ".join(parts), file=sys.stderr)
+
+
+def _requests(args, paths) -> dict:
+    targets = set(args.target or [])
+    if args.fn and not targets:
+        targets = set(TARGETS)
+    if not targets:
+        return {}
+    return {p: [(args.fn, targets)] for p in paths}
+
+
+def cmd_check(args) -> int:
+    ws = Workspace(_parse_dims(args.dim))
+    paths = _load(ws, args.files)
+    ws.export_requests = _requests(args, paths)
+    if args.fix:
+        for _ in range(5):  # fixes can uncover others; a few rounds at most
+            diags = [d for p in paths for d in ws.diagnostics(p)]
+            edits = safe_fix_edits(diags)
+            if not edits:
+                break
+            for path, es in edits.items():
+                f = ws.file(path)
+                if f is None:
+                    continue
+                new = apply_edits(f.text, es)
+                with open(path, "w", encoding="utf-8") as fh:
+                    fh.write(new)
+                ws.set_text(path, new)
+                print(f"fixed {os.path.relpath(path)} ({len(es)} edit{'s' if len(es) != 1 else ''})",
+                      file=sys.stderr)
+    diags = [d for p in paths for d in ws.diagnostics(p)]
+    _print(ws, diags, args.format)
+    return 1 if any(d.severity == Severity.ERROR for d in diags) else 0
+
+
+def cmd_explain(args) -> int:
+    text = explain_mod.page(args.code)
+    if text is None:
+        print(f"shapescript: no page for `{args.code}`; codes are like E0408", file=sys.stderr)
+        return 2
+    print(text.rstrip())
+    return 0
+
+
+def cmd_export(args) -> int:
+    targets = [t for t in TARGETS if getattr(args, t)]
+    if len(targets) != 1:
+        raise UsageError("export takes exactly one of --hf, --vllm, --gguf")
+    target = targets[0]
+    try:
+        from .export.run import export  # the writers
+    except ImportError:
+        export = None
+    ws = Workspace(_parse_dims(args.dim))
+    paths = _load(ws, [args.file])
+    ws.export_requests = {paths[0]: [(args.fn, {target})]}
+    diags = ws.diagnostics(paths[0])
+    errors = [d for d in diags if d.severity == Severity.ERROR]
+    if errors:
+        _print(ws, errors, "human")
+        print(f"shapescript: not exported: {len(errors)} error{'s' if len(errors) != 1 else ''} "
+              f"stop{'s' if len(errors) == 1 else ''} the {target} export", file=sys.stderr)
+        return 1
+    if export is None:
+        print(f"shapescript: the checks pass, but the {target} writer is not available yet", file=sys.stderr)
+        return 2
+    return export(ws, paths[0], target, args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="shapescript", description="ShapeScript checker and exporter")
+    sub = ap.add_subparsers(dest="cmd")
+    c = sub.add_parser("check", help="check files and print diagnostics")
+    c.add_argument("files", nargs="+")
+    c.add_argument("--format", choices=("human", "json"), default="human")
+    c.add_argument("--target", action="append", choices=TARGETS, help="run a target's export checks")
+    c.add_argument("--fn", help="the function the export checks run on")
+    c.add_argument("--fix", action="store_true", help="apply the safe fixes")
+    c.add_argument("--dim", action="append", metavar="NAME=VALUE", help="override a dim's value")
+    c.set_defaults(run=cmd_check)
+    e = sub.add_parser("explain", help="print a code's explanation")
+    e.add_argument("code")
+    e.set_defaults(run=cmd_explain)
+    x = sub.add_parser("export", help="export a function for a serving engine")
+    x.add_argument("file")
+    for t in TARGETS:
+        x.add_argument(f"--{t}", action="store_true")
+    x.add_argument("--fn")
+    x.add_argument("--out", "-o")
+    x.add_argument("--dim", action="append", metavar="NAME=VALUE")
+    x.add_argument("--weights")
+    x.add_argument("--random-weights", action="store_true")
+    x.add_argument("--seed", type=int, default=0)
+    x.add_argument("--dtype", choices=("f32", "f16", "bf16"), default="f32")
+    x.add_argument("--force", action="store_true")
+    x.set_defaults(run=cmd_export)
+    return ap
+
+
+def main(argv=None) -> int:
+    ap = build_parser()
+    try:
+        args = ap.parse_args(argv)
+    except SystemExit as e:
+        return 2 if e.code not in (0, None) else 0
+    if not getattr(args, "run", None):
+        ap.print_help(sys.stderr)
+        return 2
+    try:
+        return args.run(args)
+    except UsageError as e:
+        print(f"shapescript: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,333 @@
+"""The syntax tree. Every node carries its exact span, relative to its item's start."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+from ..diagnostics import Anchor, Span
+
+Pos = tuple[int, int]  # (start, end) relative to the item
+
+
+class Node:
+    __slots__ = ()
+    pos: Pos
+
+
+# ---- sizes (in types, dims, masks)
+@dataclass(eq=False)
+class SName(Node):
+    name: str
+    pos: Pos
+
+
+@dataclass(eq=False)
+class SInt(Node):
+    value: int
+    pos: Pos
+
+
+@dataclass(eq=False)
+class SBin(Node):
+    op: str
+    left: "SizeExpr"
+    right: "SizeExpr"
+    pos: Pos
+
+
+SizeExpr = Union[SName, SInt, SBin]
+
+
+# ---- types
+@dataclass(eq=False)
+class DtypeExpr(Node):
+    name: str
+    index: Optional[SizeExpr]
+    pos: Pos
+
+
+@dataclass(eq=False)
+class TensorTypeExpr(Node):
+    axes: list
+    dtype: Optional[DtypeExpr]
+    pos: Pos
+    axes_pos: Pos = (0, 0)
+
+
+@dataclass(eq=False)
+class NamedTypeExpr(Node):
+    name: str
+    index: Optional[SizeExpr]
+    pos: Pos
+
+
+TypeExpr = Union[TensorTypeExpr, NamedTypeExpr]
+
+
+# ---- patterns
+@dataclass(eq=False)
+class PName(Node):
+    name: str
+    pos: Pos
+
+
+@dataclass(eq=False)
+class PInt(Node):
+    value: int
+    pos: Pos
+
+
+@dataclass(eq=False)
+class PGroup(Node):
+    items: list
+    pos: Pos
+
+
+@dataclass(eq=False)
+class PSide(Node):
+    items: list
+    pos: Pos
+
+
+@dataclass(eq=False)
+class Pattern(Node):
+    inputs: list  # list[PSide]
+    output: PSide
+    pos: Pos
+
+
+# ---- expressions
+@dataclass(eq=False)
+class Name(Node):
+    id: str
+    pos: Pos
+
+
+@dataclass(eq=False)
+class Number(Node):
+    value: float
+    is_int: bool
+    text: str
+    pos: Pos
+
+
+@dataclass(eq=False)
+class String(Node):
+    value: str
+    pos: Pos
+
+
+@dataclass(eq=False)
+class Const(Node):
+    value: str  # true false inf
+    pos: Pos
+
+
+@dataclass(eq=False)
+class Unop(Node):
+    op: str
+    operand: "Expr"
+    pos: Pos
+
+
+@dataclass(eq=False)
+class Binop(Node):
+    op: str
+    left: "Expr"
+    right: "Expr"
+    pos: Pos
+    op_pos: Pos = (0, 0)
+
+
+@dataclass(eq=False)
+class Arg(Node):
+    name: Optional[str]
+    value: "Expr"
+    pos: Pos
+
+
+@dataclass(eq=False)
+class Call(Node):
+    func: "Expr"
+    args: list  # list[Arg]; a piped value is the first
+    pattern: Optional[Pattern]
+    pos: Pos
+    piped: bool = False  # written as `x |> f(...)`
+    args_pos: Pos = (0, 0)  # inside the parentheses (empty when `|> f`)
+
+
+@dataclass(eq=False)
+class FieldRead(Node):
+    obj: "Expr"
+    name: str
+    name_pos: Pos
+    pos: Pos
+
+
+@dataclass(eq=False)
+class Mask(Node):
+    obj: "Expr"
+    axes: list  # list[SizeExpr]
+    pos: Pos
+
+
+@dataclass(eq=False)
+class TupleExpr(Node):
+    items: list
+    pos: Pos
+
+
+Expr = Union[Name, Number, String, Const, Unop, Binop, Call, FieldRead, Mask, TupleExpr]
+
+
+# ---- statements
+@dataclass(eq=False)
+class Assign(Node):
+    target: str
+    target_pos: Pos
+    annotation: Optional[TypeExpr]
+    value: Expr
+    pos: Pos
+
+
+@dataclass(eq=False)
+class TupleAssign(Node):
+    targets: list  # list[(name, pos)]
+    value: Expr
+    pos: Pos
+
+
+@dataclass(eq=False)
+class Return(Node):
+    value: Expr
+    pos: Pos
+
+
+@dataclass(eq=False)
+class For(Node):
+    var: str
+    var_pos: Pos
+    iter: Expr
+    body: list
+    pos: Pos
+
+
+Stmt = Union[Assign, TupleAssign, Return, For]
+
+
+# ---- items
+@dataclass(eq=False)
+class Field(Node):
+    name: str
+    name_pos: Pos
+    type: TypeExpr
+    init: Optional[Expr]
+    pos: Pos
+
+
+@dataclass(eq=False)
+class Param(Node):
+    name: str
+    name_pos: Pos
+    type: TypeExpr
+    default: Optional[Expr]
+    pos: Pos
+
+
+@dataclass(eq=False)
+class Decorator(Node):
+    name: str
+    args: list  # list[(name, pos)]
+    pos: Pos
+
+
+class Item(Anchor):
+    """A top-level item: the anchor of every span inside it."""
+
+    kind = "item"
+
+    def __init__(self, text: str, path: str, offset: int):
+        self.text = text
+        self.path = path
+        self.offset = offset
+        self.name: Optional[str] = None
+        self.name_pos: Pos = (0, 0)
+        self.pos: Pos = (0, len(text.rstrip()))
+        self.doc = ""
+        self.syntax_errors: list = []  # Diagnostics
+
+    def span(self, pos: Pos) -> Span:
+        return Span(self, pos[0], pos[1])
+
+    def src(self, pos: Pos) -> str:
+        return self.text[pos[0]:pos[1]]
+
+    @property
+    def broken(self) -> bool:
+        return bool(self.syntax_errors)
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.name} @{self.path}:{self.offset}>"
+
+
+class ImportItem(Item):
+    kind = "import"
+    target: str = ""
+    target_pos: Pos = (0, 0)
+
+
+class DimItem(Item):
+    kind = "dim"
+    value: Optional[SizeExpr] = None
+
+
+class ModelItem(Item):
+    kind = "model"
+    fields: list = []
+
+
+class FnItem(Item):
+    kind = "fn"
+    decorators: list = []
+    params: list = []
+    params_pos: Pos = (0, 0)
+    ret: Optional[TypeExpr] = None
+    body: list = []
+    header_pos: Pos = (0, 0)
+
+
+class BrokenItem(Item):
+    """An item that did not parse: it still defines its name, with an unknown type."""
+
+    kind = "broken"
+    declared_kind: str = ""
+
+
+def walk_expr(e):
+    """Yield e and every expression inside it, depth first, in source order."""
+    stack = [e]
+    while stack:
+        n = stack.pop()
+        yield n
+        kids = []
+        if isinstance(n, Unop):
+            kids = [n.operand]
+        elif isinstance(n, Binop):
+            kids = [n.left, n.right]
+        elif isinstance(n, Call):
+            kids = [n.func] + [a.value for a in n.args]
+        elif isinstance(n, FieldRead):
+            kids = [n.obj]
+        elif isinstance(n, Mask):
+            kids = [n.obj]
+        elif isinstance(n, TupleExpr):
+            kids = list(n.items)
+        stack.extend(reversed(kids))
+
+
+def walk_stmts(stmts):
+    """Yield every statement, descending into `for` bodies."""
+    for s in stmts:
+        yield s
+        if isinstance(s, For):
+            yield from walk_stmts(s.body)

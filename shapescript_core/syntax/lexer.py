@@ -1,0 +1,191 @@
+"""Tokenizer and the indentation-aware post-lexer for one top-level item.
+
+Produces lark Tokens for the LALR parser, handling what a context-free grammar can't:
+layout (_NL, _INDENT, _DEDENT), `|>`-led continuation lines, newlines inside brackets,
+tabs (E0103), inconsistent dedents (E0102), unclosed brackets and strings (E0104), and
+the start of bare axis patterns (PSTART) inside calls.
+"""
+from __future__ import annotations
+
+import re
+
+from lark import Token
+
+KEYWORDS = {
+    "dim": "DIM", "model": "MODEL", "fn": "FN", "return": "RETURN", "for": "FOR",
+    "in": "IN", "import": "IMPORT", "true": "TRUE", "false": "FALSE", "inf": "INF",
+    "or": "OR", "and": "AND", "not": "NOT",
+}
+OPS = {
+    "|>": "PIPE", "->": "ARROW", "**": "POW", "==": "COMPOP", "!=": "COMPOP",
+    "<=": "COMPOP", ">=": "COMPOP", "<": "COMPOP", ">": "COMPOP",
+    "(": "LPAR", ")": "RPAR", "[": "LSQB", "]": "RSQB", ",": "COMMA", ":": "COLON",
+    ".": "DOT", "=": "EQUAL", "@": "AT", "+": "PLUS", "-": "MINUS", "*": "STAR",
+    "/": "SLASH", "!": "BANG",
+}
+TOKEN_RE = re.compile(
+    r"""(?P<NL>\n)|(?P<WS>[ \t\r\f]+)|(?P<COMMENT>\#[^\n]*)
+      |(?P<FLOAT>\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\.\d+(?:[eE][-+]?\d+)?)
+      |(?P<INT>\d+)|(?P<NAME>[A-Za-z_][A-Za-z0-9_]*)
+      |(?P<STRING>"[^"\n]*")|(?P<USTRING>"[^"\n]*)
+      |(?P<OP>\|>|->|\*\*|==|!=|<=|>=|[-+*/@()\[\],:.=<>!])
+      |(?P<BAD>.)""",
+    re.VERBOSE,
+)
+OPEN = {"(": ")", "[": "]"}
+TAB_WIDTH = 8
+
+
+class LexProblem:
+    """A layout or token problem found while lexing: code, message, span, label."""
+
+    __slots__ = ("code", "message", "start", "end", "label", "fatal")
+
+    def __init__(self, code, message, start, end, label="", fatal=False):
+        self.code, self.message, self.start, self.end = code, message, start, end
+        self.label, self.fatal = label, fatal
+
+
+def _tok(kind: str, value: str, start: int, end: int) -> Token:
+    return Token(kind, value, start_pos=start, end_pos=end)
+
+
+def _indent_width(ws: str) -> int:
+    col = 0
+    for ch in ws:
+        col = (col // TAB_WIDTH + 1) * TAB_WIDTH if ch == "\t" else col + 1
+    return col
+
+
+def tokenize(text: str) -> tuple[list[Token], list[LexProblem]]:
+    """All tokens of an item, with layout tokens, and the problems found."""
+    problems: list[LexProblem] = []
+    out: list[Token] = []
+    brackets: list[Token] = []
+    indents = [0]
+    line_has_tokens = False  # a logical line is open
+    at_line_start = True
+    line_start = 0
+    for m in TOKEN_RE.finditer(text):
+        kind = m.lastgroup
+        start = m.start()
+        if kind == "NL":
+            if not brackets:
+                at_line_start = True
+            line_start = m.end()
+            continue
+        if kind == "WS" or kind == "COMMENT":
+            continue
+        value = m.group()
+        if at_line_start and not brackets:
+            at_line_start = False
+            ws = text[line_start:start]
+            continuation = value == "|>" and line_has_tokens
+            if "\t" in ws and not continuation:
+                problems.append(LexProblem("E0103", "tabs can't indent a block",
+                                           line_start, start, "this indentation has a tab"))
+            if not continuation:
+                if line_has_tokens:
+                    out.append(_tok("_NL", "\n", line_start - 1, line_start - 1))
+                    line_has_tokens = False
+                width = _indent_width(ws)
+                if width > indents[-1]:
+                    indents.append(width)
+                    out.append(_tok("_INDENT", ws, line_start, start))
+                elif width < indents[-1]:
+                    while width < indents[-1]:
+                        indents.pop()
+                        out.append(_tok("_DEDENT", "", start, start))
+                    if width != indents[-1]:
+                        problems.append(LexProblem(
+                            "E0102", "this line's indentation matches no enclosing block",
+                            line_start, start, "this indentation is not that of any block above"))
+                        # go on as if the line stood at the enclosing block's indentation
+        line_has_tokens = True
+        if kind == "NAME":
+            out.append(_tok(KEYWORDS.get(value, "NAME"), value, start, m.end()))
+        elif kind == "OP":
+            tok = _tok(OPS[value], value, start, m.end())
+            if value in OPEN:
+                brackets.append(tok)
+            elif value in (")", "]") and brackets:
+                brackets.pop()
+            out.append(tok)
+        elif kind == "USTRING":
+            problems.append(LexProblem("E0104", '`"` is never closed', start, start + 1,
+                                       "this string has no closing quote", fatal=True))
+            return out, problems
+        elif kind == "BAD":
+            problems.append(LexProblem("E0101", f"expected an expression, found `{value}`",
+                                       start, m.end(), "not a token of the language", fatal=True))
+            return out, problems
+        else:
+            out.append(_tok(kind, value, start, m.end()))
+    if brackets:
+        b = brackets[0]
+        problems.append(LexProblem("E0104", f"`{b.value}` is never closed", b.start_pos,
+                                   b.end_pos, f"this `{b.value}` has no matching `{OPEN[b.value]}`",
+                                   fatal=True))
+        return out, problems
+    end = len(text.rstrip())
+    if line_has_tokens:
+        out.append(_tok("_NL", "\n", end, end))
+    while len(indents) > 1:
+        indents.pop()
+        out.append(_tok("_DEDENT", "", end, end))
+    return _mark_patterns(out), problems
+
+
+def _mark_patterns(toks: list[Token]) -> list[Token]:
+    """Insert PSTART where a call's bare axis pattern begins.
+
+    In a call's parentheses, a `:` at depth one starts einsum patterns; otherwise a `->`
+    at depth one makes the argument holding it a pattern. A function's parameter list
+    (`fn NAME(`) is not a call.
+    """
+    match: dict[int, int] = {}
+    stack: list[int] = []
+    for i, t in enumerate(toks):
+        if t.type in ("LPAR", "LSQB"):
+            stack.append(i)
+        elif t.type in ("RPAR", "RSQB") and stack:
+            match[stack.pop()] = i
+    inserts: list[int] = []
+    for i, t in enumerate(toks):
+        if t.type != "LPAR" or i == 0 or i not in match:
+            continue
+        prev = toks[i - 1].type
+        if prev not in ("NAME", "RPAR"):
+            continue
+        if prev == "NAME" and i >= 2 and toks[i - 2].type == "FN":
+            continue
+        j = match[i]
+        k = i + 1
+        seg_start = i + 1
+        colon = arrow_seg = None
+        while k < j:
+            tk = toks[k].type
+            if tk in ("LPAR", "LSQB") and k in match:
+                k = match[k] + 1
+                continue
+            if tk == "COLON":
+                colon = k
+                break
+            if tk == "COMMA":
+                seg_start = k + 1
+            elif tk == "ARROW" and arrow_seg is None:
+                arrow_seg = seg_start
+            k += 1
+        if colon is not None:
+            inserts.append(colon + 1)
+        elif arrow_seg is not None:
+            inserts.append(arrow_seg)
+    if not inserts:
+        return toks
+    result: list[Token] = []
+    ins = set(inserts)
+    for i, t in enumerate(toks):
+        if i in ins:
+            result.append(_tok("PSTART", "", t.start_pos, t.start_pos))
+        result.append(t)
+    return result

@@ -1,0 +1,446 @@
+"""Per-item parsing: split a file into top-level items, parse each with lark (LALR).
+
+A line at column 0 that starts with `dim`, `model`, `fn`, `@` or `import` begins a new
+item, so a syntax error never spreads past its item and an edit re-parses only the
+items whose text changed (`parse_file(..., reuse=...)`).
+"""
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+from lark import Lark, Transformer, Token
+from lark.exceptions import UnexpectedInput, UnexpectedToken, UnexpectedEOF
+
+from ..diagnostics import Diagnostic, Span, error
+from . import ast as A
+from .lexer import LexProblem, tokenize
+
+_GRAMMAR = (Path(__file__).parent / "grammar.lark").read_text()
+ITEM_START = re.compile(r"(dim|model|fn|import)\b|@")
+HEADER_NAME = re.compile(r"\s*(?:@[^\n]*\n\s*)*(dim|model|fn)\s+([A-Za-z_][A-Za-z0-9_]*)")
+
+TOKEN_WORDS = {
+    "_NL": "a new line", "_INDENT": "an indented block", "_DEDENT": "the end of the block",
+    "$END": "the end of the item", "NAME": "a name", "INT": "a number", "FLOAT": "a number",
+    "STRING": "a string", "PSTART": "an axis pattern", "COLON": "`:`", "LPAR": "`(`",
+    "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "COMMA": "`,`", "EQUAL": "`=`",
+    "ARROW": "`->`", "PIPE": "`|>`", "DOT": "`.`", "AT": "`@`",
+}
+# Which expected terminals to name first in "expected X": the most telling one.
+EXPECT_ORDER = ["COLON", "RPAR", "RSQB", "ARROW", "EQUAL", "_NL", "_INDENT", "NAME",
+                "COMMA", "LPAR", "LSQB", "STRING", "INT", "_DEDENT"]
+
+
+def _pos(x) -> A.Pos:
+    if isinstance(x, Token):
+        return (x.start_pos, x.end_pos)
+    return x.pos
+
+
+def _join(a, b) -> A.Pos:
+    return (_pos(a)[0], _pos(b)[1])
+
+
+class _Build(Transformer):
+    """Builds the AST while the LALR parser reduces (no parse tree is made)."""
+
+    # ---- sizes
+    def size_name(self, c):
+        return A.SName(str(c[0]), _pos(c[0]))
+
+    def size_int(self, c):
+        return A.SInt(int(c[0]), _pos(c[0]))
+
+    def size_paren(self, c):
+        inner = c[1]
+        inner.pos = _join(c[0], c[2])
+        return inner
+
+    def size_bin(self, c):
+        return A.SBin(str(c[1]), c[0], c[2], _join(c[0], c[2]))
+
+    def axes(self, c):
+        return list(c)
+
+    # ---- types
+    def dtype(self, c):
+        index = c[2] if len(c) > 1 else None
+        return A.DtypeExpr(str(c[0]), index, _join(c[0], c[-1]))
+
+    def tensor_type(self, c):
+        dt = c[3] if len(c) > 3 else None
+        t = A.TensorTypeExpr(c[1], dt, _join(c[0], c[-1]))
+        t.axes_pos = _join(c[0], c[2])
+        return t
+
+    def named_type(self, c):
+        index = c[2] if len(c) > 1 else None
+        return A.NamedTypeExpr(str(c[0]), index, _join(c[0], c[-1]))
+
+    # ---- patterns
+    def pname(self, c):
+        return A.PName(str(c[0]), _pos(c[0]))
+
+    def pint(self, c):
+        return A.PInt(int(c[0]), _pos(c[0]))
+
+    def pgroup(self, c):
+        return A.PGroup(list(c[1:-1]), _join(c[0], c[-1]))
+
+    def pside(self, c):
+        return A.PSide(list(c), _join(c[0], c[-1]))
+
+    def pattern(self, c):
+        return A.Pattern([c[0]], c[2], _join(c[0], c[2]))
+
+    def einsum_pat(self, c):
+        sides = [x for x in c if isinstance(x, A.PSide)]
+        return A.Pattern(sides[:-1], sides[-1], _join(sides[0], sides[-1]))
+
+    # ---- expressions
+    def name(self, c):
+        return A.Name(str(c[0]), _pos(c[0]))
+
+    def number(self, c):
+        t = c[0]
+        return A.Number(float(t), t.type == "INT", str(t), _pos(t))
+
+    def string(self, c):
+        return A.String(str(c[0])[1:-1], _pos(c[0]))
+
+    def const(self, c):
+        return A.Const(str(c[0]), _pos(c[0]))
+
+    def paren(self, c):
+        inner = c[1]
+        return inner  # keep the inner span: carets point at the expression itself
+
+    def tuple(self, c):
+        items = [x for x in c if not isinstance(x, Token)]
+        return A.TupleExpr(items, _join(c[0], c[-1]))
+
+    def unop(self, c):
+        op = "!" if str(c[0]) in ("!", "not") else str(c[0])
+        return A.Unop(op, c[1], _join(c[0], c[1]))
+
+    def binop(self, c):
+        return A.Binop(str(c[1]), c[0], c[2], _join(c[0], c[2]), _pos(c[1]))
+
+    def field_read(self, c):
+        return A.FieldRead(c[0], str(c[2]), _pos(c[2]), _join(c[0], c[2]))
+
+    def mask(self, c):
+        return A.Mask(c[0], c[2], _join(c[0], c[3]))
+
+    def kwarg(self, c):
+        return A.Arg(str(c[0]), c[2], _join(c[0], c[2]))
+
+    def arglist(self, c):
+        return [x if isinstance(x, A.Arg) else A.Arg(None, x, x.pos)
+                for x in c if not isinstance(x, Token)]
+
+    def args(self, c):
+        args: list = []
+        pattern = None
+        for x in c:
+            if isinstance(x, list):
+                args = x
+            elif isinstance(x, A.Pattern):
+                pattern = x
+        return (args, pattern)
+
+    def call(self, c):
+        args, pattern = c[2]
+        call = A.Call(c[0], args, pattern, _join(c[0], c[3]))
+        call.args_pos = (_pos(c[1])[1], _pos(c[3])[0])
+        return call
+
+    def pipe(self, c):
+        lhs, target = c[0], c[2]
+        arg = A.Arg(None, lhs, lhs.pos)
+        if isinstance(target, A.Call):
+            target.args.insert(0, arg)
+            target.pos = _join(lhs, target)
+            target.piped = True
+            return target
+        call = A.Call(target, [arg], None, _join(lhs, target), piped=True)
+        call.args_pos = (target.pos[1], target.pos[1])
+        return call
+
+    # ---- statements
+    def assign(self, c):
+        ann = c[2] if len(c) == 5 else None
+        return A.Assign(str(c[0]), _pos(c[0]), ann, c[-1], _join(c[0], c[-1]))
+
+    def tuple_assign(self, c):
+        names = [(str(t), _pos(t)) for t in c if isinstance(t, Token) and t.type == "NAME"]
+        return A.TupleAssign(names, c[-1], _join(c[0], c[-1]))
+
+    def return_stmt(self, c):
+        return A.Return(c[1], _join(c[0], c[1]))
+
+    def for_stmt(self, c):
+        body = [x for x in c[5:] if not isinstance(x, Token)]
+        return A.For(str(c[1]), _pos(c[1]), c[3], body, _join(c[0], body[-1]))
+
+    # ---- items
+    def field(self, c):
+        init = c[4] if len(c) > 3 else None
+        return A.Field(str(c[0]), _pos(c[0]), c[2], init, _join(c[0], c[-1]))
+
+    def param(self, c):
+        default = c[4] if len(c) > 3 else None
+        return A.Param(str(c[0]), _pos(c[0]), c[2], default, _join(c[0], c[-1]))
+
+    def params(self, c):
+        return [x for x in c if isinstance(x, A.Param)]
+
+    def names(self, c):
+        return [(str(t), _pos(t)) for t in c if t.type == "NAME"]
+
+    def decorator(self, c):
+        args = c[3] if len(c) > 2 else []
+        return A.Decorator(str(c[1]), args, _join(c[0], c[-1]))
+
+    def import_item(self, c):
+        return ("import", c)
+
+    def dim_item(self, c):
+        return ("dim", c)
+
+    def model_item(self, c):
+        return ("model", c)
+
+    def fn_item(self, c):
+        return ("fn", c)
+
+    def start(self, c):
+        return c[0]
+
+
+_local = threading.local()
+
+
+def _lark() -> Lark:
+    p = getattr(_local, "parser", None)
+    if p is None:
+        p = Lark(_GRAMMAR, parser="lalr", lexer=_NoLexer, transformer=_Build(),
+                 maybe_placeholders=False)
+        _local.parser = p
+    return p
+
+
+from lark.lexer import Lexer as _LexerBase  # noqa: E402
+
+
+class _NoLexer(_LexerBase):
+    """Tokens are fed by hand (see _parse_tokens); lark's lexer is not used."""
+
+    def __init__(self, conf):
+        pass
+
+    def lex(self, state, parser_state):  # pragma: no cover - never called
+        return iter(())
+
+
+def _describe(tok: Token) -> str:
+    if tok.type in ("_NL", "_INDENT", "_DEDENT", "$END"):
+        return TOKEN_WORDS[tok.type]
+    if tok.type == "PSTART":
+        return "an axis pattern"
+    return f"`{tok.value}`"
+
+
+def _expected(expected: set) -> str:
+    for k in EXPECT_ORDER:
+        if k in expected:
+            return TOKEN_WORDS.get(k, k)
+    if expected & {"NAME", "INT", "FLOAT", "LPAR", "MINUS"}:
+        return "an expression"
+    return "something else"
+
+
+def _parse_tokens(tokens: list[Token]):
+    ip = _lark().parse_interactive()
+    for tok in tokens:
+        ip.feed_token(tok)
+    return ip.feed_eof()
+
+
+def _syntax_error(item: A.Item, e: Exception, tokens: list[Token]) -> Diagnostic:
+    if isinstance(e, UnexpectedToken):
+        tok = e.token
+        if tok.type == "$END":
+            end = len(item.text.rstrip())
+            start, stop = end, end
+            found = "the end of the item"
+        else:
+            start, stop = tok.start_pos, tok.end_pos
+            found = _describe(tok)
+        if tok.type == "_NL":  # point at the end of the line, not past it
+            start = stop = tok.start_pos
+        expected = _expected(set(e.expected))
+        d = error("E0101", f"expected {expected}, found {found}",
+                  item.span((start, max(stop, start))), f"expected {expected} here")
+        return d
+    return error("E0101", "expected an item, found text the parser can't read",
+                 item.span((0, min(len(item.text), 1))))
+
+
+def _lex_problem(item: A.Item, p: LexProblem) -> Diagnostic:
+    return error(p.code, p.message, item.span((p.start, p.end)), p.label)
+
+
+def parse_item(text: str, path: str, offset: int) -> A.Item:
+    """Parse one item's text. Never raises: a broken item carries its diagnostics."""
+    try:
+        tokens, problems = tokenize(text)
+        fatal = [p for p in problems if p.fatal]
+        if fatal:
+            return _broken(text, path, offset, [_lex_problem(_tmp(text, path, offset), fatal[0])])
+        try:
+            kind, c = _parse_tokens(tokens)
+        except (UnexpectedInput, UnexpectedEOF) as e:
+            item = _broken(text, path, offset, [])
+            # a layout problem explains the parse error that follows it
+            item.syntax_errors = ([_lex_problem(item, problems[0])] if problems
+                                  else [_syntax_error(item, e, tokens)])
+            return item
+        item = _build_item(kind, c, text, path, offset)
+        item.syntax_errors = []
+        # non-fatal layout problems (tabs, dedents) are reported, the item still checks
+        item.layout_errors = [_lex_problem(item, p) for p in problems]
+        return item
+    except RecursionError:
+        item = _broken(text, path, offset, [])
+        item.syntax_errors = [error("E0101", "expected a shorter expression, found one nested too deeply",
+                                    item.span((0, min(1, len(text)))))]
+        return item
+
+
+def _tmp(text, path, offset) -> A.Item:
+    return A.Item(text, path, offset)
+
+
+def _broken(text: str, path: str, offset: int, diags: list) -> A.BrokenItem:
+    item = A.BrokenItem(text, path, offset)
+    m = HEADER_NAME.match(text)
+    if m:
+        item.declared_kind = m.group(1)
+        item.name = m.group(2)
+        item.name_pos = (m.start(2), m.end(2))
+    # re-anchor diagnostics made on a temporary item
+    item.syntax_errors = [_reanchor(d, item) for d in diags]
+    item.layout_errors = []
+    return item
+
+
+def _reanchor(d: Diagnostic, item: A.Item) -> Diagnostic:
+    d.span = Span(item, d.span.start, d.span.end)
+    return d
+
+
+def _build_item(kind: str, c: list, text: str, path: str, offset: int) -> A.Item:
+    if kind == "import":
+        item = A.ImportItem(text, path, offset)
+        s = c[1]
+        item.target = str(s)[1:-1]
+        item.target_pos = _pos(s)
+        item.name = None
+    elif kind == "dim":
+        item = A.DimItem(text, path, offset)
+        item.name, item.name_pos = str(c[1]), _pos(c[1])
+        item.value = c[3] if len(c) > 2 else None
+    elif kind == "model":
+        item = A.ModelItem(text, path, offset)
+        item.name, item.name_pos = str(c[1]), _pos(c[1])
+        item.fields = [x for x in c if isinstance(x, A.Field)]
+    else:
+        item = A.FnItem(text, path, offset)
+        decos = [x for x in c if isinstance(x, A.Decorator)]
+        rest = c[len(decos):]
+        item.decorators = decos
+        item.name, item.name_pos = str(rest[1]), _pos(rest[1])
+        item.params = rest[3]
+        item.params_pos = (_pos(rest[2])[0], _pos(rest[4])[1])
+        item.ret = rest[6]
+        item.header_pos = (_pos(rest[0])[0], _pos(rest[7])[1])
+        item.body = [x for x in rest[8:] if not isinstance(x, Token)]
+    return item
+
+
+# ---- splitting a file into items
+def split_items(text: str) -> list[tuple[int, int, str]]:
+    """(start, end, doc) of each item's text in the file.
+
+    Lines before the first item that are not blank or comments form a chunk of their own
+    (which fails to parse, as it should).
+    """
+    chunks: list[list[int]] = []
+    docs: list[str] = []
+    pos = 0
+    n = len(text)
+    last_code_end = None  # end of the last line that is not blank/comment in the chunk
+    pending_doc: list[str] = []
+    prev_decorator_only = False
+    while pos < n:
+        nl = text.find("\n", pos)
+        end = n if nl < 0 else nl + 1
+        line = text[pos:end]
+        first = line[:1]
+        stripped = line.strip()
+        if first == "#":
+            pending_doc.append(stripped[1:].strip())
+        elif not stripped:
+            pending_doc = []
+        elif first not in (" ", "\t") and ITEM_START.match(line) and not (
+                prev_decorator_only and line.startswith("fn") and chunks):
+            if chunks and last_code_end is not None:
+                chunks[-1][1] = last_code_end
+            chunks.append([pos, end])
+            docs.append("\n".join(pending_doc))
+            pending_doc = []
+            last_code_end = end
+            prev_decorator_only = line.startswith("@")
+        else:
+            if not chunks or (first not in (" ", "\t", "|") and not prev_decorator_only
+                              and last_code_end is None):
+                chunks.append([pos, end])
+                docs.append("")
+            last_code_end = end
+            if first not in (" ", "\t"):
+                prev_decorator_only = False
+            pending_doc = []
+        if first not in ("#",) and stripped and not line.startswith("@"):
+            if ITEM_START.match(line) and first not in (" ", "\t"):
+                prev_decorator_only = False
+        if first == "@":
+            prev_decorator_only = True
+        pos = end
+    if chunks and last_code_end is not None:
+        chunks[-1][1] = last_code_end
+    return [(s, e, d) for (s, e), d in zip(chunks, docs)]
+
+
+def parse_file(text: str, path: str, reuse: dict | None = None) -> list[A.Item]:
+    """Parse a whole file into items, reusing unchanged items from `reuse`.
+
+    `reuse` maps an item's text to the list of items with that text from a previous
+    parse; reused items get their new offset and doc. Never raises.
+    """
+    items: list[A.Item] = []
+    for start, end, doc in split_items(text):
+        chunk = text[start:end]
+        item = None
+        if reuse:
+            bucket = reuse.get(chunk)
+            if bucket:
+                item = bucket.pop()
+                item.offset = start
+        if item is None:
+            item = parse_item(chunk, path, start)
+        item.doc = doc
+        items.append(item)
+    return items

@@ -1,0 +1,380 @@
+"""Files, imports and the incremental cache: the "database" every tool asks.
+
+Parsed items are reused by their text; a model's fields and a function's signature are
+cached per item against the dims and the visible names; a function body's check is
+cached against the fingerprints of everything it used (models, signatures). An edit
+inside one function re-parses that item and re-checks that body only.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .diagnostics import Diagnostic, Severity, error
+from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature
+from .check.function import FnResult, check_function
+from .check.sizes import Size
+from .check.types import TensorT, Type
+from .syntax import ast as A
+from .syntax.parser import parse_file
+from .syntax.source import LineIndex
+
+
+class SourceFile:
+    def __init__(self, path: str, text: str, version: Optional[int] = None):
+        self.path = path
+        self.version = version
+        self.text = ""
+        self.items: list[A.Item] = []
+        self.lines = LineIndex("")
+        self.set_text(text, version)
+
+    def set_text(self, text: str, version: Optional[int] = None):
+        reuse: dict = {}
+        for it in self.items:
+            reuse.setdefault(it.text, []).append(it)
+        self.text = text
+        self.version = version
+        self.items = parse_file(text, self.path, reuse)
+        self.lines = LineIndex(text)
+
+
+class FileEnv:
+    """What the checker of one file sees."""
+
+    def __init__(self, dims: DimTable, models: dict, sigs: dict, broken: set):
+        self.dims = dims
+        self.models = models
+        self.sigs = sigs
+        self.broken = broken
+        self._model_names = set(models) | {n for n, k in broken if k == "model"}
+
+    def dim(self, name: str) -> Optional[Size]:
+        return self.dims.canon(name) if self.dims.is_dim(name) else None
+
+    def dim_names(self) -> list:
+        return list(self.dims.items)
+
+    def model(self, name: str) -> Optional[ModelInfo]:
+        return self.models.get(name)
+
+    def model_names(self) -> set:
+        return self._model_names
+
+    def sig(self, name: str) -> Optional[Signature]:
+        return self.sigs.get(name)
+
+    def fn_names(self) -> list:
+        return list(self.sigs)
+
+    def is_broken_name(self, name: str) -> bool:
+        return any(n == name for n, _ in self.broken)
+
+    def render(self, t: Type, dtype: bool = False) -> str:
+        if isinstance(t, TensorT):
+            s = "[" + " ".join(self.dims.render(a.name) for a in t.axes) + "]"
+            if dtype:
+                s += " " + t.dtype.render(self.dims.render)
+            return s
+        if hasattr(t, "name") and t.kind == "model":
+            return t.name
+        if t.kind == "stack":
+            return f"[{self.dims.render(t.count)}] {t.model}"
+        if t.kind == "tuple":
+            return "(" + ", ".join(self.render(x, dtype) for x in t.items) + ")"
+        if t.kind == "scalar":
+            return "[] " + ("f32" if t.num == "float" else "i64" if t.num == "int" else "bool")
+        if t.kind == "dtype":
+            return t.dtype.name
+        return "?"
+
+
+@dataclass
+class Analysis:
+    """Everything known about one file after checking."""
+
+    path: str
+    file: SourceFile
+    env: FileEnv
+    diags: list
+    fns: dict = field(default_factory=dict)  # name -> FnResult (this file's functions)
+    own: dict = field(default_factory=dict)  # name -> item (this file's named items)
+    visible: dict = field(default_factory=dict)  # name -> item (own and imported)
+    imports: list = field(default_factory=list)  # resolved paths
+
+
+class Workspace:
+    def __init__(self, dim_overrides: dict | None = None):
+        self.files: dict[str, SourceFile] = {}
+        self.open: set[str] = set()
+        self.dim_overrides = dict(dim_overrides or {})
+        self._model_cache: dict = {}
+        self._sig_cache: dict = {}
+        self._body_cache: dict = {}
+        self._analysis: dict = {}
+        self._disk: dict = {}  # path -> (mtime, SourceFile)
+        # path -> [(fn name or None, {targets})]: explicit export checks (CLI --target/--fn)
+        self.export_requests: dict = {}
+
+    # ------------------------------------------------------------ files
+    @staticmethod
+    def norm(path: str) -> str:
+        return os.path.normpath(os.path.abspath(path))
+
+    def set_text(self, path: str, text: str, version: Optional[int] = None) -> SourceFile:
+        path = self.norm(path)
+        f = self.files.get(path)
+        if f is None:
+            f = SourceFile(path, text, version)
+            self.files[path] = f
+        else:
+            f.set_text(text, version)
+        self.open.add(path)
+        self._analysis.clear()
+        return f
+
+    def close(self, path: str):
+        path = self.norm(path)
+        self.open.discard(path)
+        self.files.pop(path, None)
+        self._analysis.clear()
+
+    def file(self, path: str) -> Optional[SourceFile]:
+        path = self.norm(path)
+        f = self.files.get(path)
+        if f is not None:
+            return f
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        cached = self._disk.get(path)
+        if cached and cached[0] == st.st_mtime_ns:
+            return cached[1]
+        try:
+            with open(path, encoding="utf-8", errors="replace") as fh:
+                text = fh.read()
+        except OSError:
+            return None
+        sf = SourceFile(path, text)
+        self._disk[path] = (st.st_mtime_ns, sf)
+        return sf
+
+    def importers(self, path: str) -> list:
+        """Open files that import `path`, directly or not."""
+        path = self.norm(path)
+        out = []
+        for p in list(self.open):
+            if p != path and path in self._import_closure(p):
+                out.append(p)
+        return out
+
+    # ------------------------------------------------------------ imports
+    def _import_targets(self, f: SourceFile) -> list:
+        out = []
+        for it in f.items:
+            if isinstance(it, A.ImportItem):
+                out.append((it, os.path.normpath(os.path.join(os.path.dirname(f.path), it.target))))
+        return out
+
+    def _import_closure(self, path: str) -> list:
+        seen: list = []
+        stack = [path]
+        while stack:
+            p = stack.pop()
+            f = self.file(p)
+            if f is None:
+                continue
+            for _, t in self._import_targets(f):
+                if t not in seen and t != path:
+                    seen.append(t)
+                    stack.append(t)
+        return seen
+
+    def _import_cycle(self, start: str, first: str) -> Optional[list]:
+        """A path of imports from `first` back to `start`, if there is one."""
+        stack = [(first, [start, first])]
+        seen = set()
+        while stack:
+            p, trail = stack.pop()
+            if p == start:
+                return trail
+            if p in seen:
+                continue
+            seen.add(p)
+            f = self.file(p)
+            if f is None:
+                continue
+            for _, t in self._import_targets(f):
+                stack.append((t, trail + [t]))
+        return None
+
+    # ------------------------------------------------------------ analysis
+    def analyze(self, path: str) -> Optional[Analysis]:
+        path = self.norm(path)
+        a = self._analysis.get(path)
+        if a is not None:
+            return a
+        f = self.file(path)
+        if f is None:
+            return None
+        a = self._analyze(f)
+        self._analysis[path] = a
+        return a
+
+    def diagnostics(self, path: str) -> list:
+        a = self.analyze(path)
+        return a.diags if a else []
+
+    def _analyze(self, f: SourceFile) -> Analysis:
+        diags: list = []
+        own: dict = {}
+        for it in f.items:
+            diags.extend(it.syntax_errors)
+            diags.extend(getattr(it, "layout_errors", []))
+            if it.name is None:
+                continue
+            if it.name in own:
+                first = own[it.name]
+                diags.append(error("E0203", f"`{it.name}` is defined twice", it.span(it.name_pos),
+                                   "defined again here").label(first.span(first.name_pos), "first defined here")
+                             .help(f"rename one of the two `{it.name}`"))
+                continue
+            own[it.name] = it
+        # imports
+        imported_items: list = []
+        imports = []
+        for it, target in self._import_targets(f):
+            tf = self.file(target)
+            if tf is None:
+                diags.append(error("E0210", f"can't find `{it.target}`", it.span(it.target_pos),
+                                   "no such file next to this one"))
+                continue
+            imports.append(target)
+            cyc = self._import_cycle(f.path, target)
+            if cyc is not None:
+                names = " → ".join(os.path.basename(p) for p in cyc)
+                diags.append(error("E0209", f"import cycle: {names}", it.span(it.pos), "this import is on the cycle"))
+                continue
+        for target in self._import_closure(f.path):
+            if target == f.path:
+                continue
+            tf = self.file(target)
+            if tf is not None:
+                imported_items.extend(tf.items)
+        visible: dict = {}
+        for it in imported_items:
+            if it.name is not None:
+                visible.setdefault(it.name, it)
+        visible.update(own)
+        # dims
+        dim_items = [it for it in visible.values() if isinstance(it, A.DimItem)]
+        dims = DimTable(dim_items, self.dim_overrides)
+        for it in own.values():
+            diags.extend(dims.diags.get(id(it), []))
+        broken = {(n, it.declared_kind) for n, it in visible.items() if isinstance(it, A.BrokenItem)}
+        model_names = {n for n, it in visible.items() if isinstance(it, A.ModelItem)} | \
+                      {n for n, k in broken if k == "model"}
+        names_fp = (dims.fingerprint, tuple(sorted((n, it.kind) for n, it in visible.items())))
+        models: dict = {}
+        for n, it in visible.items():
+            if isinstance(it, A.ModelItem):
+                info, mdiags = self._cached(self._model_cache, it, names_fp,
+                                            lambda it=it: build_model(it, dims, model_names))
+                models[n] = info
+                if n in own and own[n] is it:
+                    diags.extend(mdiags)
+        sigs: dict = {}
+        for n, it in visible.items():
+            if isinstance(it, A.FnItem):
+                sig, sdiags = self._cached(self._sig_cache, it, names_fp,
+                                           lambda it=it: build_signature(it, dims, model_names))
+                sigs[n] = sig
+                if n in own and own[n] is it:
+                    diags.extend(sdiags)
+        env = FileEnv(dims, models, sigs, broken)
+        fns: dict = {}
+        for n, it in own.items():
+            if isinstance(it, A.FnItem):
+                res = self._body(it, sigs[n], env, names_fp)
+                fns[n] = res
+                diags.extend(res.diags)
+        diags.extend(self._recursion(fns, own))
+        a = Analysis(f.path, f, env, diags, fns, own, visible, imports)
+        try:
+            from .export.analysis import export_diagnostics
+        except ImportError:  # the export checks are optional layers
+            export_diagnostics = None
+        if export_diagnostics is not None:
+            a.diags.extend(export_diagnostics(self, a))
+        return a
+
+    def _cached(self, cache: dict, item, key, compute):
+        e = cache.get(id(item))
+        if e is not None and e[0] is item and e[1] == key:
+            return e[2]
+        v = compute()
+        cache[id(item)] = (item, key, v)
+        return v
+
+    def _body(self, item: A.FnItem, sig: Signature, env: FileEnv, names_fp) -> FnResult:
+        e = self._body_cache.get(id(item))
+        if e is not None and e[0] is item and e[1] == names_fp and e[2] == sig.fingerprint:
+            res = e[3]
+            if all(self._dep_fp(env, k) == v for k, v in res.deps.items()):
+                return res
+        res = check_function(item, sig, env)
+        self._body_cache[id(item)] = (item, names_fp, sig.fingerprint, res)
+        return res
+
+    @staticmethod
+    def _dep_fp(env: FileEnv, key):
+        kind, name = key
+        if kind == "model":
+            m = env.models.get(name)
+            return m.fingerprint if m else None
+        s = env.sigs.get(name)
+        return s.fingerprint if s else None
+
+    def _recursion(self, fns: dict, own: dict) -> list:
+        graph = {n: set(r.callees) & set(fns) for n, r in fns.items()}
+        out = []
+        for n, r in fns.items():
+            for callee, poss in r.callees.items():
+                if callee not in fns:
+                    continue
+                path = _path(graph, callee, n)
+                if path is None:
+                    continue
+                cycle = [n] + path
+                msg = f"`{n}` calls itself" if callee == n else f"`{n}` calls itself: {' → '.join(cycle)}"
+                for pos in poss:
+                    out.append(error("E0207", msg, own[n].span(pos), "this call is on the cycle").help(
+                        "recursion can't be unrolled into a fixed graph: write the repetition as a stack and `for`"))
+        return out
+
+    # ------------------------------------------------------------ queries
+    def all_diagnostics(self, paths) -> dict:
+        return {p: self.diagnostics(p) for p in paths}
+
+
+def _path(graph: dict, src: str, dst: str) -> Optional[list]:
+    """A call path src → … → dst, if any (breadth first)."""
+    if src == dst:
+        return [dst]
+    prev = {src: None}
+    queue = [src]
+    while queue:
+        x = queue.pop(0)
+        for y in sorted(graph.get(x, ())):
+            if y in prev:
+                continue
+            prev[y] = x
+            if y == dst:
+                out = [y]
+                while prev[out[-1]] is not None:
+                    out.append(prev[out[-1]])
+                return list(reversed(out))
+            queue.append(y)
+    return None
