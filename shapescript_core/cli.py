@@ -9,6 +9,7 @@ from . import explain as explain_mod
 from .diagnostics import Severity
 from .fixes import apply_edits, safe_fix_edits
 from .render import render_human, to_json_line
+from .exporting import ExportOptions, run_export
 from .workspace import Workspace
 
 TARGETS = ("hf", "vllm", "gguf")
@@ -120,25 +121,18 @@ def cmd_export(args) -> int:
     targets = [t for t in TARGETS if getattr(args, t)]
     if len(targets) != 1:
         raise UsageError("export takes exactly one of --hf, --vllm, --gguf")
-    target = targets[0]
-    try:
-        from .export.run import export  # the writers
-    except ImportError:
-        export = None
-    ws = Workspace(_parse_dims(args.dim))
+    dims = _parse_dims(args.dim)
+    ws = Workspace(dims)
     paths = _load(ws, [args.file])
-    ws.export_requests = {paths[0]: [(args.fn, {target})]}
-    diags = ws.diagnostics(paths[0])
-    errors = [d for d in diags if d.severity == Severity.ERROR]
-    if errors:
-        _print(ws, errors, "human")
-        print(f"shapescript: not exported: {len(errors)} error{'s' if len(errors) != 1 else ''} "
-              f"stop{'s' if len(errors) == 1 else ''} the {target} export", file=sys.stderr)
-        return 1
-    if export is None:
-        print(f"shapescript: the checks pass, but the {target} writer is not available yet", file=sys.stderr)
-        return 2
-    return export(ws, paths[0], target, args)
+    opts = ExportOptions(output=args.out, weights=args.weights, random_weights=args.random_weights,
+                         seed=args.seed, dtype=args.dtype, force=args.force, dims=dims)
+    result = run_export(ws, paths[0], args.fn, targets[0], opts)
+    if result.diagnostics:
+        _print(ws, result.diagnostics, "human")
+    print(f"shapescript: {result.message}", file=sys.stderr)
+    if result.ok:
+        return 0
+    return 1 if result.diagnostics else 2
 
 
 def build_parser() -> argparse.ArgumentParser:

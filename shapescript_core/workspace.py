@@ -134,6 +134,10 @@ class Workspace:
         self._analysis.clear()
         return f
 
+    def invalidate(self, path: str | None = None):
+        """Forget file-level results (item-level caches stay valid on their own)."""
+        self._analysis.clear()
+
     def close(self, path: str):
         path = self.norm(path)
         self.open.discard(path)
