@@ -268,6 +268,8 @@ def check_pattern_call(ck, call: A.Call, fname: str, tensors: list) -> "Type":
         axes = m.build(pat.output, allow_new_dims=(fname == "repeat"))
     except PatternError:
         return UNKNOWN
+    finally:
+        m.ck = None  # the checker is done with it: no cycle kept in the results
     dtype = tensors[0][1].dtype
     out = TensorT(tuple(axes), dtype)
     if fname == "split":

@@ -11,13 +11,18 @@ from fractions import Fraction
 from typing import Mapping, Optional
 
 Monomial = tuple  # tuple of (symbol, exponent), sorted
+_SYMS: dict = {}
 
 
 class Size:
     __slots__ = ("terms", "_hash")
 
     def __init__(self, terms: dict):
-        self.terms = tuple(sorted((m, c) for m, c in terms.items() if c != 0))
+        if len(terms) == 1:
+            (m, c), = terms.items()
+            self.terms = ((m, c),) if c != 0 else ()
+        else:
+            self.terms = tuple(sorted((m, c) for m, c in terms.items() if c != 0))
         self._hash = hash(self.terms)
 
     # ---- constructors
@@ -27,7 +32,10 @@ class Size:
 
     @staticmethod
     def sym(name: str) -> "Size":
-        return Size({((name, 1),): Fraction(1)})
+        s = _SYMS.get(name)
+        if s is None:
+            s = _SYMS[name] = Size({((name, 1),): Fraction(1)})
+        return s
 
     # ---- structure
     def __eq__(self, other):

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 
-from lark import Token
 
 KEYWORDS = {
     "dim": "DIM", "model": "MODEL", "fn": "FN", "return": "RETURN", "for": "FOR",
@@ -24,12 +23,12 @@ OPS = {
     "/": "SLASH", "!": "BANG",
 }
 TOKEN_RE = re.compile(
-    r"""(?P<NL>\n)|(?P<WS>[ \t\r\f]+)|(?P<COMMENT>\#[^\n]*)
+    r"""[ \t\r\f]*(?:(?P<NL>\n)|(?P<COMMENT>\#[^\n]*)
       |(?P<FLOAT>\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\.\d+(?:[eE][-+]?\d+)?)
       |(?P<INT>\d+)|(?P<NAME>[A-Za-z_][A-Za-z0-9_]*)
       |(?P<STRING>"[^"\n]*")|(?P<USTRING>"[^"\n]*)
       |(?P<OP>\|>|->|\*\*|==|!=|<=|>=|[-+*/@()\[\],:.=<>!])
-      |(?P<BAD>.)""",
+      |(?P<BAD>.)|$)""",
     re.VERBOSE,
 )
 OPEN = {"(": ")", "[": "]"}
@@ -46,8 +45,25 @@ class LexProblem:
         self.label, self.fatal = label, fatal
 
 
-def _tok(kind: str, value: str, start: int, end: int) -> Token:
-    return Token(kind, value, start_pos=start, end_pos=end)
+class Token:
+    """A token: its terminal name (as in grammar.lark), text and span in the item."""
+
+    __slots__ = ("type", "value", "start_pos", "end_pos")
+
+    def __init__(self, type: str, value: str, start_pos: int, end_pos: int):
+        self.type = type
+        self.value = value
+        self.start_pos = start_pos
+        self.end_pos = end_pos
+
+    def __str__(self):
+        return self.value
+
+    def __repr__(self):
+        return f"Token({self.type}, {self.value!r})"
+
+
+_tok = Token
 
 
 def _indent_width(ws: str) -> int:
@@ -68,15 +84,17 @@ def tokenize(text: str) -> tuple[list[Token], list[LexProblem]]:
     line_start = 0
     for m in TOKEN_RE.finditer(text):
         kind = m.lastgroup
-        start = m.start()
+        if kind is None:  # trailing whitespace at the end of the text
+            continue
+        start = m.start(kind)
         if kind == "NL":
             if not brackets:
                 at_line_start = True
             line_start = m.end()
             continue
-        if kind == "WS" or kind == "COMMENT":
+        if kind == "COMMENT":
             continue
-        value = m.group()
+        value = m.group(kind)
         if at_line_start and not brackets:
             at_line_start = False
             ws = text[line_start:start]

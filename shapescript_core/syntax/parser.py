@@ -10,12 +10,13 @@ import re
 import threading
 from pathlib import Path
 
-from lark import Lark, Transformer, Token
-from lark.exceptions import UnexpectedInput, UnexpectedToken, UnexpectedEOF
+from lark import Lark, Transformer
+from lark.lexer import Lexer
+from lark.parsers.lalr_analysis import Shift
 
 from ..diagnostics import Diagnostic, Span, error
 from . import ast as A
-from .lexer import LexProblem, tokenize
+from .lexer import LexProblem, Token, tokenize
 
 _GRAMMAR = (Path(__file__).parent / "grammar.lark").read_text()
 ITEM_START = re.compile(r"(dim|model|fn|import)\b|@")
@@ -51,7 +52,7 @@ class _Build(Transformer):
         return A.SName(str(c[0]), _pos(c[0]))
 
     def size_int(self, c):
-        return A.SInt(int(c[0]), _pos(c[0]))
+        return A.SInt(int(c[0].value), _pos(c[0]))
 
     def size_paren(self, c):
         inner = c[1]
@@ -84,7 +85,7 @@ class _Build(Transformer):
         return A.PName(str(c[0]), _pos(c[0]))
 
     def pint(self, c):
-        return A.PInt(int(c[0]), _pos(c[0]))
+        return A.PInt(int(c[0].value), _pos(c[0]))
 
     def pgroup(self, c):
         return A.PGroup(list(c[1:-1]), _join(c[0], c[-1]))
@@ -105,7 +106,7 @@ class _Build(Transformer):
 
     def number(self, c):
         t = c[0]
-        return A.Number(float(t), t.type == "INT", str(t), _pos(t))
+        return A.Number(float(t.value), t.type == "INT", t.value, _pos(t))
 
     def string(self, c):
         return A.String(str(c[0])[1:-1], _pos(c[0]))
@@ -220,29 +221,91 @@ class _Build(Transformer):
         return c[0]
 
 
-_local = threading.local()
+class UnexpectedToken(Exception):
+    def __init__(self, token: Token, expected: set):
+        super().__init__(token.type)
+        self.token = token
+        self.expected = expected
 
 
-def _lark() -> Lark:
-    p = getattr(_local, "parser", None)
-    if p is None:
-        p = Lark(_GRAMMAR, parser="lalr", lexer=_NoLexer, transformer=_Build(),
-                 maybe_placeholders=False)
-        _local.parser = p
-    return p
+class _Driver:
+    """A tight LALR loop over lark's parse table and its tree-building callbacks.
+
+    lark builds the tables and the callbacks (with its `?rule` inlining and filtering of
+    `_`-terminals); this loop only avoids per-token overhead that a file of ten thousand
+    lines would feel.
+    """
+
+    def __init__(self):
+        lark = Lark(_GRAMMAR, parser="lalr", lexer=_NoLexer, transformer=_Build(),
+                    maybe_placeholders=False)
+        inner = lark.parser.parser.parser
+        table = inner.parse_table
+        self.start = table.start_states["start"]
+        self.end = table.end_states["start"]
+        self.rows: dict = {}
+        for state, row in table.states.items():
+            compiled = {}
+            for term, (action, arg) in row.items():
+                # plain str keys: lark's Token compares slowly as a dict key
+                if action is Shift:
+                    compiled[str(term)] = (True, arg, 0, None)
+                else:
+                    compiled[str(term)] = (False, str(arg.origin.name), len(arg.expansion),
+                                           inner.callbacks[arg])
+            self.rows[state] = compiled
+
+    def parse(self, tokens: list):
+        rows = self.rows
+        states = [self.start]
+        values: list = []
+        end = len(tokens)
+        for i in range(end + 1):
+            tok = tokens[i] if i < end else None
+            ttype = tok.type if tok is not None else "$END"
+            while True:
+                row = rows[states[-1]]
+                act = row.get(ttype)
+                if act is None:
+                    if tok is None:
+                        last = tokens[-1].end_pos if tokens else 0
+                        tok = Token("$END", "", last, last)
+                    raise UnexpectedToken(tok, {k for k in row if k.isupper() or k.startswith("_")})
+                shift, arg, size, cb = act
+                if shift:
+                    states.append(arg)
+                    values.append(tok)
+                    break
+                if size:
+                    kids = values[-size:]
+                    del states[-size:]
+                    del values[-size:]
+                else:
+                    kids = []
+                values.append(cb(kids))
+                states.append(rows[states[-1]][arg][1])
+                if tok is None and states[-1] == self.end:
+                    return values[-1]
 
 
-from lark.lexer import Lexer as _LexerBase  # noqa: E402
-
-
-class _NoLexer(_LexerBase):
-    """Tokens are fed by hand (see _parse_tokens); lark's lexer is not used."""
+class _NoLexer(Lexer):
+    """Tokens come from lexer.py; lark's lexer is never used."""
 
     def __init__(self, conf):
         pass
 
-    def lex(self, state, parser_state):  # pragma: no cover - never called
+    def lex(self, *args):  # pragma: no cover - never called
         return iter(())
+
+
+_local = threading.local()
+
+
+def _driver() -> _Driver:
+    d = getattr(_local, "driver", None)
+    if d is None:
+        d = _local.driver = _Driver()
+    return d
 
 
 def _describe(tok: Token) -> str:
@@ -263,10 +326,7 @@ def _expected(expected: set) -> str:
 
 
 def _parse_tokens(tokens: list[Token]):
-    ip = _lark().parse_interactive()
-    for tok in tokens:
-        ip.feed_token(tok)
-    return ip.feed_eof()
+    return _driver().parse(tokens)
 
 
 def _syntax_error(item: A.Item, e: Exception, tokens: list[Token]) -> Diagnostic:
@@ -302,7 +362,7 @@ def parse_item(text: str, path: str, offset: int) -> A.Item:
             return _broken(text, path, offset, [_lex_problem(_tmp(text, path, offset), fatal[0])])
         try:
             kind, c = _parse_tokens(tokens)
-        except (UnexpectedInput, UnexpectedEOF) as e:
+        except UnexpectedToken as e:
             item = _broken(text, path, offset, [])
             # a layout problem explains the parse error that follows it
             item.syntax_errors = ([_lex_problem(item, problems[0])] if problems
@@ -375,53 +435,40 @@ def _build_item(kind: str, c: list, text: str, path: str, offset: int) -> A.Item
 def split_items(text: str) -> list[tuple[int, int, str]]:
     """(start, end, doc) of each item's text in the file.
 
-    Lines before the first item that are not blank or comments form a chunk of their own
-    (which fails to parse, as it should).
+    An item starts at a column-0 line beginning with an item keyword or `@`; decorator
+    lines and the `fn` they decorate stay together. Blank lines and column-0 comments
+    after an item's last line are not part of it; the comment lines directly above an
+    item are its doc. Text before the first item that is not blank or a comment forms a
+    chunk of its own (which fails to parse, as it should).
     """
-    chunks: list[list[int]] = []
-    docs: list[str] = []
-    pos = 0
-    n = len(text)
-    last_code_end = None  # end of the last line that is not blank/comment in the chunk
+    chunks: list[list] = []
     pending_doc: list[str] = []
-    prev_decorator_only = False
+    decorators_only = False
+    pos, n = 0, len(text)
     while pos < n:
         nl = text.find("\n", pos)
         end = n if nl < 0 else nl + 1
         line = text[pos:end]
         first = line[:1]
-        stripped = line.strip()
         if first == "#":
-            pending_doc.append(stripped[1:].strip())
-        elif not stripped:
+            pending_doc.append(line[1:].strip())
+        elif not line.strip():
             pending_doc = []
-        elif first not in (" ", "\t") and ITEM_START.match(line) and not (
-                prev_decorator_only and line.startswith("fn") and chunks):
-            if chunks and last_code_end is not None:
-                chunks[-1][1] = last_code_end
-            chunks.append([pos, end])
-            docs.append("\n".join(pending_doc))
-            pending_doc = []
-            last_code_end = end
-            prev_decorator_only = line.startswith("@")
         else:
-            if not chunks or (first not in (" ", "\t", "|") and not prev_decorator_only
-                              and last_code_end is None):
-                chunks.append([pos, end])
-                docs.append("")
-            last_code_end = end
-            if first not in (" ", "\t"):
-                prev_decorator_only = False
+            at_col0 = first not in (" ", "\t")
+            continues = decorators_only and (line.startswith("@") or line.startswith("fn"))
+            if at_col0 and ITEM_START.match(line) and not continues:
+                chunks.append([pos, end, "\n".join(pending_doc)])
+                decorators_only = line.startswith("@")
+            elif not chunks:
+                chunks.append([pos, end, ""])
+            else:
+                chunks[-1][1] = end
+                if at_col0 and not line.startswith("@"):
+                    decorators_only = False
             pending_doc = []
-        if first not in ("#",) and stripped and not line.startswith("@"):
-            if ITEM_START.match(line) and first not in (" ", "\t"):
-                prev_decorator_only = False
-        if first == "@":
-            prev_decorator_only = True
         pos = end
-    if chunks and last_code_end is not None:
-        chunks[-1][1] = last_code_end
-    return [(s, e, d) for (s, e), d in zip(chunks, docs)]
+    return [(a, b, d) for a, b, d in chunks]
 
 
 def parse_file(text: str, path: str, reuse: dict | None = None) -> list[A.Item]:
