@@ -118,6 +118,8 @@ def _reduce(ck, call, b: Bound, keep=False, arg=False):
     t = _tensor(ck, b, "x")
     if t is None:
         return UNKNOWN
+    if ck.call_name(call) not in ("max", "min", "argmax") and not ops.arithmetic_ok(ck, b.n("x"), t):
+        return UNKNOWN
     names = ck.over_axes(call, b, t)
     if names is None:
         return UNKNOWN

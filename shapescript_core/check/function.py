@@ -172,8 +172,10 @@ class FnChecker:
         for p in sig.params:
             self.locals[p.name] = Local(p.name, p.type, p.node.name_pos, is_param=True)
             self.locals_at.append((p.name, p.node.name_pos, p.type))
+        self.sig = sig
         for v in sig.svars:
-            self.svars[v] = Size.sym(v)
+            if self._svar_in_params(v):  # a return-only variable is bound by its first use
+                self.svars[v] = Size.sym(v)
         for p in sig.params:
             if p.node.default is not None:
                 self.expr(p.node.default)

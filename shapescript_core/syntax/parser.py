@@ -138,8 +138,11 @@ class _Build(Transformer):
     def kwarg(self, c):
         return A.Arg(str(c[0]), c[2], _join(c[0], c[2]))
 
+    def pattern_arg(self, c):
+        return c[1]
+
     def arglist(self, c):
-        return [x if isinstance(x, A.Arg) else A.Arg(None, x, x.pos)
+        return [x if isinstance(x, (A.Arg, A.Pattern)) else A.Arg(None, x, x.pos)
                 for x in c if not isinstance(x, Token)]
 
     def args(self, c):
@@ -147,7 +150,8 @@ class _Build(Transformer):
         pattern = None
         for x in c:
             if isinstance(x, list):
-                args = x
+                args = [a for a in x if isinstance(a, A.Arg)]
+                pattern = next((a for a in x if isinstance(a, A.Pattern)), pattern)
             elif isinstance(x, A.Pattern):
                 pattern = x
         return (args, pattern)

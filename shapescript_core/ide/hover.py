@@ -1,0 +1,300 @@
+"""Hover: the type of the name or expression under the cursor, a builtin's signature and
+doc, a dim's value, a model's fields, a function's signature; and on a diagnostic, its
+code's explanation and docs link. The text is Markdown."""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Optional
+
+from .. import explain
+from ..check.builtins import BUILTINS
+from ..check.types import DTYPE_NAMES, ModelT, TensorT, is_unknown
+from ..diagnostics import doc_url
+from ..syntax import ast as A
+from .locate import binding_of, chain, fn_result, inside, item_at
+
+
+@dataclass
+class Hover:
+    markdown: str
+    start: int  # absolute offsets of what the hover is about
+    end: int
+
+
+def hover(ws, path: str, offset: int) -> Optional[Hover]:
+    path = ws.norm(path)
+    a = ws.analyze(path)
+    if a is None:
+        return None
+    parts: list = []
+    span = None
+    item = item_at(a.file, offset)
+    if item is not None:
+        found = _item_hover(a, item, offset - item.offset)
+        if found is not None:
+            text, pos = found
+            parts.append(text)
+            span = (item.offset + pos[0], item.offset + pos[1])
+    for d in diagnostics_at(a.diags, path, offset):
+        parts.append(diagnostic_markdown(d))
+        if span is None:
+            span = (d.span.abs_start, d.span.abs_end)
+    if not parts:
+        return None
+    return Hover("\n\n---\n\n".join(parts), span[0], span[1])
+
+
+def diagnostics_at(diags, path: str, offset: int) -> list:
+    return [d for d in diags if d.path == path and d.span.abs_start <= offset <= d.span.abs_end]
+
+
+def code_summary(code: str) -> tuple[str, str]:
+    """(title, first paragraph) of a code's docs page; empty strings when it has none."""
+    page = explain.page(code) or ""
+    lines = page.splitlines()
+    title = ""
+    if lines and lines[0].startswith("#"):
+        title = lines[0].lstrip("#").strip()
+        lines = lines[1:]
+    para: list = []
+    for ln in lines:
+        if not ln.strip():
+            if para:
+                break
+            continue
+        if ln.startswith("#"):
+            break
+        para.append(ln.strip())
+    return title, " ".join(para)
+
+
+def diagnostic_markdown(d) -> str:
+    url = doc_url(d.code)
+    _, summary = code_summary(d.code)
+    link = "Serving engines" if "serving-engines" in url else f"{d.code} in the error index"
+    out = [f"**{d.severity.word}[{d.code}]**: {d.message}"]
+    if summary:
+        out.append(summary)
+    out.append(f"[{link}]({url})")
+    return "\n\n".join(out)
+
+
+# ---------------------------------------------------------------- pieces
+def _code(text: str) -> str:
+    return f"```shapescript\n{text}\n```"
+
+
+def render_type(env, t) -> str:
+    if t is None or is_unknown(t):
+        return "?"
+    return env.render(t, dtype=isinstance(t, TensorT))
+
+
+def dim_markdown(env, name: str, here: str = "") -> Optional[str]:
+    item = env.dims.items.get(name)
+    if item is None:
+        return None
+    head = item.text.strip().splitlines()[0] if item.text.strip() else f"dim {name}"
+    out = [_code(head)]
+    info = env.dims.info.get(name)
+    if info is not None and info.value is not None:
+        if name in env.dims.overrides:
+            out.append(f"`{name} = {info.value}`, set by the settings")
+        elif not isinstance(getattr(item, "value", None), A.SInt):
+            out.append(f"`{name} = {info.value}`")
+    if item.path != here:
+        out.append(f"from `{os.path.basename(item.path)}`")
+    if item.doc:
+        out.append(item.doc)
+    return "\n\n".join(out)
+
+
+def model_markdown(env, name: str, here: str = "") -> Optional[str]:
+    m = env.models.get(name)
+    if m is None:
+        return None
+    lines = [f"model {name}:"] + [f"    {fn}: {render_type(env, fi.type)}" for fn, fi in m.fields.items()]
+    out = [_code("\n".join(lines))]
+    if m.item.path != here:
+        out.append(f"from `{os.path.basename(m.item.path)}`")
+    if m.item.doc:
+        out.append(m.item.doc)
+    return "\n\n".join(out)
+
+
+def fn_header(item) -> str:
+    """`fn name(params) -> ret`, on one line."""
+    if isinstance(item, A.FnItem) and item.header_pos != (0, 0):
+        text = item.src(item.header_pos)
+    else:
+        lines = item.text.strip().splitlines()
+        text = next((ln for ln in lines if ln.startswith("fn")), lines[0] if lines else "")
+    return " ".join(text.split()).rstrip(":")
+
+
+def fn_markdown(item, here: str = "") -> str:
+    out = [_code(fn_header(item))]
+    if item.path != here:
+        out.append(f"from `{os.path.basename(item.path)}`")
+    if item.doc:
+        out.append(item.doc)
+    return "\n\n".join(out)
+
+
+def builtin_markdown(name: str) -> Optional[str]:
+    b = BUILTINS.get(name)
+    if b is None:
+        return None
+    return _code(b.signature) + "\n\n" + b.doc
+
+
+# ---------------------------------------------------------------- the item under the cursor
+def _item_hover(a, item, rel: int):
+    env = a.env
+    here = a.path
+    if item.name and inside(item.name_pos, rel):
+        text = _definition_markdown(a, item)
+        return (text, item.name_pos) if text else None
+    if isinstance(item, A.ImportItem) and inside(item.target_pos, rel):
+        target = os.path.normpath(os.path.join(os.path.dirname(item.path), item.target))
+        return (f"imports `{target}`", item.target_pos)
+    res = fn_result(a, item)
+    nodes = chain(item, rel)
+    for k in range(len(nodes) - 1, -1, -1):
+        node = nodes[k]
+        parent = nodes[k - 1] if k > 0 else None
+        found = _node_hover(a, env, here, item, res, node, parent, rel)
+        if found is not None:
+            return found
+    return None
+
+
+def _definition_markdown(a, item) -> Optional[str]:
+    env, here = a.env, a.path
+    if isinstance(item, A.DimItem):
+        return dim_markdown(env, item.name, here)
+    if isinstance(item, A.ModelItem):
+        return model_markdown(env, item.name, here)
+    if isinstance(item, A.FnItem):
+        return fn_markdown(item, here)
+    if isinstance(item, A.BrokenItem):
+        return f"`{item.declared_kind} {item.name}` (it has a syntax error)"
+    return None
+
+
+def _local_markdown(env, name: str, t) -> str:
+    return _code(f"{name}: {render_type(env, t)}")
+
+
+def _local_type(res, pos):
+    if res is None:
+        return None
+    for n, p, t in res.locals_at:
+        if p == pos:
+            return t
+    return None
+
+
+def _node_hover(a, env, here, item, res, node, parent, rel):
+    types = res.types if res is not None else {}
+    if isinstance(node, A.Param) and inside(node.name_pos, rel):
+        t = _local_type(res, node.name_pos)
+        if t is None:
+            sig = env.sig(item.name)
+            p = next((p for p in sig.params if p.node is node), None) if sig and sig.item is item else None
+            t = p.type if p else None
+        return _local_markdown(env, node.name, t), node.name_pos
+    if isinstance(node, A.Field) and inside(node.name_pos, rel):
+        m = env.models.get(item.name)
+        fi = m.fields.get(node.name) if m is not None and m.item is item else None
+        return _code(f"{item.name}.{node.name}: {render_type(env, fi.type if fi else None)}"), node.name_pos
+    if isinstance(node, A.Assign) and inside(node.target_pos, rel):
+        return _local_markdown(env, node.target, _local_type(res, node.target_pos)), node.target_pos
+    if isinstance(node, A.TupleAssign):
+        for name, pos in node.targets:
+            if inside(pos, rel):
+                return _local_markdown(env, name, _local_type(res, pos)), pos
+    if isinstance(node, A.For) and inside(node.var_pos, rel):
+        return _local_markdown(env, node.var, _local_type(res, node.var_pos)), node.var_pos
+    if isinstance(node, A.Arg) and node.name and rel <= node.pos[0] + len(node.name):
+        pos = (node.pos[0], node.pos[0] + len(node.name))
+        if isinstance(parent, A.Call) and isinstance(parent.func, A.Name):
+            b = BUILTINS.get(parent.func.id)
+            if b is not None:
+                return f"argument `{node.name}` of\n\n" + builtin_markdown(b.name), pos
+            sig = env.sig(parent.func.id)
+            if sig is not None:
+                p = next((p for p in sig.params if p.name == node.name), None)
+                if p is not None:
+                    return _code(f"{node.name}: {render_type(env, p.type)}") + \
+                        f"\n\nparameter of `{sig.name}`", pos
+        return None
+    if isinstance(node, A.FieldRead):
+        if inside(node.name_pos, rel):
+            ot = types.get(id(node.obj))
+            t = types.get(id(node))
+            if isinstance(ot, ModelT):
+                return _code(f"{ot.name}.{node.name}: {render_type(env, t)}"), node.name_pos
+            return (_code(render_type(env, t)), node.name_pos) if t is not None else None
+        t = types.get(id(node))
+        return (_code(render_type(env, t)), node.pos) if t is not None else None
+    if isinstance(node, A.Name):
+        return _name_hover(a, env, here, res, node, parent, types)
+    if isinstance(node, (A.SName, A.PName)):
+        text = dim_markdown(env, node.name, here)
+        if text is None and res is not None and node.name in res.svars:
+            size = res.svars[node.name]
+            shown = env.dims.render(size)
+            text = f"size variable `{node.name}`" + (f", here `{shown}`" if shown != node.name else "")
+        if text is None and isinstance(node, A.PName):
+            text = f"axis `{node.name}`"
+        return (text, node.pos) if text else None
+    if isinstance(node, A.NamedTypeExpr):
+        text = model_markdown(env, node.name, here)
+        if text is None and (node.name in DTYPE_NAMES or node.name == "Index"):
+            text = f"dtype `{node.name}`"
+        return (text, node.pos) if text else None
+    if isinstance(node, A.DtypeExpr):
+        text = model_markdown(env, node.name, here) or f"dtype `{node.name}`"
+        return text, node.pos
+    if isinstance(node, A.Decorator):
+        targets = ", ".join(n for n, _ in node.args) or "nothing"
+        return (f"`@{node.name}`: exported for {targets}\n\n"
+                f"[Serving engines]({doc_url('E3301').split('#')[0]})"), node.pos
+    if isinstance(node, (A.Call, A.Binop, A.Unop, A.Number, A.Const, A.Mask, A.TupleExpr, A.String)):
+        t = types.get(id(node))
+        if t is not None:
+            return _code(render_type(env, t)), node.pos
+    return None
+
+
+def _name_hover(a, env, here, res, node: A.Name, parent, types):
+    name = node.id
+    if isinstance(parent, A.Call) and parent.func is node:
+        text = builtin_markdown(name)
+        if text is None:
+            it = a.visible.get(name)
+            text = fn_markdown(it, here) if isinstance(it, (A.FnItem, A.BrokenItem)) else None
+        if text is None:
+            return None
+        t = types.get(id(parent))
+        if t is not None and not is_unknown(t):
+            text += f"\n\nhere: `{render_type(env, t)}`"
+        return text, node.pos
+    t = types.get(id(node))
+    b = binding_of(res, name, node.pos[0])
+    if b is not None:
+        return _local_markdown(env, name, t if t is not None else b[2]), node.pos
+    text = dim_markdown(env, name, here)
+    if text is None and res is not None and name in res.svars:
+        text = f"size variable `{name}`"
+    if text is None:
+        text = model_markdown(env, name, here)
+    if text is None and name in DTYPE_NAMES:
+        text = f"dtype `{name}`"
+    if text is None and t is not None and not is_unknown(t):
+        text = _local_markdown(env, name, t)
+    return (text, node.pos) if text else None
+
+

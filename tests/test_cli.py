@@ -1,0 +1,90 @@
+"""The `shapescript` command line: rendering, JSON, exit codes, explain."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BROKEN = os.path.join(ROOT, "examples", "broken_attention.ss")
+
+
+def run(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "shapescript_core.cli", *args], capture_output=True,
+                          text=True, cwd=cwd or ROOT, timeout=120)
+
+
+def test_renders_like_rustc():
+    p = run("check", BROKEN)
+    assert p.returncode == 1
+    out = p.stdout
+    assert "error[E0408]: the pattern calls axis 3 `m`, but `m` is axis 4" in out
+    lines = out.splitlines()
+    i = next(k for k, l in enumerate(lines) if l.startswith("error[E0408]"))
+    assert lines[i + 1].strip().startswith("--> ") and lines[i + 1].endswith(":14:27")
+    src_line = lines[i + 3]
+    caret_line = lines[i + 4]
+    assert src_line.startswith("14 |     return einsum(att, v: b H m n")
+    col = src_line.index("b H m n")
+    assert caret_line[col:col + 7] == "^^^^^^^" and caret_line.endswith("`att` is [b H n m]")
+    assert "= help: write the axes in the order the tensor has them, or rearrange it first" in out
+
+
+def test_json_one_object_per_diagnostic():
+    p = run("check", "--format", "json", BROKEN)
+    assert p.returncode == 1
+    objs = [json.loads(l) for l in p.stdout.splitlines() if l.strip()]
+    errs = [o for o in objs if o["severity"] == "error"]
+    assert len(errs) == 1
+    d = errs[0]
+    assert d["code"] == "E0408" and d["file"].endswith("broken_attention.ss")
+    assert d["range"]["start"] == {"line": 14, "column": 27}
+    assert d["range"]["end"] == {"line": 14, "column": 34}
+    assert d["labels"][0]["message"] == "`att` is [b H n m]"
+    assert d["help"] and isinstance(d["notes"], list) and isinstance(d["fixes"], list)
+
+
+def test_clean_files_exit_zero():
+    p = run("check", os.path.join(ROOT, "examples", "llama.ss"), os.path.join(ROOT, "examples", "gpt2.ss"))
+    assert p.returncode == 0, p.stdout
+    assert p.stdout.strip() == ""
+
+
+def test_missing_file_is_one_line_and_exit_2(tmp_path):
+    p = run("check", str(tmp_path / "nope.ss"))
+    assert p.returncode == 2
+    assert p.stderr.strip().count("\n") == 0 and "no such file" in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+@pytest.mark.parametrize("args", [[], ["check"], ["bogus"], ["check", "--format", "xml", "a.ss"],
+                                  ["check", "--dim", "V=abc", "x.ss"]])
+def test_usage_errors_exit_2(args):
+    p = run(*args)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+
+
+def test_binary_and_directory_inputs_do_not_crash(tmp_path):
+    b = tmp_path / "bin.ss"
+    b.write_bytes(b"\xff\xfe\x00dim")
+    p = run("check", str(b))
+    assert p.returncode in (1, 2) and "Traceback" not in p.stderr
+    p = run("check", str(tmp_path))
+    assert p.returncode == 2 and "directory" in p.stderr
+
+
+def test_explain_prints_the_page():
+    p = run("explain", "E0408")
+    assert p.returncode == 0
+    assert p.stdout.startswith("# E0408") and "rearrange" in p.stdout
+    p = run("explain", "E9999")
+    assert p.returncode == 2
+
+
+def test_every_code_has_a_page():
+    from shapescript_core import explain
+    catalog = open(os.path.join(ROOT, "..", "shared", "spec", "ERRORS.md"), encoding="utf-8").read()
+    import re
+    codes = set(re.findall(r"\| (E\d{4}) \|", catalog)) | {f"E330{i}" for i in range(1, 7)}
+    assert codes <= set(explain.codes())
