@@ -308,6 +308,7 @@ class FnChecker:
                     self.err("E0401", f"expected {self.render(old)}, found {self.render(new)}", st.value.pos,
                              f"`{st.target}` changes type in the loop").help(
                         "a value rebound in a loop keeps its type across iterations")
+                    self.locals[st.target].type = old  # one mistake, one diagnostic
 
     # ------------------------------------------------------------ expressions
     def expr(self, e) -> Type:

@@ -12,6 +12,7 @@ from typing import Mapping, Optional
 
 Monomial = tuple  # tuple of (symbol, exponent), sorted
 _SYMS: dict = {}
+_MEMO: dict = {}  # (op, a, b) -> result: sizes are immutable and the same products recur
 
 
 class Size:
@@ -82,6 +83,20 @@ class Size:
         return Size(d)
 
     def __mul__(self, other: "Size") -> "Size":
+        key = ("*", self, other)
+        r = _MEMO.get(key)
+        if r is None:
+            r = _MEMO[key] = self._mul(other)
+        return r
+
+    def __truediv__(self, other: "Size") -> "Size":
+        key = ("/", self, other)
+        r = _MEMO.get(key)
+        if r is None:
+            r = _MEMO[key] = self._div(other)
+        return r
+
+    def _mul(self, other: "Size") -> "Size":
         d: dict = {}
         for m1, c1 in self.terms:
             for m2, c2 in other.terms:
@@ -89,7 +104,7 @@ class Size:
                 d[m] = d.get(m, 0) + c1 * c2
         return Size(d)
 
-    def __truediv__(self, other: "Size") -> "Size":
+    def _div(self, other: "Size") -> "Size":
         if not other.terms:
             return Size.sym("(/0)")
         if other.is_monomial():

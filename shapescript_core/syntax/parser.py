@@ -255,8 +255,11 @@ class _Driver:
                 if action is Shift:
                     compiled[str(term)] = (True, arg, 0, None)
                 else:
+                    unit = (arg.options.expand1 and arg.alias is None and len(arg.expansion) == 1
+                            and not arg.expansion[0].name.startswith("_"))
+                    # `?rule: x` with one child is the child itself: no call needed
                     compiled[str(term)] = (False, str(arg.origin.name), len(arg.expansion),
-                                           inner.callbacks[arg])
+                                           None if unit else inner.callbacks[arg])
             self.rows[state] = compiled
 
     def parse(self, tokens: list):
@@ -280,6 +283,9 @@ class _Driver:
                     states.append(arg)
                     values.append(tok)
                     break
+                if cb is None:  # a unit rule: the value stays, only the state changes
+                    states[-1] = rows[states[-2]][arg][1]
+                    continue
                 if size:
                     kids = values[-size:]
                     del states[-size:]

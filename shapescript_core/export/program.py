@@ -1,0 +1,149 @@
+"""The program an exported function reaches: its functions, their checks and files.
+
+Functions of the analysed file come from its analysis; functions of imported files from
+their own analyses. A file whose export checks are running is never analysed again from
+inside them (an import cycle would otherwise recurse).
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from ..check.types import ModelT, StackT
+from ..diagnostics import Severity, Span
+from ..syntax import ast as A
+
+_BUSY_ATTR = "_export_busy"
+
+
+def busy(ws) -> set:
+    s = getattr(ws, _BUSY_ATTR, None)
+    if s is None:
+        s = set()
+        setattr(ws, _BUSY_ATTR, s)
+    return s
+
+
+class Program:
+    def __init__(self, ws, analysis):
+        self.ws = ws
+        self.a = analysis
+        self.path = analysis.path
+        self._analyses = {analysis.path: analysis}
+
+    # ------------------------------------------------------------ lookups
+    def analysis_of(self, path: str):
+        if path in self._analyses:
+            return self._analyses[path]
+        if path in busy(self.ws):
+            return None
+        an = self.ws.analyze(path)
+        self._analyses[path] = an
+        return an
+
+    def fn(self, item) -> Optional[object]:
+        """The FnResult of a function item, wherever it is defined."""
+        an = self.analysis_of(item.path)
+        if an is None:
+            return None
+        res = an.fns.get(item.name)
+        return res if res is not None and res.item is item else None
+
+    def env_of(self, item):
+        an = self.analysis_of(item.path)
+        return an.env if an is not None else None
+
+    def line(self, item, pos) -> int:
+        f = self.ws.file(item.path)
+        if f is None:
+            return 0
+        return f.lines.line_of(item.offset + pos[0]) + 1
+
+    def local(self, item) -> bool:
+        return item.path == self.path
+
+    # ------------------------------------------------------------ the call graph
+    def closure(self, res) -> list:
+        """The FnResults reached from res (res first), or None when one is missing."""
+        out, seen, stack = [], set(), [res]
+        while stack:
+            r = stack.pop()
+            if id(r.item) in seen:
+                continue
+            seen.add(id(r.item))
+            out.append(r)
+            for info in r.calls.values():
+                if info.sig is None:
+                    continue
+                callee = self.fn(info.sig.item)
+                if callee is None:
+                    return None
+                stack.append(callee)
+        return out
+
+    def has_core_errors(self, fns: list) -> bool:
+        """Language errors (E01xx-E04xx) in these functions or the models they use."""
+        anchors = {id(r.item) for r in fns}
+        for r in fns:
+            if any(_core(d) for d in r.diags):
+                return True
+            env = self.env_of(r.item)
+            if env is None:
+                return True
+            for m in _models_used(r, env):
+                anchors.add(id(m.item))
+        for an in list(self._analyses.values()):
+            if an is None:
+                continue
+            for d in an.diags:
+                if _core(d) and id(d.span.anchor) in anchors:
+                    return True
+        return False
+
+
+def _core(d) -> bool:
+    return d.severity == Severity.ERROR and d.code[:3] in ("E01", "E02", "E03", "E04")
+
+
+def _models_used(res, env) -> list:
+    out, seen = [], set()
+    stack = [t.name if isinstance(t, ModelT) else t.model for t in res.types.values()
+             if isinstance(t, (ModelT, StackT))]
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        m = env.model(n)
+        if m is None:
+            continue
+        out.append(m)
+        for f in m.fields.values():
+            if isinstance(f.type, ModelT):
+                stack.append(f.type.name)
+            elif isinstance(f.type, StackT):
+                stack.append(f.type.model)
+    return out
+
+
+def op_pos(node) -> A.Pos:
+    """The span of an operation itself: a piped call starts at its function's name."""
+    if isinstance(node, A.Call) and node.piped:
+        return (node.func.pos[0], node.pos[1])
+    return node.pos
+
+
+def stmt_of(body: list, pos: A.Pos):
+    """The innermost statement of a body whose span holds pos, and the list it is in."""
+    for s in body:
+        if s.pos[0] <= pos[0] and pos[1] <= s.pos[1]:
+            if isinstance(s, A.For):
+                inner = stmt_of(s.body, pos)
+                if inner is not None:
+                    return inner
+            return s, body
+    return None
+
+
+def file_span(path: str, start: int, end: int) -> Span:
+    from ..diagnostics import FileAnchor
+    return Span(FileAnchor(path), start, end)
