@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .diagnostics import Diagnostic, Severity, error
+from .diagnostics import Diagnostic, Severity, error, warning
 from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature
 from .check.function import FnResult, check_function
 from .check.sizes import Size
@@ -332,6 +332,7 @@ class Workspace:
                 fns[n] = res
                 diags.extend(res.diags)
         diags.extend(self._recursion(fns, own))
+        diags.extend(self._unread_fields(f, own, fns, models))
         a = Analysis(f.path, f, env, diags, fns, own, visible, imports)
         try:
             from .export.analysis import export_diagnostics
@@ -358,6 +359,43 @@ class Workspace:
         res = check_function(item, sig, env)
         self._body_cache[id(item)] = (item, names_fp, sig.fingerprint, res)
         return res
+
+    def _unread_fields(self, f: SourceFile, own: dict, fns: dict, models: dict) -> list:
+        """W0102: a param field that no exported function of this file reads."""
+        roots = exported_functions(own)
+        if not roots:
+            return []
+        reads: set = set()
+        seen: set = set()
+        stack = [r for r in roots if r in fns]
+        while stack:
+            n = stack.pop()
+            if n in seen:
+                continue
+            seen.add(n)
+            res = fns.get(n) or self._imported_result(own, n, f)
+            if res is None:
+                continue
+            reads |= res.field_reads
+            stack.extend(res.callees)
+        out = []
+        for name, it in own.items():
+            m = models.get(name)
+            if not isinstance(it, A.ModelItem) or m is None:
+                continue
+            for fname, fi in m.fields.items():
+                if isinstance(fi.type, TensorT) and (name, fname) not in reads:
+                    out.append(warning("W0102", f"no exported function reads `{fname}`",
+                                       it.span(fi.node.name_pos), "this weight is never used")
+                               .help("remove the field, or use it in the exported function"))
+        return out
+
+    def _imported_result(self, own: dict, name: str, f: SourceFile):
+        for target in self._import_closure(f.path):
+            a = self.analyze(target)
+            if a is not None and name in a.fns:
+                return a.fns[name]
+        return None
 
     @staticmethod
     def _dep_fp(env: FileEnv, key):
@@ -388,6 +426,15 @@ class Workspace:
     # ------------------------------------------------------------ queries
     def all_diagnostics(self, paths) -> dict:
         return {p: self.diagnostics(p) for p in paths}
+
+
+def exported_functions(own: dict) -> list:
+    """Functions marked `@export`, or else a function named `forward`."""
+    marked = [n for n, it in own.items() if isinstance(it, A.FnItem)
+              and any(d.name == "export" for d in it.decorators)]
+    if marked:
+        return marked
+    return ["forward"] if isinstance(own.get("forward"), A.FnItem) else []
 
 
 def _path(graph: dict, src: str, dst: str) -> Optional[list]:

@@ -49,6 +49,7 @@ class FnResult:
     svars: dict  # size variable -> Size
     patterns: dict  # id(call) -> Matcher
     ret: Type = UNKNOWN
+    field_reads: set = field(default_factory=set)  # (model, field) read by this function
 
 
 class FnChecker:
@@ -67,6 +68,7 @@ class FnChecker:
         self.svar_pos: dict[str, A.Pos] = {}
         self.pattern_info: dict = {}
         self.all_locals: list[Local] = []
+        self.field_reads: set = set()
 
     # ------------------------------------------------------------ utilities
     def err(self, code, message, pos, label="") -> Diagnostic:
@@ -188,7 +190,7 @@ class FnChecker:
                                           "assigned here, never read").help(
                     f"remove it, or name it `_{loc.name}` if that is intended"))
         return FnResult(item, self.diags, self.types, self.nodes, self.calls, self.callees, self.deps,
-                        self.locals_at, self.svars, self.pattern_info, sig.ret)
+                        self.locals_at, self.svars, self.pattern_info, sig.ret, self.field_reads)
 
     def _check_returns(self, body):
         rets = [s for s in A.walk_stmts(body) if isinstance(s, A.Return)]
@@ -410,6 +412,7 @@ class FnChecker:
         if m is None:
             return UNKNOWN
         self.deps[("model", t.name)] = m.fingerprint
+        self.field_reads.add((t.name, e.name))
         f = m.fields.get(e.name)
         if f is None:
             d = self.err("E0204", f"`{t.name}` has no field `{e.name}`", e.name_pos, f"not a field of `{t.name}`")

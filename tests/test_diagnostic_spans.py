@@ -1,0 +1,101 @@
+"""Primary spans of the core diagnostics, written as carets under the code."""
+import pytest
+
+from support import carets, check
+
+FIXTURES = {
+    "E0201 and E0204": """
+        dim D = 64
+        model M:
+            w: [D D]
+        fn f(m: M, x: [b D]) -> [b D]:
+            y = m.v
+        #         ^ E0204
+            return linear(x, q)
+        #                    ^ E0201
+        """,
+    "E0302 and E0303": """
+        dim V = 10
+        dim D = 4
+        model M:
+            e: [V D]
+            w: [D] bf16
+        fn f(m: M, ids: [b] Index[V]) -> [b D]:
+            x = embedding(ids, m.e)
+            y = x * m.w
+        #       ^^^^^^^ E0302
+            z = ids + 1
+        #       ^^^ E0303
+            return x
+        """,
+    "E0405 at the lost name": """
+        dim D = 4
+        fn f(x: [b n D]) -> [b n]:
+            return x |> rearrange(b n D -> b n)
+        #                             ^ E0405
+        """,
+    "E0407 at the side": """
+        dim D = 4
+        fn f(x: [b n D]) -> [b n D]:
+            return x |> rearrange(b n -> b n)
+        #                         ^^^ E0407
+        """,
+    "E0409 at the returned expression": """
+        dim D = 4
+        dim F = 8
+        fn g(x: [b n D]) -> [b n F]:
+            return x
+        #          ^ E0409
+        """,
+    "E0206 at the call": """
+        dim D = 4
+        fn f(x: [b D]) -> [b D]:
+            return softmax(x, over=D, along=D)
+        #                             ^^^^^^^ E0206
+        """,
+    "E0202 at the free name": """
+        dim D = 4
+        model M:
+            w: [n D]
+        #       ^ E0202
+        """,
+}
+
+
+@pytest.mark.parametrize("name", list(FIXTURES))
+def test_spans(name):
+    expected, got = carets(FIXTURES[name])
+    assert expected == got
+
+
+def test_one_mistake_one_diagnostic():
+    # the unknown callee's result is unknown: nothing downstream complains
+    _, diags = check("""dim D = 4
+fn f(x: [b n D]) -> [b n D]:
+    y = nosuch(x) |> softmax(over=zz) |> rearrange(a b c d -> a)
+    z = y + x * 2.0
+    return z
+""")
+    assert [d.code for d in diags if d.severity == 1] == ["E0205"]
+
+
+def test_suggestions_name_the_closest_builtin():
+    _, diags = check("dim D = 4\nfn f(x: [b D]) -> [b D]:\n    return softmx(x, over=D)\n")
+    assert diags[0].helps == ["there is a function with a similar name: `softmax`"]
+
+
+def test_unused_local_and_unread_field_warnings():
+    _, diags = check("""dim D = 4
+model M:
+    w: [D D]
+    extra: [D] = zeros
+
+@export(hf)
+fn forward(m: M, x: [b D]) -> [b D]:
+    h = x * 2.0
+    _quiet = x
+    return linear(x, m.w)
+""")
+    assert sorted((d.code, d.message) for d in diags) == [
+        ("W0101", "`h` is never used"), ("W0102", "no exported function reads `extra`")]
+    assert all(d.severity == 2 for d in diags)
