@@ -275,8 +275,9 @@ class FnChecker:
                     self.svars.setdefault(v, ta.size)
             want = TensorT(tuple(Axis(a.name, a.size.subst(self._ret_only())) for a in want.axes), want.dtype)
         if not self.same_shape(want, t):
-            self.err("E0409", f"`{self.item.name}` returns {self.render(t, dtype=t.dtype != want.dtype if isinstance(t, TensorT) and isinstance(want, TensorT) else False)}, "
-                              f"but its signature says {self.render(want, dtype=t.dtype != want.dtype if isinstance(t, TensorT) and isinstance(want, TensorT) else False)}",
+            show_dtype = isinstance(t, TensorT) and isinstance(want, TensorT) and t.dtype != want.dtype
+            self.err("E0409", f"`{self.item.name}` returns {self.render(t, show_dtype)}, "
+                              f"but its signature says {self.render(want, show_dtype)}",
                      s.value.pos, f"this is {self.render(t)}").label(
                 self.item.span(self.item.ret.pos), "the signature's return type")
 

@@ -19,23 +19,24 @@ class Size:
     __slots__ = ("terms", "_hash")
 
     def __init__(self, terms: dict):
+        # coefficients are ints where they can be (much faster than Fractions)
         if len(terms) == 1:
             (m, c), = terms.items()
-            self.terms = ((m, c),) if c != 0 else ()
+            self.terms = ((m, _int(c)),) if c != 0 else ()
         else:
-            self.terms = tuple(sorted((m, c) for m, c in terms.items() if c != 0))
+            self.terms = tuple(sorted((m, _int(c)) for m, c in terms.items() if c != 0))
         self._hash = hash(self.terms)
 
     # ---- constructors
     @staticmethod
     def const(v) -> "Size":
-        return Size({(): Fraction(v)})
+        return Size({(): Fraction(v)})  # normalized to int when whole
 
     @staticmethod
     def sym(name: str) -> "Size":
         s = _SYMS.get(name)
         if s is None:
-            s = _SYMS[name] = Size({((name, 1),): Fraction(1)})
+            s = _SYMS[name] = Size({((name, 1),): 1})
         return s
 
     # ---- structure
@@ -109,10 +110,10 @@ class Size:
             return Size.sym("(/0)")
         if other.is_monomial():
             m2, c2 = other.terms[0]
-            return Size({_mono_mul(m1, m2, -1): c1 / c2 for m1, c1 in self.terms})
+            return Size({_mono_mul(m1, m2, -1): Fraction(c1) / c2 for m1, c1 in self.terms})
         # division by a sum: exact when self is a constant multiple of other
         if self.terms and len(self.terms) == len(other.terms):
-            ratio = self.terms[0][1] / other.terms[0][1]
+            ratio = Fraction(self.terms[0][1]) / other.terms[0][1]
             if all(m1 == m2 and c1 == ratio * c2 for (m1, c1), (m2, c2) in zip(self.terms, other.terms)):
                 return Size.const(ratio)
         return Size.sym(f"({self})/({other})")
@@ -164,6 +165,12 @@ class Size:
 
     def __repr__(self) -> str:
         return f"Size({self})"
+
+
+def _int(c):
+    if type(c) is int:
+        return c
+    return c.numerator if c.denominator == 1 else c
 
 
 def _mono_mul(m1, m2, sign) -> Monomial:

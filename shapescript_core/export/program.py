@@ -147,3 +147,18 @@ def stmt_of(body: list, pos: A.Pos):
 def file_span(path: str, start: int, end: int) -> Span:
     from ..diagnostics import FileAnchor
     return Span(FileAnchor(path), start, end)
+
+
+def placed_error(prog, item, pos, stack, code: str, message: str, label: str):
+    """An error at pos in item; from another file, at the call in this file leading there."""
+    from ..diagnostics import error
+    if prog.local(item):
+        return error(code, message, item.span(pos), label)
+    for caller, call in reversed(stack):
+        if prog.local(caller):
+            import os
+            callee = call.func.id if isinstance(call.func, A.Name) else "the callee"
+            where = f"{os.path.basename(item.path)}:{prog.line(item, pos)}"
+            d = error(code, message, caller.span(op_pos(call)), f"in `{callee}`, at {where}")
+            return d.label(item.span(pos), label)
+    return error(code, message, item.span(pos), label)

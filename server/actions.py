@@ -1,0 +1,78 @@
+"""textDocument/codeAction: every fix the diagnostics carry, as a quick fix.
+
+The fixes ride in each LSP diagnostic's `data` (with the document versions they were
+computed for), so a code action reads them back instead of re-checking. Diagnostics that
+come without data, or from an older version, are matched against a fresh check instead.
+"""
+from __future__ import annotations
+
+from lsprotocol import types as T
+
+from . import convert
+from .app import ShapeScriptServer, guarded
+
+
+def _key(p: T.Position):
+    return (p.line, p.character)
+
+
+def _overlaps(a: T.Range, b: T.Range) -> bool:
+    return _key(a.start) <= _key(b.end) and _key(b.start) <= _key(a.end)
+
+
+def _fixes(d: T.Diagnostic) -> list:
+    data = d.data
+    if isinstance(data, dict) and isinstance(data.get("fixes"), list):
+        return [f for f in data["fixes"] if isinstance(f, dict) and isinstance(f.get("edits"), dict)]
+    return []
+
+
+def _current(fix: dict, uri: str, version) -> bool:
+    versions = fix.get("versions") or {}
+    return versions.get(uri, version) == version
+
+
+def register(ls: ShapeScriptServer):
+    @ls.feature(T.TEXT_DOCUMENT_CODE_ACTION,
+                T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix], resolve_provider=False))
+    @guarded()
+    async def code_action(ls: ShapeScriptServer, params: T.CodeActionParams):
+        only = params.context.only
+        if only and not any(T.CodeActionKind.QuickFix.value.startswith(str(getattr(k, "value", k)))
+                            for k in only):
+            return None
+        uri = params.text_document.uri
+        path, text, version = ls.snapshot(uri)
+        doc_changes = bool(ls.client_supports("workspace.workspace_edit.document_changes", False))
+        actions: list = []
+        titles: set = set()
+
+        def add(fix: dict, diag, first: bool):
+            if fix["title"] in titles:
+                return
+            titles.add(fix["title"])
+            actions.append(convert.code_action(fix, diag, doc_changes, first))
+
+        recheck = []
+        for d in params.context.diagnostics:
+            fixes = _fixes(d)
+            if fixes and all(_current(f, uri, version) for f in fixes):
+                for k, f in enumerate(fixes):
+                    add(f, d, k == 0)
+            elif d.source in (None, convert.SOURCE):
+                recheck.append(d)
+        if recheck or not params.context.diagnostics:
+            codes = {str(d.code) for d in recheck if d.code is not None}
+
+            def job():
+                if not ls.sync(path, text, version):
+                    return []
+                return convert.diagnostics(ls.ws.diagnostics(path), path, ls.lines_for, ls.docs.uri_for,
+                                           ls.docs.version)
+
+            for d in await ls.query(job):
+                if not _overlaps(d.range, params.range) or (codes and str(d.code) not in codes):
+                    continue
+                for k, f in enumerate(_fixes(d)):
+                    add(f, d, k == 0)
+        return actions or None

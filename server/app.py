@@ -1,0 +1,263 @@
+"""The server object: pygls's LanguageServer, the open documents, and the core's
+Workspace, which lives on a thread of its own.
+
+Scheduling. pygls reads and dispatches messages on an asyncio loop. Every handler asks
+the core through `query` (requests) or `submit` (document changes), which run in order
+on one "core" thread; the loop keeps reading meanwhile, so when a check finishes the
+server already knows whether the client has moved on, and drops the result instead of
+publishing it. A change's job captures its text and version, so later jobs see the
+workspace exactly as the client had it when it sent them.
+
+Robustness. Every handler is wrapped by `guarded`: an exception is logged (stderr and
+window/logMessage); a request gets an error answer, a notification is dropped, and the
+server goes on. A request whose params don't even deserialize gets an InvalidParams
+answer (pygls alone would drop it silently and leave the client waiting).
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import logging
+import traceback
+from typing import Any, Callable, Optional
+
+from lsprotocol import types as T
+from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
+
+from shapescript_core.ide.config import Config
+from shapescript_core.syntax.source import LineIndex
+from shapescript_core.workspace import Workspace
+
+from .documents import Documents
+
+log = logging.getLogger("shapescript.server")
+VERSION = "0.1.0"
+
+
+class _Malformed:
+    """A request whose params did not deserialize: answered with InvalidParams."""
+
+    def __init__(self, msg_id, method, error: Exception):
+        self.id = msg_id
+        self.method = method
+        self.error = error
+
+
+class Protocol(LanguageServerProtocol):
+    """pygls's protocol, with three changes: positions are always UTF-16; text sync is
+    the server's own (`Documents`), so pygls keeps no second copy; malformed requests
+    are answered instead of dropped."""
+
+    @lsp_method(T.INITIALIZE)
+    def lsp_initialize(self, params: T.InitializeParams):
+        if params.capabilities.general is not None:
+            params.capabilities.general.position_encodings = None  # UTF-16, as LSP requires
+        result = yield from super().lsp_initialize(params)
+        self._server.adjust_capabilities(result.capabilities)
+        return result
+
+    @lsp_method(T.TEXT_DOCUMENT_DID_OPEN)
+    def lsp_text_document__did_open(self, params):
+        if (h := self.fm.features.get(T.TEXT_DOCUMENT_DID_OPEN)) is not None:
+            yield h, (params,), None
+
+    @lsp_method(T.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params):
+        if (h := self.fm.features.get(T.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield h, (params,), None
+
+    @lsp_method(T.TEXT_DOCUMENT_DID_CLOSE)
+    def lsp_text_document__did_close(self, params):
+        if (h := self.fm.features.get(T.TEXT_DOCUMENT_DID_CLOSE)) is not None:
+            yield h, (params,), None
+
+    def structure_message(self, data):
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                return _Malformed(data["id"], data.get("method"), exc)
+            raise
+
+    def handle_message(self, message):
+        if isinstance(message, _Malformed):
+            log.warning("invalid params for %s (request %s)", message.method, message.id)
+            err = JsonRpcInvalidParams(f"invalid params for {message.method}")
+            self._send_response(message.id, None, err.to_response_error())
+            return
+        super().handle_message(message)
+
+
+def guarded(kind: str = "request"):
+    """Wrap a handler: log any exception; answer a request with an error; go on."""
+
+    def deco(fn):
+        name = fn.__name__
+        if asyncio.iscoroutinefunction(fn):
+            @functools.wraps(fn)
+            async def wrapper(ls, *args):
+                try:
+                    return await fn(ls, *args)
+                except JsonRpcException:
+                    raise
+                except Exception as exc:
+                    ls.report_failure(name, exc)
+                    if kind == "request":
+                        raise JsonRpcInternalError(f"{name} failed: {exc!r}") from None
+                    return None
+        else:
+            @functools.wraps(fn)
+            def wrapper(ls, *args):
+                try:
+                    return fn(ls, *args)
+                except JsonRpcException:
+                    raise
+                except Exception as exc:
+                    ls.report_failure(name, exc)
+                    if kind == "request":
+                        raise JsonRpcInternalError(f"{name} failed: {exc!r}") from None
+                    return None
+        return wrapper
+
+    return deco
+
+
+class ShapeScriptServer(LanguageServer):
+    def __init__(self):
+        super().__init__("shapescript-lsp", VERSION, protocol_cls=Protocol,
+                         text_document_sync_kind=T.TextDocumentSyncKind.Incremental)
+        self.docs = Documents()
+        self.ws = Workspace()
+        self.core = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="shapescript-core")
+        self.loop: Optional[asyncio.AbstractEventLoop] = None
+        self.root: Optional[str] = None
+        self.config = Config()
+        self.push = True  # publish diagnostics; else the client pulls them
+        self.generation = 0  # bumped by every change that can change any diagnostic
+        self.published: dict = {}  # uri -> (version, items) last published
+        self.init_options: dict = {}
+
+    # ------------------------------------------------------------ capabilities
+    def client_supports(self, dotted: str, default=False) -> Any:
+        from pygls.capabilities import get_capability
+        try:
+            return get_capability(self.client_capabilities, dotted, default)
+        except Exception:
+            return default
+
+    def adjust_capabilities(self, caps: T.ServerCapabilities):
+        """After pygls built the capabilities: choose push or pull diagnostics.
+
+        Diagnostics depend on imported files, so pull needs the client to refresh on
+        request (`workspace.diagnostics.refreshSupport`); a client that can pull but not
+        refresh (Neovim 0.11) gets pushes, and is not told about pull, so it doesn't show
+        every diagnostic twice. `initializationOptions.diagnosticMode` ("push", "pull")
+        overrides the choice."""
+        mode = (self.init_options or {}).get("diagnosticMode", "auto")
+        can_pull = self.client_supports("text_document.diagnostic", None) is not None
+        can_refresh = bool(self.client_supports("workspace.diagnostics.refresh_support", False))
+        if mode == "push":
+            self.push = True
+        elif mode == "pull":
+            self.push = False
+        else:
+            self.push = not (can_pull and can_refresh)
+        if self.push:
+            caps.diagnostic_provider = None
+        caps.position_encoding = T.PositionEncodingKind.Utf16
+
+    @property
+    def markdown(self) -> bool:
+        fmts = self.client_supports("text_document.hover.content_format", None)
+        return fmts is None or T.MarkupKind.Markdown in fmts
+
+    # ------------------------------------------------------------ the core thread
+    async def query(self, fn: Callable[[], Any]):
+        """Run `fn` on the core thread, after every change received before it."""
+        return await asyncio.wrap_future(self.core.submit(fn))
+
+    def submit(self, name: str, fn: Callable[[], Any]):
+        """Run `fn` on the core thread, for its effects; failures are logged."""
+        def job():
+            try:
+                fn()
+            except Exception as exc:
+                self.call_soon(self.report_failure, name, exc)
+        return self.core.submit(job)
+
+    def call_soon(self, fn, *args):
+        """Run `fn` on the event loop (from the core thread)."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:  # the loop is shutting down
+            pass
+
+    def report_failure(self, name: str, exc: BaseException):
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        log.error("%s failed:\n%s", name, text)
+        try:
+            self.window_log_message(T.LogMessageParams(type=T.MessageType.Error,
+                                                       message=f"shapescript: {name} failed: {exc!r}\n{text}"))
+        except Exception:  # the transport may be gone
+            pass
+
+    # ------------------------------------------------------------ helpers for handlers
+    def lines_for(self, path: str) -> LineIndex:
+        f = self.ws.file(path)
+        return f.lines if f is not None else LineIndex("")
+
+    def snapshot(self, uri: str):
+        """(path, text, version) of an open document, or (path, None, None)."""
+        from .documents import path_of
+        d = self.docs.get(uri)
+        if d is None:
+            return path_of(uri), None, None
+        return d.path, d.text, d.version
+
+    def sync(self, path: str, text: Optional[str], version) -> bool:
+        """On the core thread: make sure the workspace holds this text (it does, jobs
+        run in order; this is the safety net). False when the file can't be read."""
+        if text is not None:
+            f = self.ws.files.get(path)
+            if f is None or f.version != version or f.text != text:
+                self.ws.set_text(path, text, version)
+            return True
+        return self.ws.file(path) is not None
+
+    def show(self, message: str, kind: T.MessageType = T.MessageType.Info):
+        self.window_show_message(T.ShowMessageParams(type=kind, message=message))
+
+    def shutdown_core(self):
+        self.core.shutdown(wait=False, cancel_futures=True)
+
+
+def create_server() -> ShapeScriptServer:
+    from . import actions, completion, diagnostics, export, hover, inlay, navigation, settings, tokens
+
+    ls = ShapeScriptServer()
+    for module in (settings, diagnostics, hover, inlay, navigation, completion, actions, export, tokens):
+        module.register(ls)
+    return ls
+
+
+def root_of(params: T.InitializeParams) -> Optional[str]:
+    from pygls import uris
+    if params.workspace_folders:
+        p = uris.to_fs_path(params.workspace_folders[0].uri)
+        if p:
+            return p
+    if params.root_uri:
+        p = uris.to_fs_path(params.root_uri)
+        if p:
+            return p
+    if params.root_path:
+        return params.root_path
+    return None
+

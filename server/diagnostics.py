@@ -1,0 +1,134 @@
+"""Diagnostics as the user types: document sync, checks on the core thread, versioned
+publishing (push) and `textDocument/diagnostic` (pull)."""
+from __future__ import annotations
+
+from lsprotocol import types as T
+
+from . import convert
+from .app import ShapeScriptServer, guarded
+
+
+def schedule_check(ls: ShapeScriptServer, uri: str):
+    """Check an open document as it is now, on the core thread, and publish the result
+    unless the client has moved past this version by then."""
+    doc = ls.docs.get(uri)
+    if doc is None:
+        return
+    ls.generation += 1
+    path, text, version = doc.path, doc.text, doc.version
+
+    def job():
+        ls.ws.set_text(path, text, version)
+        if ls.docs.version(uri) != version:
+            return  # a newer change is queued behind this job: it publishes
+        if ls.push:
+            publish_file(ls, uri, path, version)
+            for other in ls.ws.importers(path):
+                other_uri = ls.docs.uri_for(other)
+                f = ls.ws.files.get(other)
+                if f is not None and ls.docs.version(other_uri) == f.version:
+                    publish_file(ls, other_uri, other, f.version, only_if_changed=True)
+        elif ls.ws.importers(path):
+            ls.call_soon(refresh_pull, ls)
+
+    ls.submit("check", job)
+
+
+def publish_file(ls: ShapeScriptServer, uri: str, path: str, version, only_if_changed: bool = False):
+    """On the core thread: convert a file's diagnostics and hand them to the loop."""
+    items = convert.diagnostics(ls.ws.diagnostics(path), path, ls.lines_for, ls.docs.uri_for, ls.docs.version)
+    if only_if_changed and ls.published.get(uri) == (version, items):
+        return
+    ls.call_soon(_publish, ls, uri, version, items)
+
+
+def _publish(ls: ShapeScriptServer, uri: str, version, items: list):
+    """On the loop: publish, unless the document moved on or closed meanwhile."""
+    if ls.docs.get(uri) is None or ls.docs.version(uri) != version:
+        return
+    ls.published[uri] = (version, items)
+    ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version))
+
+
+def refresh_pull(ls: ShapeScriptServer):
+    try:
+        ls.workspace_diagnostic_refresh(None)
+    except Exception as exc:  # the client may not answer
+        ls.report_failure("diagnostic refresh", exc)
+
+
+def recheck_all(ls: ShapeScriptServer):
+    """After settings or files on disk change: every open document again."""
+    ls.generation += 1
+    ls.submit("invalidate", ls.ws.invalidate)
+    if ls.push:
+        for doc in ls.docs:
+            schedule_check(ls, doc.uri)
+    elif ls.client_supports("workspace.diagnostics.refresh_support", False):
+        refresh_pull(ls)
+
+
+def register(ls: ShapeScriptServer):
+    @ls.feature(T.TEXT_DOCUMENT_DID_OPEN)
+    @guarded("notification")
+    def did_open(ls: ShapeScriptServer, params: T.DidOpenTextDocumentParams):
+        td = params.text_document
+        ls.docs.open(td.uri, td.text, td.version)
+        schedule_check(ls, td.uri)
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_CHANGE)
+    @guarded("notification")
+    def did_change(ls: ShapeScriptServer, params: T.DidChangeTextDocumentParams):
+        uri = params.text_document.uri
+        if ls.docs.change(uri, params.content_changes, params.text_document.version) is not None:
+            schedule_check(ls, uri)
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_CLOSE)
+    @guarded("notification")
+    def did_close(ls: ShapeScriptServer, params: T.DidCloseTextDocumentParams):
+        uri = params.text_document.uri
+        doc = ls.docs.close(uri)
+        if doc is None:
+            return
+        ls.generation += 1
+        ls.published.pop(uri, None)
+        if ls.push:
+            ls.text_document_publish_diagnostics(
+                T.PublishDiagnosticsParams(uri=uri, diagnostics=[], version=doc.version))
+        path = doc.path
+
+        def job():
+            importers = ls.ws.importers(path)  # before closing: the open files that see it
+            ls.ws.close(path)
+            for other in importers:
+                other_uri = ls.docs.uri_for(other)
+                f = ls.ws.files.get(other)
+                if ls.push and f is not None and ls.docs.version(other_uri) == f.version:
+                    publish_file(ls, other_uri, other, f.version, only_if_changed=True)
+
+        ls.submit("close", job)
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_SAVE)
+    @guarded("notification")
+    def did_save(ls: ShapeScriptServer, params: T.DidSaveTextDocumentParams):
+        pass  # the text is already in sync; files on disk are watched separately
+
+    @ls.feature(T.TEXT_DOCUMENT_DIAGNOSTIC,
+                T.DiagnosticOptions(identifier="shapescript", inter_file_dependencies=True,
+                                    workspace_diagnostics=False))
+    @guarded("request")
+    async def pull_diagnostics(ls: ShapeScriptServer, params: T.DocumentDiagnosticParams):
+        uri = params.text_document.uri
+        path, text, version = ls.snapshot(uri)
+        result_id = f"{ls.generation}"
+
+        def job():
+            if not ls.sync(path, text, version):
+                return []
+            return convert.diagnostics(ls.ws.diagnostics(path), path, ls.lines_for, ls.docs.uri_for,
+                                       ls.docs.version)
+
+        if params.previous_result_id == result_id:
+            return T.UnchangedDocumentDiagnosticReport(result_id=result_id)
+        items = await ls.query(job)
+        return T.RelatedFullDocumentDiagnosticReport(items=items, result_id=result_id)
