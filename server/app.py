@@ -75,6 +75,15 @@ class Protocol(LanguageServerProtocol):
         if (h := self.fm.features.get(T.TEXT_DOCUMENT_DID_CLOSE)) is not None:
             yield h, (params,), None
 
+    @lsp_method(T.WORKSPACE_EXECUTE_COMMAND)
+    def lsp_workspace__execute_command(self, params: T.ExecuteCommandParams):
+        """Commands get the whole params (their work-done token included)."""
+        handler = self._server.commands.get(params.command)
+        if handler is None:
+            raise JsonRpcInvalidParams(f"no command `{params.command}`")
+        result = yield handler, (params,), None
+        return result
+
     def structure_message(self, data):
         try:
             return super().structure_message(data)
@@ -140,6 +149,10 @@ class ShapeScriptServer(LanguageServer):
         self.generation = 0  # bumped by every change that can change any diagnostic
         self.published: dict = {}  # uri -> (version, items) last published
         self.init_options: dict = {}
+        self.client_settings = None  # the editor's `shapescript` settings
+        self.commands: dict = {}  # name -> async fn(ExecuteCommandParams)
+        self.export_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1,
+                                                                 thread_name_prefix="shapescript-export")
 
     # ------------------------------------------------------------ capabilities
     def client_supports(self, dotted: str, default=False) -> Any:
@@ -169,6 +182,8 @@ class ShapeScriptServer(LanguageServer):
         if self.push:
             caps.diagnostic_provider = None
         caps.position_encoding = T.PositionEncodingKind.Utf16
+        if self.commands:
+            caps.execute_command_provider = T.ExecuteCommandOptions(commands=sorted(self.commands))
 
     @property
     def markdown(self) -> bool:
@@ -236,6 +251,7 @@ class ShapeScriptServer(LanguageServer):
 
     def shutdown_core(self):
         self.core.shutdown(wait=False, cancel_futures=True)
+        self.export_pool.shutdown(wait=False, cancel_futures=True)
 
 
 def create_server() -> ShapeScriptServer:

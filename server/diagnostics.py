@@ -21,14 +21,15 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
         ls.ws.set_text(path, text, version)
         if ls.docs.version(uri) != version:
             return  # a newer change is queued behind this job: it publishes
+        # the files it imports too: their fixes may reach into this one (calls to reorder)
+        importers = ls.ws.importers(path)
+        others = importers + [o for o in sorted(ls.ws.open)
+                              if o != path and o not in importers and path in ls.ws.importers(o)]
         if ls.push:
             publish_file(ls, uri, path, version)
-            for other in ls.ws.importers(path):
-                other_uri = ls.docs.uri_for(other)
-                f = ls.ws.files.get(other)
-                if f is not None and ls.docs.version(other_uri) == f.version:
-                    publish_file(ls, other_uri, other, f.version, only_if_changed=True)
-        elif ls.ws.importers(path):
+            for other in others:
+                republish(ls, other)
+        elif others:
             ls.call_soon(refresh_pull, ls)
 
     ls.submit("check", job)
@@ -40,6 +41,15 @@ def publish_file(ls: ShapeScriptServer, uri: str, path: str, version, only_if_ch
     if only_if_changed and ls.published.get(uri) == (version, items):
         return
     ls.call_soon(_publish, ls, uri, version, items)
+
+
+def republish(ls: ShapeScriptServer, path: str):
+    """On the core thread: publish another open file again if its diagnostics changed
+    (not if its own newer change is queued: that one publishes)."""
+    uri = ls.docs.uri_for(path)
+    f = ls.ws.files.get(path)
+    if f is not None and ls.docs.version(uri) == f.version:
+        publish_file(ls, uri, path, f.version, only_if_changed=True)
 
 
 def _publish(ls: ShapeScriptServer, uri: str, version, items: list):
@@ -101,17 +111,10 @@ def register(ls: ShapeScriptServer):
             importers = ls.ws.importers(path)  # before closing: the open files that see it
             ls.ws.close(path)
             for other in importers:
-                other_uri = ls.docs.uri_for(other)
-                f = ls.ws.files.get(other)
-                if ls.push and f is not None and ls.docs.version(other_uri) == f.version:
-                    publish_file(ls, other_uri, other, f.version, only_if_changed=True)
+                if ls.push:
+                    republish(ls, other)
 
         ls.submit("close", job)
-
-    @ls.feature(T.TEXT_DOCUMENT_DID_SAVE)
-    @guarded("notification")
-    def did_save(ls: ShapeScriptServer, params: T.DidSaveTextDocumentParams):
-        pass  # the text is already in sync; files on disk are watched separately
 
     @ls.feature(T.TEXT_DOCUMENT_DIAGNOSTIC,
                 T.DiagnosticOptions(identifier="shapescript", inter_file_dependencies=True,

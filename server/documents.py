@@ -6,8 +6,9 @@ to drop work the client has moved past.
 """
 from __future__ import annotations
 
+import bisect
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 from urllib.parse import quote
 
@@ -26,19 +27,49 @@ def path_of(uri: str) -> str:
     return os.path.normpath(os.path.abspath(p))
 
 
+def line_starts(text: str) -> list:
+    return [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"] if len(text) < 64 else \
+        LineIndex(text).starts
+
+
 @dataclass
 class Document:
     uri: str
     path: str
     text: str
     version: Optional[int]
-    _lines: Optional[LineIndex] = None
+    starts: list = field(default_factory=list)  # offset of each line's start
 
-    @property
-    def lines(self) -> LineIndex:
-        if self._lines is None or self._lines.text is not self.text:
-            self._lines = LineIndex(self.text)
-        return self._lines
+    def __post_init__(self):
+        if not self.starts:
+            self.starts = line_starts(self.text)
+
+    def offset(self, line: int, character: int) -> int:
+        """The code-point offset of an LSP position (UTF-16 units), clamped to the text."""
+        starts, text = self.starts, self.text
+        if line >= len(starts):
+            return len(text)
+        line = max(line, 0)
+        start = starts[line]
+        end = starts[line + 1] - 1 if line + 1 < len(starts) else len(text)
+        seg = text[start:end]
+        if seg.isascii():
+            return start + min(max(character, 0), len(seg))
+        units = i = 0
+        while i < len(seg) and units < character:
+            units += 2 if ord(seg[i]) > 0xFFFF else 1
+            i += 1
+        return start + i
+
+    def replace(self, start: int, end: int, new: str):
+        """Replace text[start:end], keeping the line starts without a rescan."""
+        starts = self.starts
+        la = bisect.bisect_right(starts, start) - 1
+        lb = bisect.bisect_right(starts, end) - 1
+        delta = len(new) - (end - start)
+        added = [start + i + 1 for i, ch in enumerate(new) if ch == "\n"] if "\n" in new else []
+        starts[la + 1:] = added + [x + delta for x in starts[lb + 1:]]
+        self.text = self.text[:start] + new + self.text[end:]
 
 
 class Documents:
@@ -71,19 +102,17 @@ class Documents:
         doc = self.by_uri.get(uri)
         if doc is None:
             return None
-        text = doc.text
         for ch in changes:
             rng = getattr(ch, "range", None)
             if rng is None:
-                text = ch.text
+                doc.text = ch.text
+                doc.starts = line_starts(ch.text)
                 continue
-            lines = doc.lines if text is doc.text else LineIndex(text)
-            start = lines.offset_utf16(rng.start.line, rng.start.character)
-            end = lines.offset_utf16(rng.end.line, rng.end.character)
+            start = doc.offset(rng.start.line, rng.start.character)
+            end = doc.offset(rng.end.line, rng.end.character)
             if end < start:
                 start, end = end, start
-            text = text[:start] + ch.text + text[end:]
-        doc.text = text
+            doc.replace(start, end, ch.text)
         doc.version = version
         return doc
 

@@ -12,7 +12,7 @@ LEGEND = T.SemanticTokensLegend(token_types=ide_tokens.TYPES, token_modifiers=id
 
 
 def register(ls: ShapeScriptServer):
-    @ls.feature(T.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, T.SemanticTokensOptions(legend=LEGEND, full=True))
+    @ls.feature(T.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, LEGEND)
     @guarded()
     async def semantic_tokens(ls: ShapeScriptServer, params: T.SemanticTokensParams):
         path, text, version = ls.snapshot(params.text_document.uri)

@@ -5,7 +5,7 @@ from ..check.types import TensorT
 from ..diagnostics import error
 from . import fixes, messages as M
 from .program import op_pos, placed_error
-from .tokens import tag_at
+from .token_values import tag_at
 
 
 def _is_dim(size, env) -> bool:
@@ -18,11 +18,12 @@ def _shape_ok(site, t, v, si) -> bool:
     env = site.ctx.env
     return (isinstance(t, TensorT) and len(t.axes) == 4
             and tag_at(v, 0) == frozenset((si.b,)) and tag_at(v, 2) == frozenset((si.n,))
-            and _is_dim(t.axes[1].size, env) and _is_dim(t.axes[3].size, env))
+            and _is_dim(site.ctx.resolve(t.axes[1].size), env) and _is_dim(site.ctx.resolve(t.axes[3].size), env))
 
 
-def _heads(t: TensorT) -> tuple:
-    return (t.axes[1].size, t.axes[3].size)
+def _heads(site, t: TensorT) -> tuple:
+    """H and Dh, in the exported function's terms."""
+    return (site.ctx.resolve(t.axes[1].size), site.ctx.resolve(t.axes[3].size))
 
 
 def check_attention(prog, flow, res, si, e3304_reported: bool) -> list:
@@ -58,7 +59,7 @@ def _judge(prog, site, si, ref):
                             f"this attention's queries are {shown}, but a serving engine's attention takes "
                             f"{want}", "queries, keys and values must be " + want)
     bad = [(w, t) for w, t, v in (("keys", kt, kv), ("values", vt, vv))
-           if not (_shape_ok(site, t, v, si) and _heads(t) == _heads(qt))]
+           if not (_shape_ok(site, t, v, si) and _heads(site, t) == _heads(site, qt))]
     if bad:
         if len(bad) == 2 and isinstance(kt, TensorT) and isinstance(vt, TensorT) and \
                 [a.size for a in kt.axes] == [a.size for a in vt.axes]:
@@ -66,14 +67,14 @@ def _judge(prog, site, si, ref):
         else:
             what, t = bad[0]
             shown = render(t) if isinstance(t, TensorT) else "not a tensor"
-        label = f"{what} {'are' if what != 'keys and values' else 'are'} {shown}, queries {render(qt)}"
+        label = f"{what}: {shown}; queries: {render(qt)}"
         d = placed_error(prog, ctx.item, pos, ctx.stack, "E3305",
                          f"this attention's {what} are {shown}, but its queries are {render(qt)}", label)
         f = fixes.repeat_kv(prog, site)
         if f is not None:
             d.fix(f)
         return d
-    if ref is not None and _heads(ref.types[0]) != _heads(qt):
+    if ref is not None and _heads(ref, ref.types[0]) != _heads(site, qt):
         rq = ref.ctx.env.render(ref.types[0])
         d = placed_error(prog, ctx.item, pos, ctx.stack, "E3305",
                          f"this attention's queries are {render(qt)}, but the first attention's are {rq}",

@@ -80,7 +80,7 @@ def check_output(prog, res, env, si, layers: Layers):
     if tuple(problem[0]) == tuple(value.pos):
         d = error("E3302", M.E3302, item.span(value.pos), problem[1])
     else:
-        d = error("E3302", M.E3302, item.span(value.pos), "the logits").label(item.span(problem[0]), problem[1])
+        d = error("E3302", M.E3302, item.span(value.pos), "the logits come from here").label(item.span(problem[0]), problem[1])
     d.help(M.E3302_HELP)
     if found is not None and found is not value:
         f = fixes.move_cast(res, env, value, found)
@@ -150,6 +150,9 @@ def check_embedding(prog, res, env, si, layers: Layers) -> list:
         good_ids = {id(g[0]) for g in good if g[3] is not None}
         first_good = next((u for u in uses if id(u) in good_ids), uses[0])
         bad = next((u for u in uses if u is not first_good), uses[1])
+        again = next((g for g in good if g[0] is bad), None)
+        if again is not None:  # that second lookup's table read is part of this mistake
+            layers.allowed.add(id(again[2].value))
         d = error("E3303", M.e3303_ids_twice(ids), item.span(bad.pos), "used again here")
         d.label(item.span(first_good.pos), "looked up here")
         if first_good in [g[0] for g in good]:

@@ -55,4 +55,3 @@ def e3306(fn: str) -> str:
 
 
 E3306_HELP = "Make the model the first parameter."
-SEE = "see Serving engines (docs/serving-engines.md)"

@@ -48,6 +48,18 @@ class Program:
         res = an.fns.get(item.name)
         return res if res is not None and res.item is item else None
 
+    def callee(self, caller, info):
+        """(Signature, FnResult) of a user call, as the caller's file sees it now.
+
+        A cached caller's CallInfo may hold the signature of an older version of the
+        callee (one with the same fingerprint), so the name is looked up again.
+        """
+        env = self.env_of(caller.item)
+        sig = env.sig(info.target) if env is not None else None
+        if sig is None or sig.broken:
+            return None, None
+        return sig, self.fn(sig.item)
+
     def env_of(self, item):
         an = self.analysis_of(item.path)
         return an.env if an is not None else None
@@ -74,7 +86,7 @@ class Program:
             for info in r.calls.values():
                 if info.sig is None:
                     continue
-                callee = self.fn(info.sig.item)
+                _, callee = self.callee(r, info)
                 if callee is None:
                     return None
                 stack.append(callee)
@@ -87,7 +99,7 @@ class Program:
             if any(_core(d) for d in r.diags):
                 return True
             env = self.env_of(r.item)
-            if env is None:
+            if env is None or _calls_broken(r, env):
                 return True
             for m in _models_used(r, env):
                 anchors.add(id(m.item))
@@ -102,6 +114,15 @@ class Program:
 
 def _core(d) -> bool:
     return d.severity == Severity.ERROR and d.code[:3] in ("E01", "E02", "E03", "E04")
+
+
+def _calls_broken(res, env) -> bool:
+    """A call of a function that did not parse: its result is unknown."""
+    for node in res.nodes.values():
+        if isinstance(node, A.Call) and isinstance(node.func, A.Name) and id(node) not in res.calls \
+                and env.is_broken_name(node.func.id):
+            return True
+    return False
 
 
 def _models_used(res, env) -> list:

@@ -6,7 +6,7 @@ from typing import Optional
 
 from ..check.sizes import Size
 from ..check.types import ModelT, TensorT
-from ..diagnostics import Fix, error
+from ..diagnostics import error
 from . import fixes, messages as M
 
 
@@ -110,6 +110,3 @@ def _axes_are(t: TensorT, b: str, n: str) -> bool:
 def _is_positions(t, b: str, n: str) -> bool:
     return (isinstance(t, TensorT) and _axes_are(t, b, n)
             and (t.dtype.name in ("i32", "i64") or t.dtype.name == "Index"))
-
-
-__all__ = ["SigInfo", "check_model_first", "check_signature", "Fix"]

@@ -19,7 +19,7 @@ def decorated_targets(item: A.FnItem):
     for d in item.decorators:
         if d.name == "export":
             named = {n for n, _ in d.args if n in TARGETS}
-            return named if d.args else {"hf"}
+            return named if d.args else set(TARGETS)
     return None
 
 
@@ -53,7 +53,7 @@ def _found(ws, analysis, fns: list) -> list:
     if not isinstance(fwd, A.FnItem):
         return []
     default = getattr(ws, "default_targets", None)
-    if default is not None:
+    if default:
         return [(fwd, {t for t in default if t in TARGETS})]
     sig = analysis.env.sig("forward")
     is_lm = sig is not None and any(isinstance(p.type, TensorT) and p.type.dtype.name == "Index"

@@ -6,112 +6,22 @@ diagnostic per chain). The flow follows assignments, loops over stacks (to a fix
 patterns (a renamed axis keeps its tags) and calls: a callee is analysed once per
 calling context, the tags and taint of its arguments, and its result flows back.
 Elementwise operations align axes by name, as the language does, so an axis of a result
-takes the tags of the operands' axes of that name.
+takes the tags of the operands' axes of that name. The rules themselves are in
+token_rules.py.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
-
-from ..check.patterns import flat_names
-from ..check.sizes import Size
 from ..check.types import ScalarT, TensorT, TupleT
 from ..syntax import ast as A
-from . import fixes, messages as M
-from .program import op_pos, placed_error
-
-NONE = frozenset()
-REDUCERS = ("sum", "mean", "max", "min", "logsumexp", "argmax", "softmax", "log_softmax",
-            "rms_norm", "layer_norm")
-PATTERNS = ("rearrange", "split", "repeat", "einsum")
-SDPA = "scaled_dot_product_attention"
+from . import messages as M
+from .program import placed_error
+from .token_rules import PATTERNS, REDUCERS, SDPA, TokenRules
+from .token_values import CLEAN, NONE, Ctx, Origin, Site, Val, fit, join, tag_at
 
 
-@dataclass(frozen=True)
-class Val:
-    tags: tuple = ()  # per axis: frozenset of exported token axis names
-    tainted: bool = False
-    items: Optional[tuple] = None  # a tuple's values
+class TokenFlow(TokenRules):
+    """The flow from one exported function: its E3304 reports and attention sites."""
 
-
-CLEAN = Val()
-
-
-@dataclass(frozen=True)
-class Origin:
-    """How a local axis name came to stand for a token axis."""
-
-    kind: str  # "param" or "rename"
-    line: int
-    callee: str = ""
-
-
-class Ctx:
-    """One function analysed in one calling context."""
-
-    def __init__(self, res, env, names: dict, stack: tuple):
-        self.res = res
-        self.item = res.item
-        self.env = env
-        self.names = names  # size variable -> (tags, Origin or None)
-        self.stack = stack  # ((caller item, call node), ...) from the exported function
-        self.ret = CLEAN
-
-    def size_tags(self, size: Size) -> frozenset:
-        out = NONE
-        for s in size.symbols():
-            if s in self.names:
-                out = out | self.names[s][0]
-        return out
-
-    def key(self, name: str) -> Size:
-        d = self.env.dim(name)
-        return d if d is not None else Size.sym(name)
-
-    def render(self, size: Size) -> str:
-        return self.env.dims.render(size)
-
-
-@dataclass
-class Site:
-    """A scaled_dot_product_attention reached in some context (for E3305)."""
-
-    ctx: Ctx
-    call: A.Call
-    types: tuple  # q, k, v
-    vals: tuple
-    args: tuple  # q, k, v Arg nodes
-
-
-def tag_at(v: Val, i: int) -> frozenset:
-    try:
-        return v.tags[i]
-    except IndexError:
-        return NONE
-
-
-def _fit(v: Val, t) -> Val:
-    """v with one tag per axis of t."""
-    if isinstance(t, TensorT):
-        if len(v.tags) != len(t.axes):
-            return Val(tuple(NONE for _ in t.axes), v.tainted)
-        return v
-    if isinstance(t, TupleT):
-        return v
-    return Val((), v.tainted) if v.tags else v
-
-
-def _join(a: Optional[Val], b: Val) -> Val:
-    if a is None or a == b:
-        return b
-    if a.items is not None and b.items is not None and len(a.items) == len(b.items):
-        return Val(items=tuple(_join(x, y) for x, y in zip(a.items, b.items)), tainted=a.tainted or b.tainted)
-    if len(a.tags) == len(b.tags):
-        return Val(tuple(x | y for x, y in zip(a.tags, b.tags)), a.tainted or b.tainted)
-    return Val(b.tags, a.tainted or b.tainted)
-
-
-class TokenFlow:
     def __init__(self, prog, si, skip: set = frozenset()):
         self.prog = prog
         self.si = si
@@ -158,7 +68,7 @@ class TokenFlow:
                     self.block(ctx, s.body, cur)
                     new = dict(state)
                     for k, v in cur.items():
-                        new[k] = _join(state.get(k), v)
+                        new[k] = join(state.get(k), v)
                     if new == state:
                         break
                     state = new
@@ -168,7 +78,7 @@ class TokenFlow:
     # ------------------------------------------------------------ expressions
     def expr(self, ctx, e, vals) -> Val:
         t = ctx.res.types.get(id(e))
-        return _fit(self._expr(ctx, e, vals, t), t)
+        return fit(self._expr(ctx, e, vals, t), t)
 
     def _expr(self, ctx, e, vals, t) -> Val:
         if isinstance(e, A.Name):
@@ -176,7 +86,7 @@ class TokenFlow:
                 return vals[e.id]
             if isinstance(t, ScalarT) and t.size is not None:
                 tags = ctx.size_tags(t.size)
-                if tags:
+                if tags and id(e) not in self.skip:
                     self.report(ctx, e.pos, tags, e.id, f"the size of `{e.id}` used as a value")
                     return Val(tainted=True)
             return CLEAN
@@ -186,7 +96,7 @@ class TokenFlow:
             lv, rv = self.expr(ctx, e.left, vals), self.expr(ctx, e.right, vals)
             lt, rt = ctx.res.types.get(id(e.left)), ctx.res.types.get(id(e.right))
             tainted = lv.tainted or rv.tainted
-            if e.op == "@" and not tainted and isinstance(lt, TensorT) and isinstance(rt, TensorT) and rt.axes:
+            if e.op == "@" and not tainted and id(e) not in self.skip and isinstance(lt, TensorT) and isinstance(rt, TensorT) and rt.axes:
                 tainted = self._contraction(ctx, e, (lt, lv, -1), (rt, rv, -2 if len(rt.axes) > 1 else 0))
             return self.by_name(ctx, t, [(lt, lv), (rt, rv)], tainted)
         if isinstance(e, A.Call):
@@ -273,9 +183,8 @@ class TokenFlow:
         argvals = {id(a): self.expr(ctx, a.value, vals) for a in e.args}
         inputs = [(ctx.res.types.get(id(a.value)), argvals[id(a)]) for a in e.args]
         tainted = any(v.tainted for _, v in inputs)
-        sig = info.sig
-        callee = self.prog.fn(sig.item)
-        cenv = self.prog.env_of(sig.item)
+        sig, callee = self.prog.callee(ctx.res, info)
+        cenv = self.prog.env_of(callee.item) if callee is not None else None
         if callee is None or cenv is None:
             return self.by_name(ctx, t, inputs, tainted)
         line = self.prog.line(ctx.item, e.func.pos)
@@ -283,7 +192,7 @@ class TokenFlow:
         params = []
         for p in sig.params:
             a = info.arg_map.get(p.name)
-            v = _fit(argvals[id(a)] if a is not None else CLEAN, p.type)
+            v = fit(argvals[id(a)] if a is not None else CLEAN, p.type)
             if isinstance(p.type, TensorT):
                 for i, ax in enumerate(p.type.axes):
                     s = ax.size.single_symbol()
@@ -291,204 +200,22 @@ class TokenFlow:
                         prev = names.get(s, (NONE, None))[0]
                         names[s] = (prev | tag_at(v, i), Origin("param", line, sig.name))
             params.append((p.name, v))
-        key = (id(callee.item), tuple(params))
+        sizes = {v: ctx.resolve(ax.size) for v, ax in info.bindings.items()}
+        key = (id(callee.item), tuple(params), tuple(sorted(sizes.items(), key=lambda kv: kv[0])))
         ret = self.memo.get(key)
         if ret is None:
             self.memo[key] = Val(tainted=True)  # a guard; recursion is an error already
-            cctx = Ctx(callee, cenv, names, ctx.stack + ((ctx.item, e),))
+            cctx = Ctx(callee, cenv, names, ctx.stack + ((ctx.item, e),), sizes)
             ret = self._run(cctx, dict(params))
             self.memo[key] = ret
         if isinstance(t, TensorT) and len(ret.tags) == len(t.axes):
             return ret
         return Val(tuple(NONE for _ in t.axes), ret.tainted) if isinstance(t, TensorT) else Val(tainted=ret.tainted)
 
-    # ------------------------------------------------------------ the rules
-    def _reduce(self, ctx, e, name, xarg, over, typ, val) -> bool:
-        if xarg is None:
-            return False
-        xt, xv = typ(xarg), val(xarg)
-        if not isinstance(xt, TensorT):
-            return False
-        if over is None:
-            axes = [(i, ctx.render(a.name)) for i, a in enumerate(xt.axes)]
-        else:
-            nodes = over.value.items if isinstance(over.value, A.TupleExpr) else [over.value]
-            axes = []
-            for n in nodes:
-                if isinstance(n, A.Name):
-                    i = xt.index_of(ctx.key(n.id))
-                    if i >= 0:
-                        axes.append((i, n.id))
-        for i, local in axes:
-            tags = tag_at(xv, i)
-            if tags:
-                fix = fixes.hand_attention(self.prog, ctx, e) if name == "softmax" else None
-                self.report(ctx, op_pos(e), tags, local, f"`{name}` over `{local}`", fix)
-                return True
-        return False
-
-    def _contraction(self, ctx, e, left, right) -> bool:
-        for t, v, i in (left, right):
-            if isinstance(t, TensorT) and t.axes:
-                tags = tag_at(v, i)
-                if tags:
-                    local = ctx.render(t.axes[i].name)
-                    self.report(ctx, op_pos(e), tags, local, f"contracts `{local}`")
-                    return True
-        return False
-
-    def _sdpa(self, ctx, e, info, typ, val) -> bool:
-        qa, ka = info.arg_map.get("q"), info.arg_map.get("k")
-        qt, kt = typ(qa), typ(ka)
-        if not (isinstance(qt, TensorT) and isinstance(kt, TensorT) and len(qt.axes) >= 2 and len(kt.axes) >= 2):
-            return False
-        tags = tag_at(val(qa), -2) or tag_at(val(ka), -2)
-        if not tags:
-            return False
-        x = qt.axes[-2].name
-        xs = ctx.render(x)
-        mask = info.arg_map.get("attn_mask")
-        if mask is not None and _is_causal(ctx, mask.value, x):
-            return False
-        if mask is None:
-            label = "this attention has no mask"
-        elif isinstance(mask.value, A.Name):
-            label = f"the mask must be written in the call, as `causal[{xs} {xs}]`"
-        else:
-            label = f"this mask isn't `causal[{xs} {xs}]`"
-        self.report(ctx, op_pos(e), tags, xs, label, fixes.causal_mask(ctx, e, info, xs), plain=True)
-        return True
-
-    def _einsum(self, ctx, e, inputs) -> bool:
-        if self._pattern_inputs(e, inputs) is None:
-            return False
-        nt = self._name_tags(ctx, e, inputs)
-        kept = {x.name for x in flat_names(e.pattern.output.items)}
-        for side in e.pattern.inputs:
-            for x in flat_names(side.items):
-                if x.name not in kept and nt.get(x.name):
-                    self.report(ctx, op_pos(e), nt[x.name], x.name, f"sums over `{x.name}`")
-                    return True
-        return False
-
-    def _concat(self, ctx, e, over, inputs) -> bool:
-        if over is None or not isinstance(over.value, A.Name) or not inputs:
-            return False
-        t0, v0 = inputs[0]
-        if not isinstance(t0, TensorT):
-            return False
-        i = t0.index_of(ctx.key(over.value.id))
-        tags = tag_at(v0, i) if i >= 0 else NONE
-        if tags:
-            self.report(ctx, op_pos(e), tags, over.value.id, f"concatenates along `{over.value.id}`")
-            return True
-        return False
-
-    def _arange(self, ctx, e, narg, vals, t) -> Val:
-        node = narg.value if narg is not None else None
-        tags = NONE
-        if isinstance(node, A.Name) and node.id not in vals:
-            st = ctx.res.types.get(id(node))
-            if isinstance(st, ScalarT) and st.size is not None:
-                tags = ctx.size_tags(st.size)
-        elif node is not None:
-            self.expr(ctx, node, vals)
-        if tags and id(e) not in self.skip:
-            self.report(ctx, op_pos(e), tags, node.id, f"positions computed from `{node.id}`")
-        return Val(tuple(tags for _ in t.axes) if isinstance(t, TensorT) else (), bool(tags))
-
-    # ------------------------------------------------------------ patterns
-    def _pattern_inputs(self, e, inputs):
-        return inputs if e.pattern is not None and len(e.pattern.inputs) == len(inputs) else None
-
-    def _name_tags(self, ctx, e, inputs) -> dict:
-        m = ctx.res.patterns.get(id(e))
-        out = {}
-        if m is None:
-            return out
-        for p, (i, pos) in m.origin.items():
-            if i >= len(inputs):
-                continue
-            tags = tag_at(inputs[i][1], pos)
-            item = e.pattern.inputs[i].items[pos] if pos < len(e.pattern.inputs[i].items) else None
-            known = ctx.names.get(p)
-            if isinstance(item, A.PGroup) and known is not None and known[0] and tags:
-                tags = known[0]
-            out[p] = tags
-            # a rename keeps the tags: remember where, for the labels
-            it = inputs[i][0]
-            renamed = isinstance(it, TensorT) and pos < len(it.axes) and it.axes[pos].name != ctx.key(p)
-            if tags and renamed and (known is None or not known[0]):
-                pn = next((x for x in flat_names([item]) if x.name == p), None) if item is not None else None
-                line = self.prog.line(ctx.item, pn.pos if pn is not None else e.pattern.pos)
-                ctx.names[p] = (tags, Origin("rename", line))
-        return out
-
-    def _pattern_check(self, ctx, e, inputs) -> bool:
-        if self._pattern_inputs(e, inputs) is None:
-            return False
-        nt = self._name_tags(ctx, e, inputs)
-        for i, side in enumerate(e.pattern.inputs):
-            for pos, item in enumerate(side.items):
-                if not isinstance(item, A.PGroup):
-                    continue
-                tags = tag_at(inputs[i][1], pos)
-                if not tags:
-                    continue
-                parts = [ctx.names.get(x.name, (NONE, None))[0] if isinstance(x, A.PName) else NONE
-                         for x in item.items]
-                if all(parts) and _disjoint(parts) and frozenset().union(*parts) == tags:
-                    continue
-                it = inputs[i][0]
-                local = ctx.render(it.axes[pos].name) if isinstance(it, TensorT) else "?"
-                self.report(ctx, op_pos(e), tags, local, f"splits `{local}` into {_text(item)}")
-                return True
-        for item in e.pattern.output.items:
-            if not isinstance(item, A.PGroup):
-                continue
-            parts = [(x, nt.get(x.name, ctx.size_tags(ctx.key(x.name))) if isinstance(x, A.PName) else NONE)
-                     for x in item.items]
-            tok = next(((x, tg) for x, tg in parts if tg), None)
-            if tok is None:
-                continue
-            tagsets = [tg for _, tg in parts]
-            if all(tagsets) and _disjoint(tagsets):
-                continue
-            other = next((x for x, tg in parts if x is not tok[0] and (not tg or tg & tok[1])), None)
-            local = tok[0].name
-            otext = _text(other) if other is not None else "another axis"
-            self.report(ctx, op_pos(e), tok[1], local, f"groups `{local}` with `{otext}`")
-            return True
-        return False
-
-    def _pattern_result(self, ctx, e, inputs, t, tainted) -> Val:
-        if self._pattern_inputs(e, inputs) is None or ctx.res.patterns.get(id(e)) is None:
-            return self.by_name(ctx, t, inputs, tainted)
-        nt = self._name_tags(ctx, e, inputs)
-
-        def tags_of(x):
-            if isinstance(x, A.PName):
-                return nt.get(x.name, ctx.size_tags(ctx.key(x.name)))
-            if isinstance(x, A.PGroup):
-                return frozenset().union(*[tags_of(y) for y in x.items]) if x.items else NONE
-            return NONE
-
-        one = Val(tuple(tags_of(x) for x in e.pattern.output.items), tainted)
-        if isinstance(t, TupleT):
-            return Val(items=tuple(one for _ in t.items), tainted=tainted)
-        return one
-
     # ------------------------------------------------------------ reporting
     def axis_text(self, tags) -> str:
         names = [n for n in self.order if n in tags]
         return " ".join(names) if names else "?"
-
-    def local_token_name(self, ctx, tag: str) -> str:
-        """What the function where an operation is calls a token axis."""
-        for name, (tags, origin) in ctx.names.items():
-            if tags == frozenset((tag,)) and (origin is None or origin.kind == "param"):
-                return name
-        return tag
 
     def report(self, ctx, pos, tags, local, kind_label, fix=None, plain=False):
         key = (id(ctx.item), tuple(pos))
@@ -505,30 +232,7 @@ class TokenFlow:
             else:
                 label = f"{kind_label}, which is `{exported}`"
         d = placed_error(self.prog, ctx.item, pos, ctx.stack, "E3304", M.e3304(exported), label)
-        d.help(M.e3304_help(self.local_token_name(ctx, self.si.n)))
+        d.help(M.e3304_help(self.si.n))
         if fix is not None:
             d.fix(fix)
         self.reports[key] = d
-
-
-def _is_causal(ctx, node, x: Size) -> bool:
-    return (isinstance(node, A.Mask) and isinstance(node.obj, A.Name) and node.obj.id == "causal"
-            and len(node.axes) == 2
-            and all(isinstance(a, A.SName) and ctx.key(a.name) == x for a in node.axes))
-
-
-def _disjoint(sets) -> bool:
-    seen = set()
-    for s in sets:
-        if seen & s:
-            return False
-        seen |= s
-    return True
-
-
-def _text(item) -> str:
-    if isinstance(item, A.PName):
-        return item.name
-    if isinstance(item, A.PInt):
-        return str(item.value)
-    return "(" + " ".join(_text(x) for x in item.items) + ")"

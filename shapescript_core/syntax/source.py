@@ -2,17 +2,14 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 
 
 class LineIndex:
     def __init__(self, text: str):
         self.text = text
-        starts = [0]
-        i = text.find("\n")
-        while i >= 0:
-            starts.append(i + 1)
-            i = text.find("\n", i + 1)
-        self.starts = starts
+        # start of each line: 0, then one past each "\n" (split and accumulate run in C)
+        self.starts = list(itertools.accumulate(map((1).__add__, map(len, text.split("\n")[:-1])), initial=0))
 
     def line_of(self, offset: int) -> int:
         """0-based line containing offset."""

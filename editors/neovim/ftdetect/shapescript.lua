@@ -1,0 +1,2 @@
+-- `.ss` files are ShapeScript.
+vim.filetype.add({ extension = { ss = 'shapescript' } })

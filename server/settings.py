@@ -1,0 +1,100 @@
+"""Settings: `shapescript.toml` at the workspace root, overridden by the editor's
+settings (section `shapescript`, fetched with workspace/configuration); also the
+initialize handshake and file watching."""
+from __future__ import annotations
+
+import asyncio
+
+from lsprotocol import types as T
+
+from shapescript_core.ide.config import FILE_NAME, load_config, parse_settings
+
+from .app import ShapeScriptServer, guarded, root_of
+from .diagnostics import recheck_all
+
+SECTION = "shapescript"
+
+
+def apply_config(ls: ShapeScriptServer, client_settings=None, force: bool = False):
+    """Merge the file's and the client's settings; re-check the open files if the
+    checks' inputs changed."""
+    if client_settings is not None:
+        ls.client_settings = client_settings
+    cfg = load_config(ls.root).merged(parse_settings(getattr(ls, "client_settings", None), "settings"))
+    old = ls.config
+    ls.config = cfg
+    if cfg.problems and cfg.problems != old.problems:
+        ls.show("shapescript: " + "; ".join(cfg.problems), T.MessageType.Warning)
+    if not force and (cfg.dims, cfg.default_targets) == (old.dims, old.default_targets):
+        return
+    dims = dict(cfg.dims)
+    targets = set(cfg.default_targets) if cfg.default_targets else None
+
+    def job():
+        ls.ws.dim_overrides = dims
+        ls.ws.default_targets = targets
+        ls.ws.invalidate()
+
+    ls.submit("settings", job)
+    recheck_all(ls)
+    if ls.client_supports("workspace.code_lens.refresh_support", False):
+        ls.workspace_code_lens_refresh(None)
+    if ls.client_supports("workspace.inlay_hint.refresh_support", False):
+        ls.workspace_inlay_hint_refresh(None)
+
+
+async def fetch_client_settings(ls: ShapeScriptServer):
+    if not ls.client_supports("workspace.configuration", False):
+        return None
+    try:
+        values = await asyncio.wait_for(ls.workspace_configuration_async(
+            T.ConfigurationParams(items=[T.ConfigurationItem(section=SECTION)])), 5)
+    except Exception as exc:
+        ls.report_failure("workspace/configuration", exc)
+        return None
+    return values[0] if values else None
+
+
+def register(ls: ShapeScriptServer):
+    @ls.feature(T.INITIALIZE)
+    @guarded("notification")
+    def initialize(ls: ShapeScriptServer, params: T.InitializeParams):
+        ls.loop = asyncio.get_running_loop()
+        ls.root = root_of(params)
+        opts = params.initialization_options
+        ls.init_options = opts if isinstance(opts, dict) else {}
+        apply_config(ls, ls.init_options.get("settings"), force=True)
+
+    @ls.feature(T.INITIALIZED)
+    @guarded("notification")
+    async def initialized(ls: ShapeScriptServer, params: T.InitializedParams):
+        if ls.client_supports("workspace.did_change_watched_files.dynamic_registration", False):
+            watchers = [T.FileSystemWatcher(glob_pattern="**/*.ss"),
+                        T.FileSystemWatcher(glob_pattern=f"**/{FILE_NAME}")]
+            await ls.client_register_capability_async(T.RegistrationParams(registrations=[T.Registration(
+                id="shapescript-files", method=T.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                register_options=T.DidChangeWatchedFilesRegistrationOptions(watchers=watchers))]))
+        settings = await fetch_client_settings(ls)
+        if settings is not None:
+            apply_config(ls, settings)
+
+    @ls.feature(T.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    @guarded("notification")
+    async def did_change_configuration(ls: ShapeScriptServer, params: T.DidChangeConfigurationParams):
+        settings = await fetch_client_settings(ls)
+        if settings is None and isinstance(params.settings, dict):
+            settings = params.settings.get(SECTION, params.settings)
+        apply_config(ls, settings if settings is not None else {})
+
+    @ls.feature(T.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    @guarded("notification")
+    def did_change_watched_files(ls: ShapeScriptServer, params: T.DidChangeWatchedFilesParams):
+        if any(c.uri.endswith("/" + FILE_NAME) for c in params.changes):
+            apply_config(ls)
+        if any(c.uri.endswith(".ss") for c in params.changes):
+            recheck_all(ls)  # a file on disk that open files import may have changed
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_SAVE)
+    @guarded("notification")
+    def did_save(ls: ShapeScriptServer, params: T.DidSaveTextDocumentParams):
+        apply_config(ls)  # clients that watch no files: pick up shapescript.toml on save

