@@ -21,15 +21,15 @@ class PatternError(Exception):
 
 
 def side_text(side: A.PSide) -> str:
-    return " ".join(_item_text(i) for i in side.items)
+    return " ".join(item_text(i) for i in side.items)
 
 
-def _item_text(i) -> str:
+def item_text(i) -> str:
     if isinstance(i, A.PName):
         return i.name
     if isinstance(i, A.PInt):
         return str(i.value)
-    return "(" + " ".join(_item_text(x) for x in i.items) + ")"
+    return "(" + " ".join(item_text(x) for x in i.items) + ")"
 
 
 def flat_names(items) -> list:
@@ -154,7 +154,7 @@ class Matcher:
         prod = ONE
         for _, s in known:
             prod = prod * s
-        gtext = _item_text(g)
+        gtext = item_text(g)
         if len(unknown) > 1:
             ck.err("E0406", f"group {gtext} has two unsized names: `{unknown[0].name}` and `{unknown[1].name}`",
                    g.pos, "give all but one of these names a size (declare a dim)")

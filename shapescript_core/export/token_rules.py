@@ -1,7 +1,7 @@
 """The operations E3304 reports, and how patterns carry token axes (TokenFlow's rules)."""
 from __future__ import annotations
 
-from ..check.patterns import flat_names
+from ..check.patterns import flat_names, item_text
 from ..check.sizes import Size
 from ..check.types import ScalarT, TensorT, TupleT
 from ..syntax import ast as A
@@ -158,7 +158,7 @@ class TokenRules:
                     continue
                 it = inputs[i][0]
                 local = ctx.render(it.axes[pos].name) if isinstance(it, TensorT) else "?"
-                self.report(ctx, op_pos(e), tags, local, f"splits `{local}` into {_text(item)}")
+                self.report(ctx, op_pos(e), tags, local, f"splits `{local}` into {item_text(item)}")
                 return True
         for item in e.pattern.output.items:
             if not isinstance(item, A.PGroup):
@@ -173,7 +173,7 @@ class TokenRules:
                 continue
             other = next((x for x, tg in parts if x is not tok[0] and (not tg or tg & tok[1])), None)
             local = tok[0].name
-            otext = _text(other) if other is not None else "another axis"
+            otext = item_text(other) if other is not None else "another axis"
             self.report(ctx, op_pos(e), tok[1], local, f"groups `{local}` with `{otext}`")
             return True
         return False
@@ -210,10 +210,3 @@ def _disjoint(sets) -> bool:
         seen |= s
     return True
 
-
-def _text(item) -> str:
-    if isinstance(item, A.PName):
-        return item.name
-    if isinstance(item, A.PInt):
-        return str(item.value)
-    return "(" + " ".join(_text(x) for x in item.items) + ")"
