@@ -86,6 +86,6 @@ def generate(lines: int = 10_000) -> str:
 def body_edit_offsets(text: str, count: int) -> list:
     """Offsets of `1e-5` literals inside function bodies, spread over the file."""
     import re
-    offs = [m.start() + 3 for m in re.finditer(r"eps=1e-5", text)]
+    offs = [m.start() + len("eps=1e-") for m in re.finditer(r"eps=1e-5", text)]
     step = max(1, len(offs) // count)
     return offs[::step][:count]

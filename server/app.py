@@ -23,6 +23,8 @@ import traceback
 from typing import Any, Callable, Optional
 
 from lsprotocol import types as T
+from pygls import uris
+from pygls.capabilities import get_capability
 from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
@@ -32,7 +34,7 @@ from shapescript_core.ide.config import Config
 from shapescript_core.syntax.source import LineIndex
 from shapescript_core.workspace import Workspace
 
-from .documents import Documents
+from .documents import Documents, path_of
 
 log = logging.getLogger("shapescript.server")
 VERSION = "0.1.0"
@@ -156,7 +158,7 @@ class ShapeScriptServer(LanguageServer):
 
     # ------------------------------------------------------------ capabilities
     def client_supports(self, dotted: str, default=False) -> Any:
-        from pygls.capabilities import get_capability
+        """A client capability by its dotted path (snake_case), or `default`."""
         try:
             return get_capability(self.client_capabilities, dotted, default)
         except Exception:
@@ -187,8 +189,9 @@ class ShapeScriptServer(LanguageServer):
 
     @property
     def markdown(self) -> bool:
-        fmts = self.client_supports("text_document.hover.content_format", None)
-        return fmts is None or T.MarkupKind.Markdown in fmts
+        """Whether the client shows Markdown hovers (else plain text, as LSP defaults)."""
+        fmts = self.client_supports("text_document.hover.content_format", None) or []
+        return T.MarkupKind.Markdown in fmts
 
     # ------------------------------------------------------------ the core thread
     async def query(self, fn: Callable[[], Any]):
@@ -230,7 +233,6 @@ class ShapeScriptServer(LanguageServer):
 
     def snapshot(self, uri: str):
         """(path, text, version) of an open document, or (path, None, None)."""
-        from .documents import path_of
         d = self.docs.get(uri)
         if d is None:
             return path_of(uri), None, None
@@ -264,7 +266,6 @@ def create_server() -> ShapeScriptServer:
 
 
 def root_of(params: T.InitializeParams) -> Optional[str]:
-    from pygls import uris
     if params.workspace_folders:
         p = uris.to_fs_path(params.workspace_folders[0].uri)
         if p:

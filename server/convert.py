@@ -107,7 +107,7 @@ def diagnostics(diags: list, path: str, lines_for: Callable, uri_for: Callable,
                 version_for: Callable) -> list:
     """The LSP diagnostics of one file, in source order."""
     own = [d for d in diags if d.path == path]
-    own.sort(key=lambda d: (d.span.abs_start, d.span.abs_end, d.code))
+    own.sort(key=lambda d: (d.span.abs_start, d.span.abs_end, d.code, d.message, d.primary_label))
     return [diagnostic(d, lines_for, uri_for, version_for) for d in own]
 
 
@@ -214,18 +214,41 @@ def code_lenses(lens, lines: LineIndex, uri: str) -> list:
     return out
 
 
-def semantic_tokens(tokens: list, lines: LineIndex, types: list, modifiers: list) -> T.SemanticTokens:
-    """The relative encoding: per token (Δline, Δstart, length, type, modifier bits), UTF-16."""
-    data: list = []
-    prev_line = prev_char = 0
+def semantic_tokens_chunk(text: str, tokens, types: list, modifiers: list) -> tuple:
+    """LSP's relative encoding of one chunk's tokens (offsets relative to the chunk,
+    which starts a line): (data, first line, last line, last column), lines relative to
+    the chunk. The first token's deltas are relative to the chunk's start; `stitch` fixes
+    them. Columns in UTF-16; a token never spans lines."""
+    lines = LineIndex(text)
     type_index = {t: i for i, t in enumerate(types)}
     mod_bit = {m: 1 << i for i, m in enumerate(modifiers)}
-    for t in tokens:
-        line, ch = lines.utf16_position(t.start)
-        end_line, end_ch = lines.utf16_position(t.end)
-        if end_line != line:  # tokens never span lines in LSP's encoding
+    data: list = []
+    first = prev_line = prev_col = 0
+    for k, t in enumerate(tokens):
+        line, col = lines.utf16_position(t.start)
+        end_line, end_col = lines.utf16_position(t.end)
+        if end_line != line:
             continue
-        data += [line - prev_line, ch - prev_char if line == prev_line else ch, end_ch - ch,
+        if not data:
+            first = line
+            prev_line, prev_col = line, 0
+        data += [line - prev_line, col - prev_col if line == prev_line else col, end_col - col,
                  type_index[t.type], sum(mod_bit[m] for m in t.modifiers)]
-        prev_line, prev_char = line, ch
+        prev_line, prev_col = line, col
+    return data, first, prev_line, prev_col
+
+
+def stitch(encoded: list) -> T.SemanticTokens:
+    """Join chunks' encodings: [(first line of the chunk in the file, chunk encoding)]."""
+    data: list = []
+    prev_line = prev_col = 0
+    for base_line, (chunk, first, last_line, last_col) in encoded:
+        if not chunk:
+            continue
+        line = base_line + first
+        col = chunk[1]
+        delta = line - prev_line
+        data += [delta, col - prev_col if delta == 0 else col]
+        data += chunk[2:]
+        prev_line, prev_col = base_line + last_line, last_col
     return T.SemanticTokens(data=data)

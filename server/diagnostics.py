@@ -71,6 +71,8 @@ def recheck_all(ls: ShapeScriptServer):
     """After settings or files on disk change: every open document again."""
     ls.generation += 1
     ls.submit("invalidate", ls.ws.invalidate)
+    if not ls.docs.by_uri:
+        return
     if ls.push:
         for doc in ls.docs:
             schedule_check(ls, doc.uri)

@@ -15,9 +15,10 @@ from .diagnostics import recheck_all
 SECTION = "shapescript"
 
 
-def apply_config(ls: ShapeScriptServer, client_settings=None, force: bool = False):
+def apply_config(ls: ShapeScriptServer, client_settings=None, force: bool = False, refresh: bool = True):
     """Merge the file's and the client's settings; re-check the open files if the
-    checks' inputs changed."""
+    checks' inputs changed (and ask the client to refresh lenses and hints, unless
+    `refresh` is off: no requests before the initialize answer)."""
     if client_settings is not None:
         ls.client_settings = client_settings
     cfg = load_config(ls.root).merged(parse_settings(getattr(ls, "client_settings", None), "settings"))
@@ -37,6 +38,8 @@ def apply_config(ls: ShapeScriptServer, client_settings=None, force: bool = Fals
 
     ls.submit("settings", job)
     recheck_all(ls)
+    if not refresh:
+        return
     if ls.client_supports("workspace.code_lens.refresh_support", False):
         ls.workspace_code_lens_refresh(None)
     if ls.client_supports("workspace.inlay_hint.refresh_support", False):
@@ -63,7 +66,7 @@ def register(ls: ShapeScriptServer):
         ls.root = root_of(params)
         opts = params.initialization_options
         ls.init_options = opts if isinstance(opts, dict) else {}
-        apply_config(ls, ls.init_options.get("settings"), force=True)
+        apply_config(ls, ls.init_options.get("settings"), force=True, refresh=False)
 
     @ls.feature(T.INITIALIZED)
     @guarded("notification")

@@ -24,12 +24,17 @@ CONVERTER = get_converter()
 def _record_publish(client: LanguageClient, params: T.PublishDiagnosticsParams):
     client.diagnostics[params.uri] = params.diagnostics
     client.publishes.append(params)
+    client.published.set()
 
 
 def make_client() -> LanguageClient:
-    """pytest-lsp's client, keeping every publish (not only the last per URI)."""
+    """pytest-lsp's client, keeping every publish (not only the last per URI).
+
+    Wait for publishes with `wait_until` / `wait_version`, not with pytest-lsp's
+    `wait_for_notification` under a timeout: a cancelled wait there breaks the client."""
     client = LanguageClient(converter_factory=default_converter)
     client.publishes = []
+    client.published = asyncio.Event()
     register_lsp_features(client, {**DEFAULT_CLIENT_FEATURES,
                                    T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS: _record_publish})
     return client
@@ -106,38 +111,41 @@ def replace(client: LanguageClient, uri: str, version: int, text: str, start: in
     return text[:start] + new + text[end:]
 
 
-async def wait_version(client: LanguageClient, uri: str, version: int, timeout: float = 15):
-    """The publish of this document version (waiting for it if it hasn't come)."""
+async def wait_until(client: LanguageClient, predicate, timeout: float = 15, what: str = "a publish"):
+    """Wait until `predicate()` holds, looking again after each publish."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while True:
+        found = predicate()
+        if found:
+            return found
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            got = [(p.uri.rsplit("/", 1)[-1], p.version, len(p.diagnostics)) for p in client.publishes[-20:]]
+            raise AssertionError(f"waited {timeout} s for {what}; last publishes: {got}")
+        client.published.clear()
+        try:
+            await asyncio.wait_for(client.published.wait(), remaining)
+        except asyncio.TimeoutError:
+            pass
+
+
+async def wait_version(client: LanguageClient, uri: str, version: int, timeout: float = 15):
+    """The publish of this document version (waiting for it if it hasn't come)."""
+    def find():
         for p in reversed(client.publishes):
             if p.uri == uri and p.version == version:
                 return p
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            got = [(p.uri, p.version) for p in client.publishes]
-            raise AssertionError(f"no publish of {uri} version {version}; got {got}")
-        try:
-            await asyncio.wait_for(client.wait_for_notification(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), remaining)
-        except asyncio.TimeoutError:
-            pass
+        return None
+    return await wait_until(client, find, timeout, f"{uri} version {version}")
 
 
 async def wait_publishes(client: LanguageClient, uri: str, count: int, timeout: float = 15) -> list:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
+    """The publishes of a document, once there are `count` of them."""
+    def find():
         got = [p for p in client.publishes if p.uri == uri]
-        if len(got) >= count:
-            return got
-        remaining = deadline - loop.time()
-        if remaining <= 0:
-            raise AssertionError(f"{len(got)} publishes of {uri}, expected {count}")
-        try:
-            await asyncio.wait_for(client.wait_for_notification(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS), remaining)
-        except asyncio.TimeoutError:
-            pass
+        return got if len(got) >= count else None
+    return await wait_until(client, find, timeout, f"{count} publishes of {uri}")
 
 
 def fresh(texts: dict, path: str, versions: Optional[dict] = None, dims=None) -> list:
@@ -166,3 +174,66 @@ def as_json(value):
 
 def codes(publish) -> list:
     return sorted(str(d.code) for d in publish.diagnostics)
+
+
+class RawServer:
+    """The server under a bare JSON-RPC client, for messages pygls won't send (bad params,
+    broken JSON)."""
+
+    def __init__(self, command=None):
+        import json
+        import queue
+        import subprocess
+        import threading
+        self._json = json
+        self.proc = subprocess.Popen(command or SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
+        self.inbox = queue.Queue()
+        self.next_id = 0
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        out = self.proc.stdout
+        while True:
+            length = 0
+            while True:
+                line = out.readline()
+                if not line:
+                    self.inbox.put(None)
+                    return
+                if line in (b"\r\n", b"\n"):
+                    break
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            self.inbox.put(self._json.loads(out.read(length)))
+
+    def send_bytes(self, body: bytes):
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def send(self, msg: dict):
+        self.send_bytes(self._json.dumps(msg).encode())
+
+    def request(self, method: str, params, timeout: float = 15) -> dict:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
+        while True:
+            msg = self.inbox.get(timeout=timeout)
+            if msg is None:
+                raise RuntimeError("the server exited")
+            if msg.get("id") == self.next_id and "method" not in msg:
+                return msg
+            if "method" in msg and "id" in msg:  # a request from the server: answer it
+                self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
+
+    def notify(self, method: str, params):
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def close(self):
+        try:
+            self.request("shutdown", None, timeout=5)
+            self.notify("exit", None)
+            self.proc.wait(5)
+        except Exception:
+            self.proc.kill()
+            self.proc.wait()

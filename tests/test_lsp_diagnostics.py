@@ -10,7 +10,7 @@ from lsprotocol import types as T
 from pytest_lsp import LanguageClient
 
 from lsp_support import (ROOT, as_json, capabilities, codes, config, fresh, initialize, open_doc, replace,
-                         uri_of, wait_version)
+                         uri_of, wait_publishes, wait_until, wait_version)
 
 BROKEN = open(os.path.join(ROOT, "examples", "broken_attention.ss"), encoding="utf-8").read()
 
@@ -96,18 +96,14 @@ async def test_files_that_import_an_edited_file_are_republished(client: Language
     i = LIB.index("head")
     text = replace(client, lib, 2, LIB, i, i + 4, "hd")
     await wait_version(client, lib, 2)
-    again = [p for p in client.publishes if p.uri == main]
-    while len(again) == n:
-        await client.wait_for_notification(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
-        again = [p for p in client.publishes if p.uri == main]
-    assert again[-1].version == 5
-    assert codes(again[-1]) == ["E0205"]
-    assert "`head` isn't a function" in again[-1].diagnostics[0].message
+    again = (await wait_publishes(client, main, n + 1))[-1]
+    assert again.version == 5
+    assert codes(again) == ["E0205"]
+    assert "`head` isn't a function" in again.diagnostics[0].message
     # rename it back: the error goes
     replace(client, lib, 3, text, i, i + 2, "head")
     await wait_version(client, lib, 3)
-    while codes([p for p in client.publishes if p.uri == main][-1]):
-        await client.wait_for_notification(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await wait_until(client, lambda: not codes([p for p in client.publishes if p.uri == main][-1]))
 
 
 async def test_a_burst_of_edits_publishes_in_order_and_ends_with_the_last_version(client: LanguageClient, tmp_path):
@@ -132,8 +128,7 @@ async def test_close_clears_the_diagnostics(client: LanguageClient, tmp_path):
     open_doc(client, uri, BROKEN)
     await wait_version(client, uri, 1)
     client.text_document_did_close(T.DidCloseTextDocumentParams(T.TextDocumentIdentifier(uri)))
-    while client.diagnostics.get(uri):
-        await client.wait_for_notification(T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS)
+    await wait_until(client, lambda: not client.diagnostics.get(uri))
     assert client.publishes[-1].uri == uri and not client.publishes[-1].diagnostics
 
 

@@ -43,7 +43,8 @@ model Classifier:
 
 @export(hf)
 fn classify(x: [b D], m: Classifier) -> [b C]:
-    return linear(x, m.w)
+    y = linear(x, m.w)
+    return y
 """
 
 PROBE = r"""
@@ -92,11 +93,22 @@ local ok, err = pcall(function()
                                         href = cd and cd.href or vim.NIL })
   end
 
-  -- hover on `x` in `return linear(x, m.w)`
-  vim.api.nvim_win_set_cursor(0, { 9, 18 })
+  -- hover on `x` in `y = linear(x, m.w)`
+  vim.api.nvim_win_set_cursor(0, { 9, 15 })
   local resp = vim.lsp.buf_request_sync(buf, 'textDocument/hover',
                                         vim.lsp.util.make_position_params(0, enc), 5000)
   results.hover = resp[client.id].result.contents.value
+
+  -- the export lens and the inlay hints
+  local tdp = { textDocument = vim.lsp.util.make_text_document_params(buf) }
+  local lenses = vim.lsp.buf_request_sync(buf, 'textDocument/codeLens', tdp, 5000)[client.id].result or {}
+  results.lenses = {}
+  for _, l in ipairs(lenses) do table.insert(results.lenses, l.command.title) end
+  local hp = { textDocument = tdp.textDocument, range = { start = { line = 0, character = 0 },
+                                                          ['end'] = { line = 20, character = 0 } } }
+  local hints = vim.lsp.buf_request_sync(buf, 'textDocument/inlayHint', hp, 5000)[client.id].result or {}
+  results.hints = {}
+  for _, h in ipairs(hints) do table.insert(results.hints, h.label) end
 
   -- the quick fix of E3306, applied, and the diagnostic gone
   local target
@@ -158,6 +170,8 @@ def test_neovim_diagnostics_hover_quick_fix_export(tmp_path):
     assert e3306 and e3306[0]["lnum"] == 7
     assert e3306[0]["href"].endswith("serving-engines#e3306")
     assert "x: [b D] f32" in r["hover"]
+    assert r["lenses"] == ["Export ▸ hf"]
+    assert r["hints"] == ["▸ [b C]"]
     assert r["actions"][0] == "Make `m` the first parameter"
     assert r["gone"], r["after"]
     assert "fn classify(m: Classifier, x: [b D]) -> [b C]:" in r["text"]

@@ -175,7 +175,7 @@ class FnChecker:
             self.locals[p.name] = Local(p.name, p.type, p.node.name_pos, is_param=True)
             self.locals_at.append((p.name, p.node.name_pos, p.type))
         self.sig = sig
-        for v in sig.svars:
+        for v in sorted(sig.svars):  # sorted: suggestions must not depend on set order
             if self._svar_in_params(v):  # a return-only variable is bound by its first use
                 self.svars[v] = Size.sym(v)
         for p in sig.params:

@@ -146,7 +146,7 @@ def completions(ws, path: str, offset: int) -> list:
         for name, b in BUILTINS.items():
             out.append(Completion(name, "builtin", b.signature, b.doc, sort="3"))
         for name, it in a.visible.items():
-            if isinstance(it, A.FnItem):
+            if isinstance(it, A.FnItem) or (isinstance(it, A.BrokenItem) and it.declared_kind == "fn"):
                 out.append(Completion(name, "fn", fn_header(it), item_doc(it), sort="3"))
         for k in STMT_KEYWORDS:
             out.append(Completion(k, "keyword", sort="6"))

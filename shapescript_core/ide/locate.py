@@ -44,13 +44,21 @@ def roots(item: A.Item) -> list:
     return []
 
 
+_SCALAR = {"pos", "name_pos", "target_pos", "var_pos", "axes_pos", "op_pos", "args_pos", "name", "id", "op",
+           "text", "is_int", "piped", "target"}
+_CHILD_FIELDS: dict = {}  # node class -> the fields that may hold nodes
+
+
 def children(n) -> list:
+    names = _CHILD_FIELDS.get(type(n))
+    if names is None:
+        names = _CHILD_FIELDS[type(n)] = tuple(f.name for f in fields(n) if f.name not in _SCALAR)
     out = []
-    for f in fields(n):
-        v = getattr(n, f.name)
+    for name in names:
+        v = getattr(n, name)
         if isinstance(v, A.Node):
             out.append(v)
-        elif isinstance(v, (list, tuple)):
+        elif isinstance(v, list):
             out.extend(x for x in v if isinstance(x, A.Node))
     return out
 

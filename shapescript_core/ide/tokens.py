@@ -1,9 +1,15 @@
 """Semantic tokens: what each name is (dim, model, field, function, builtin, local,
 parameter, size variable), plus keywords, comments, numbers and strings, so an editor
-with no grammar for the language still colours it."""
+with no grammar for the language still colours it.
+
+Tokens are made per item, relative to the item's start, and kept while the item, its
+check and the dims stay the same: after an edit only the edited item is redone. The
+text between items (comments) is lexed each time.
+"""
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 
 from ..check.builtins import BUILTINS
@@ -16,25 +22,25 @@ TYPES = ["keyword", "comment", "string", "number", "type", "parameter", "variabl
 MODIFIERS = ["declaration", "readonly", "defaultLibrary"]
 KEYWORDS = {"dim", "model", "fn", "import", "return", "for", "in", "and", "or", "not", "true", "false", "inf"}
 _LEX = re.compile(r'(?P<comment>#[^\n]*)|(?P<string>"[^"\n]*"?)|(?P<number>\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)'
-                  r'|(?P<name>[A-Za-z_][A-Za-z0-9_]*)|(?P<deco>@)')
+                  r'|(?P<name>[A-Za-z_][A-Za-z0-9_]*)')
+_CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # item -> (check, dims, tokens)
 
 
 @dataclass(frozen=True)
 class Token:
-    start: int  # absolute offsets
+    start: int  # offsets: absolute, or relative to an item in `chunks`
     end: int
     type: str
     modifiers: tuple = ()
 
 
 def _names(a, item) -> dict:
-    """absolute offset -> (type, modifiers) for the names of one item."""
+    """item-relative offset -> (type, modifiers) for the names of one item."""
     env = a.env
     out: dict = {}
-    base = item.offset
 
     def put(pos, typ, *mods):
-        out[base + pos[0]] = (typ, mods)
+        out[pos[0]] = (typ, mods)
 
     if item.name:
         kind = item.declared_kind if isinstance(item, A.BrokenItem) else item.kind
@@ -42,12 +48,12 @@ def _names(a, item) -> dict:
         if typ:
             put(item.name_pos, typ, "declaration", *(("readonly",) if kind == "dim" else ()))
     res = fn_result(a, item)
+    params = {p.name_pos for p in item.params} if isinstance(item, A.FnItem) else set()
     calls = set()
-    for n in walk(item):
-        if isinstance(n, A.Call) and isinstance(n.func, A.Name):
+    for n in walk(item):  # a parent comes before its children
+        if isinstance(n, A.Call):
             calls.add(id(n.func))
-    for n in walk(item):
-        if isinstance(n, A.Param):
+        elif isinstance(n, A.Param):
             put(n.name_pos, "parameter", "declaration")
         elif isinstance(n, A.Field):
             put(n.name_pos, "property", "declaration")
@@ -61,19 +67,16 @@ def _names(a, item) -> dict:
         elif isinstance(n, A.FieldRead):
             put(n.name_pos, "property")
         elif isinstance(n, A.Decorator):
-            put((n.pos[0], n.pos[0] + 1 + len(n.name)), "decorator")
+            put((n.pos[0] + 1, n.pos[0] + 1 + len(n.name)), "decorator")
         elif isinstance(n, A.Arg) and n.name:
             put((n.pos[0], n.pos[0] + len(n.name)), "parameter")
         elif isinstance(n, A.Name):
             if id(n) in calls:
-                if n.id in BUILTINS:
-                    put(n.pos, "function", "defaultLibrary")
-                else:
-                    put(n.pos, "function")
-            elif binding_of(res, n.id, n.pos[0]) is not None:
-                is_param = isinstance(item, A.FnItem) and any(p.name == n.id for p in item.params) and \
-                    binding_of(res, n.id, n.pos[0])[1] in [p.name_pos for p in item.params]
-                put(n.pos, "parameter" if is_param else "variable")
+                put(n.pos, "function", *(("defaultLibrary",) if n.id in BUILTINS else ()))
+                continue
+            b = binding_of(res, n.id, n.pos[0])
+            if b is not None:
+                put(n.pos, "parameter" if b[1] in params else "variable")
             elif env.dims.is_dim(n.id):
                 put(n.pos, "variable", "readonly")
             elif n.id in DTYPE_NAMES:
@@ -94,32 +97,58 @@ def _names(a, item) -> dict:
     return out
 
 
-def semantic_tokens(ws, path: str, start: int = 0, end: int | None = None) -> list:
+def _lex(text: str, names: dict) -> tuple:
+    out = []
+    for m in _LEX.finditer(text):
+        kind = m.lastgroup
+        s, e = m.start(), m.end()
+        if kind == "name":
+            hit = names.get(s)
+            if hit is not None:
+                out.append(Token(s, e, hit[0], hit[1]))
+            elif m.group() in KEYWORDS:
+                out.append(Token(s, e, "keyword"))
+        else:
+            out.append(Token(s, e, kind))
+    return tuple(out)
+
+
+def item_tokens(a, item, dims_key=None) -> tuple:
+    """The tokens of one item, relative to its start; the same tuple while nothing they
+    depend on changed."""
+    res = fn_result(a, item)
+    if dims_key is None:
+        dims_key = tuple(a.env.dims.items)
+    hit = _CACHE.get(item)
+    if hit is not None and hit[0] is res and hit[1] == dims_key:
+        return hit[2]
+    toks = _lex(item.text, _names(a, item))
+    _CACHE[item] = (res, dims_key, toks)
+    return toks
+
+
+def chunks(ws, path: str) -> list:
+    """[(start, text, tokens relative to start)] covering the file in order: each item,
+    and the text between items. Every chunk starts at the start of a line."""
     a = ws.analyze(path)
     if a is None:
         return []
     text = a.file.text
-    end = len(text) if end is None else end
-    names: dict = {}
-    for item in a.file.items:
-        if item.offset + len(item.text) >= start and item.offset <= end:
-            names.update(_names(a, item))
+    dims_key = tuple(a.env.dims.items)
     out = []
-    for m in _LEX.finditer(text, start, end):
-        kind = m.lastgroup
-        s, e = m.start(), m.end()
-        if kind == "name":
-            word = m.group()
-            if s in names:
-                typ, mods = names[s]
-                out.append(Token(s, e, typ, mods))
-            elif word in KEYWORDS:
-                out.append(Token(s, e, "keyword"))
-        elif kind == "deco":
-            continue
-        else:
-            out.append(Token(s, e, kind))
+    pos = 0
+    for item in a.file.items:
+        if item.offset > pos:
+            gap = text[pos:item.offset]
+            out.append((pos, gap, _lex(gap, {})))
+        out.append((item.offset, item.text, item_tokens(a, item, dims_key)))
+        pos = item.offset + len(item.text)
+    if pos < len(text):
+        out.append((pos, text[pos:], _lex(text[pos:], {})))
     return out
 
 
-
+def semantic_tokens(ws, path: str) -> list:
+    """Every token of the file, with absolute offsets, in order."""
+    return [Token(base + t.start, base + t.end, t.type, t.modifiers)
+            for base, _, toks in chunks(ws, path) for t in toks]

@@ -1,0 +1,96 @@
+"""Hover in the core: plain offsets in, Markdown out."""
+from __future__ import annotations
+
+import pytest
+
+from ide_support import workspace
+from shapescript_core.ide.hover import code_summary, hover
+
+LIB = """\
+    # Shared sizes.
+    dim D  = 64
+    dim H  = 4
+    dim Dh = D / H
+
+    # Attention weights.
+    model Attn:
+        wq: [D D]
+        layers: [2] Attn
+    """
+
+HEAD = """\
+    import "lib.ss"
+
+    fn attend(a: Attn, x: [b n D]) -> [b n D]:
+        q = linear(x, a.wq) |> rearrange(b n (H Dh) -> b H n Dh)
+        att = einsum(q, q: b H n Dh, b H m Dh -> b H n m) |> softmax(over=m)
+        o = einsum(att, q: b H n m, b H m Dh -> b H n Dh)
+        return o |> rearrange(b H n Dh -> b n (H Dh))
+    """
+
+CASES = [
+    ("a$tt = einsum", ["att: [b H n m] f32"]),  # a binding
+    ("einsum(a$tt, q", ["att: [b H n m] f32"]),  # a use
+    ("fn attend(a: Attn, x$: [b n D])", ["x: [b n D] f32"]),  # a parameter
+    ("|> soft$max(over=m)", ["softmax(x, over=A)", "shape kept", "here: `[b H n m] f32`"]),  # a builtin
+    ("b n (H D$h) -> b H n Dh)", ["dim Dh = D / H", "`Dh = 16`", "from `lib.ss`"]),  # a dim in a pattern
+    ("fn attend(a: At$tn", ["model Attn:", "wq: [D D] f32", "layers: [2] Attn", "Attention weights."]),
+    ("a.w$q)", ["Attn.wq: [D D] f32"]),  # a field read
+    ("x, a.wq) $|> rearrange", ["[b H n Dh] f32"]),  # an expression: the pipeline
+    ("fn att$end(", ["fn attend(a: Attn, x: [b n D]) -> [b n D]"]),  # a definition
+    ("x: [$b n D]) -> [b n D]:", ["size variable `b`"]),
+    ("softmax(ov$er=m)", ["argument `over` of", "softmax(x, over=A)"]),
+]
+
+
+@pytest.mark.parametrize("where,expected", CASES, ids=[c[0] for c in CASES])
+def test_hover(where, expected):
+    marked = HEAD.replace(where.replace("$", ""), where.replace("$", "$0"), 1)
+    assert marked != HEAD, where
+    ws, path, m = workspace(marked, lib=LIB)
+    h = hover(ws, path, m[0])
+    assert h is not None
+    for e in expected:
+        assert e in h.markdown
+
+
+def test_hover_span_is_the_name():
+    ws, path, m = workspace(HEAD.replace("einsum(att, q", "einsum($0att$1, q"), lib=LIB)
+    h = hover(ws, path, m[0])
+    assert (h.start, h.end) == (m[0], m[1])
+
+
+def test_hover_on_a_diagnostic_gives_its_explanation_and_link():
+    src = HEAD.replace("b H n m, b H m Dh -> b H n Dh", "b H $0m n, b H m Dh -> b H n Dh")
+    ws, path, m = workspace(src, lib=LIB)
+    text = hover(ws, path, m[0]).markdown
+    assert "**error[E0408]**: the pattern calls axis 3 `m`, but `m` is axis 4" in text
+    assert "A pattern names an axis that the operand already has" in text
+    assert "[E0408 in the error index](https://shapescript.dev/docs/errors/E0408)" in text
+
+
+def test_serving_engine_codes_link_the_serving_engines_page():
+    src = """\
+        dim D = 4
+        model M:
+            w: [D D]
+        @export(hf)
+        fn f(x: [b D], $0m: M) -> [b D]:
+            return linear(x, m.w)
+        """
+    ws, path, m = workspace(src)
+    text = hover(ws, path, m[0]).markdown
+    assert "E3306" in text and "[Serving engines](https://shapescript.dev/docs/serving-engines#e3306)" in text
+
+
+def test_code_summary_reads_the_docs_page():
+    title, summary = code_summary("E0408")
+    assert title.startswith("E0408:")
+    assert summary.startswith("A pattern names an axis")
+
+
+@pytest.mark.parametrize("src", ["", "fn", "dim D = \n", "$0", "fn f(x: [b]) -> [b]:\n    return $0(((\n"])
+def test_hover_never_raises(src):
+    ws, path, m = workspace(src)
+    for off in range(0, len(ws.file(path).text) + 2):
+        hover(ws, path, off)

@@ -1,0 +1,229 @@
+"""The server's own machinery, without an editor: stale versions are never published,
+incremental changes apply as the client applies them, malformed messages get an error
+answer, and only server/ knows LSP."""
+from __future__ import annotations
+
+import ast
+import os
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from lsprotocol import types as T
+
+from lsp_support import ROOT, RawServer, uri_of
+from server import diagnostics as D
+from server.app import ShapeScriptServer
+from server.documents import Documents
+from shapescript_core.syntax.source import LineIndex
+
+TEXT = "dim D = 4\n\nfn f(x: [b D]) -> [b D]:\n    return x\n"
+
+
+def make_server():
+    """A server with no transport: jobs queue up until run, publishes are recorded."""
+    ls = ShapeScriptServer()
+    ls.sent = []
+    ls.jobs = []
+    ls.later = []
+    ls.text_document_publish_diagnostics = ls.sent.append
+    ls.submit = lambda name, fn: ls.jobs.append(fn)
+    ls.call_soon = lambda fn, *args: ls.later.append((fn, args))
+    return ls
+
+
+def run(items):
+    while items:
+        item = items.pop(0)
+        if isinstance(item, tuple):
+            item[0](*item[1])
+        else:
+            item()
+
+
+def change(ls, uri, version, text):
+    ls.docs.change(uri, [T.TextDocumentContentChangeWholeDocument(text=text)], version)
+    D.schedule_check(ls, uri)
+
+
+def test_a_check_for_a_version_the_client_moved_past_is_not_published():
+    ls = make_server()
+    uri = "file:///tmp/sched/a.ss"
+    ls.docs.open(uri, TEXT, 1)
+    D.schedule_check(ls, uri)
+    change(ls, uri, 2, TEXT.replace("return x", "return y"))
+    run(ls.jobs)  # version 1's job sees version 2 queued: no check, no publish
+    run(ls.later)
+    assert [p.version for p in ls.sent] == [2]
+    assert [d.code for d in ls.sent[0].diagnostics] == ["E0201"]
+    assert ls.ws.file("/tmp/sched/a.ss").text == TEXT.replace("return x", "return y")
+
+
+def test_a_result_that_arrives_after_the_client_moved_on_is_dropped():
+    ls = make_server()
+    uri = "file:///tmp/sched/b.ss"
+    ls.docs.open(uri, TEXT, 1)
+    D.schedule_check(ls, uri)
+    run(ls.jobs)  # checked version 1 ...
+    ls.docs.change(uri, [T.TextDocumentContentChangeWholeDocument(text=TEXT + "\n")], 2)  # ... the client moves on
+    run(ls.later)
+    assert ls.sent == []
+    D.schedule_check(ls, uri)
+    run(ls.jobs)
+    run(ls.later)
+    assert [p.version for p in ls.sent] == [2]
+
+
+def test_a_closed_document_is_not_published():
+    ls = make_server()
+    uri = "file:///tmp/sched/c.ss"
+    ls.docs.open(uri, TEXT, 1)
+    D.schedule_check(ls, uri)
+    run(ls.jobs)
+    ls.docs.close(uri)
+    run(ls.later)
+    assert ls.sent == []
+
+
+ALPHABET = st.sampled_from(["a", "b", "\n", " ", "é", "😀", "𝔸", "\r\n", "\t", "x\ny"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(ALPHABET, max_size=30).map("".join),
+       st.lists(st.tuples(st.integers(0, 200), st.integers(0, 200), st.lists(ALPHABET, max_size=4).map("".join)),
+                min_size=1, max_size=6))
+def test_incremental_changes_apply_as_the_client_applies_them(text, edits):
+    docs = Documents()
+    uri = "file:///tmp/docs/x.ss"
+    doc = docs.open(uri, text, 1)
+    for k, (a, b, new) in enumerate(edits):
+        a, b = sorted((min(a, len(text)), min(b, len(text))))
+        lines = LineIndex(text)
+        (sl, sc), (el, ec) = lines.utf16_position(a), lines.utf16_position(b)
+        docs.change(uri, [T.TextDocumentContentChangePartial(
+            range=T.Range(T.Position(sl, sc), T.Position(el, ec)), text=new)], k + 2)
+        text = text[:a] + new + text[b:]
+        assert doc.text == text
+        assert doc.starts == LineIndex(text).starts
+    assert doc.version == len(edits) + 1
+
+
+def test_malformed_messages_get_an_error_answer_and_the_server_goes_on(tmp_path):
+    srv = RawServer()
+    try:
+        assert "result" in srv.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+        srv.notify("initialized", {})
+        bad = srv.request("textDocument/hover", {"textDocument": 5})
+        assert bad["error"]["code"] == -32602  # invalid params
+        assert srv.request("shapescript/nothing", {})["error"]["code"] == -32601  # no such method
+        srv.notify("textDocument/didChange", {"textDocument": {"uri": 3}, "contentChanges": "x"})
+        srv.send_bytes(b"{this is not json")
+        srv.send_bytes(b'{"jsonrpc": "2.0", "id": 99}')
+        uri = uri_of(tmp_path / "after.ss")
+        srv.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "shapescript",
+                                                             "version": 1, "text": TEXT}})
+        ok = srv.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                "position": {"line": 3, "character": 11}})
+        assert "x: [b D] f32" in ok["result"]["contents"]["value"]
+    finally:
+        srv.close()
+    assert srv.proc.returncode == 0
+
+
+def test_only_server_imports_the_protocol_libraries():
+    """Architecture invariant: shapescript_core never imports pygls or lsprotocol."""
+    core = os.path.join(ROOT, "shapescript_core")
+    offenders = []
+    for folder, _, names in os.walk(core):
+        for name in names:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(folder, name)
+            with open(path, encoding="utf-8") as fh:
+                tree = ast.parse(fh.read(), path)
+            for node in ast.walk(tree):
+                mods = []
+                if isinstance(node, ast.Import):
+                    mods = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module:
+                    mods = [node.module]
+                offenders += [f"{os.path.relpath(path, ROOT)}: {m}" for m in mods
+                              if m.split(".")[0] in ("pygls", "lsprotocol", "cattrs")]
+    assert offenders == []
+    # and importing the core pulls neither in
+    import subprocess
+    import sys
+    code = ("import sys, shapescript_core.workspace, shapescript_core.ide.hover, shapescript_core.ide.completion, "
+            "shapescript_core.ide.navigation, shapescript_core.ide.inlay, shapescript_core.ide.lens, "
+            "shapescript_core.ide.tokens, shapescript_core.ide.config, shapescript_core.cli; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _plain_encoding(ws, path):
+    """LSP's encoding of the core's absolute tokens, token by token."""
+    from shapescript_core.ide import tokens
+    lines = ws.file(path).lines
+    data, pl, pc = [], 0, 0
+    for t in tokens.semantic_tokens(ws, path):
+        (l, c), (el, ec) = lines.utf16_position(t.start), lines.utf16_position(t.end)
+        if el == l:
+            data += [l - pl, c - pc if l == pl else c, ec - c, tokens.TYPES.index(t.type),
+                     sum(1 << tokens.MODIFIERS.index(m) for m in t.modifiers)]
+            pl, pc = l, c
+    return data
+
+
+def test_semantic_tokens_stitched_from_cached_items_equal_a_plain_encoding():
+    from server.tokens import encode
+    ls = ShapeScriptServer()
+    ls.token_cache = {}
+    path = "/tmp/tokens/u.ss"
+    text = ("# 😀 注意\ndim D = 4  # 𝔸\n\nmodel M:\n    w: [D D]\n\n# doc 😀\n"
+            "fn f(m: M, x: [b D]) -> [b D]:\n    y = linear(x, m.w)  # é\n    return y\n\n"
+            "fn g(x: [b D]) -> [b D]:\n    return f(x)\n")
+    ls.ws.set_text(path, text, 1)
+    assert list(encode(ls, path).data) == _plain_encoding(ls.ws, path)
+    first = dict(ls.token_cache[path])
+    ls.ws.set_text(path, text.replace("return f(x)", "return f(x) + x"), 2)
+    assert list(encode(ls, path).data) == _plain_encoding(ls.ws, path)
+    reused = set(first) & set(ls.token_cache[path])
+    assert len(reused) >= 3  # the unchanged items kept their encoding
+
+
+def test_tcp_for_debugging():
+    import json
+    import socket
+    import subprocess
+    import sys
+    import time
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    proc = subprocess.Popen([sys.executable, "-m", "server.main", "--tcp", f"127.0.0.1:{port}"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 15
+        while True:
+            try:
+                conn = socket.create_connection(("127.0.0.1", port), timeout=10)
+                break
+            except OSError:
+                if time.time() > deadline:
+                    raise
+                time.sleep(0.1)
+        with conn:
+            body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                               "params": {"processId": None, "rootUri": None, "capabilities": {}}}).encode()
+            conn.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            f = conn.makefile("rb")
+            length = 0
+            while (line := f.readline()) not in (b"\r\n", b""):
+                if line.lower().startswith(b"content-length:"):
+                    length = int(line.split(b":")[1])
+            reply = json.loads(f.read(length))
+        assert reply["result"]["serverInfo"]["name"] == "shapescript-lsp"
+        assert reply["result"]["capabilities"]["positionEncoding"] == "utf-16"
+    finally:
+        proc.kill()
+        proc.wait()
