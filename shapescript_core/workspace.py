@@ -408,11 +408,12 @@ class Workspace:
 
     def _recursion(self, fns: dict, own: dict) -> list:
         graph = {n: {c for c in r.callees if c in fns} for n, r in fns.items()}
+        component = _components(graph)
         out = []
         for n, r in fns.items():
             for callee, poss in r.callees.items():
-                if callee not in fns:
-                    continue
+                if callee not in fns or component[callee] != component[n]:
+                    continue  # a call between two components is on no cycle
                 path = _path(graph, callee, n)
                 if path is None:
                     continue
@@ -435,6 +436,49 @@ def exported_functions(own: dict) -> list:
     if marked:
         return marked
     return ["forward"] if isinstance(own.get("forward"), A.FnItem) else []
+
+
+def _components(graph: dict) -> dict:
+    """Strongly connected components (Tarjan, iterative): node -> component id."""
+    index: dict = {}
+    low: dict = {}
+    comp: dict = {}
+    stack: list = []
+    on_stack: set = set()
+    counter = 0
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[node])
+            if low[node] == index[node]:
+                while True:
+                    x = stack.pop()
+                    on_stack.discard(x)
+                    comp[x] = node
+                    if x == node:
+                        break
+    return comp
 
 
 def _path(graph: dict, src: str, dst: str) -> Optional[list]:

@@ -442,6 +442,10 @@ def _build_item(kind: str, c: list, text: str, path: str, offset: int) -> A.Item
 
 
 # ---- splitting a file into items
+_START_LINE = re.compile(r"^(?:(?:dim|model|fn|import)\b|@)", re.M)
+_CODE_LINE = re.compile(r"^[ \t]*[^ \t\r\n#]|^[ \t]+#", re.M)  # not blank, not a column-0 comment
+
+
 def split_items(text: str) -> list[tuple[int, int, str]]:
     """(start, end, doc) of each item's text in the file.
 
@@ -449,36 +453,69 @@ def split_items(text: str) -> list[tuple[int, int, str]]:
     lines and the `fn` they decorate stay together. Blank lines and column-0 comments
     after an item's last line are not part of it; the comment lines directly above an
     item are its doc. Text before the first item that is not blank or a comment forms a
-    chunk of its own (which fails to parse, as it should).
+    chunk of its own (which fails to parse, as it should). The scan runs in the regex
+    engine: only item boundaries are looked at in Python.
     """
-    chunks: list[list] = []
-    pending_doc: list[str] = []
+    starts: list[int] = []
     decorators_only = False
-    pos, n = 0, len(text)
-    while pos < n:
-        nl = text.find("\n", pos)
-        end = n if nl < 0 else nl + 1
-        line = text[pos:end]
-        first = line[:1]
-        if first == "#":
-            pending_doc.append(line[1:].strip())
-        elif not line.strip():
-            pending_doc = []
-        else:
-            at_col0 = first not in (" ", "\t")
-            continues = decorators_only and (line.startswith("@") or line.startswith("fn"))
-            if at_col0 and ITEM_START.match(line) and not continues:
-                chunks.append([pos, end, "\n".join(pending_doc)])
-                decorators_only = line.startswith("@")
-            elif not chunks:
-                chunks.append([pos, end, ""])
-            else:
-                chunks[-1][1] = end
-                if at_col0 and not line.startswith("@"):
-                    decorators_only = False
-            pending_doc = []
-        pos = end
-    return [(a, b, d) for a, b, d in chunks]
+    for m in _START_LINE.finditer(text):
+        pos = m.start()
+        is_deco = text.startswith("@", pos)
+        if decorators_only and starts and (is_deco or text.startswith("fn", pos)) \
+                and _only_decorators(text, starts[-1], pos):
+            decorators_only = is_deco
+            continue
+        starts.append(pos)
+        decorators_only = is_deco
+    chunks: list[tuple[int, int, str]] = []
+    first = starts[0] if starts else len(text)
+    junk = _CODE_LINE.search(text, 0, first)
+    if junk:
+        starts.insert(0, _line_start(text, junk.start()))
+    for k, pos in enumerate(starts):
+        limit = starts[k + 1] if k + 1 < len(starts) else len(text)
+        end = _code_end(text, pos, limit)
+        doc = _doc_above(text, pos) if not (junk and k == 0) else ""
+        chunks.append((pos, end, doc))
+    return chunks
+
+
+def _line_start(text: str, pos: int) -> int:
+    return text.rfind("\n", 0, pos) + 1
+
+
+def _only_decorators(text: str, start: int, stop: int) -> bool:
+    for line in text[start:stop].split("\n"):
+        if line.strip() and not line.startswith("@") and not line.startswith("#"):
+            return False
+    return True
+
+
+def _code_end(text: str, start: int, limit: int) -> int:
+    """End of the last line in [start, limit) that is code (not blank, not a col-0 comment)."""
+    end = limit
+    while end > start:
+        line_start = text.rfind("\n", start, end - 1) + 1 if end - 1 > start else start
+        if line_start < start:
+            line_start = start
+        line = text[line_start:end]
+        if line.strip() and not line.startswith("#"):
+            return end
+        end = line_start
+    return start
+
+
+def _doc_above(text: str, pos: int) -> str:
+    lines = []
+    end = pos
+    while end > 0:
+        ls = text.rfind("\n", 0, end - 1) + 1
+        line = text[ls:end].rstrip("\r\n")
+        if not line.startswith("#"):
+            break
+        lines.append(line[1:].strip())
+        end = ls
+    return "\n".join(reversed(lines))
 
 
 def parse_file(text: str, path: str, reuse: dict | None = None) -> list[A.Item]:
