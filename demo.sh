@@ -13,6 +13,11 @@ echo "\$ shapescript check ${good[*]}"
 echo "(exit status 0: no errors)"
 echo
 
+echo "\$ shapescript check --target vllm examples/llama.ss"
+.venv/bin/shapescript check --target vllm examples/llama.ss
+echo "(exit status 0: a serving engine can run its forward)"
+echo
+
 echo "\$ shapescript check $broken"
 status=0
 .venv/bin/shapescript check "$broken" || status=$?
