@@ -299,7 +299,9 @@ class Workspace:
                 visible.setdefault(it.name, it)
         visible.update(own)
         # dims
-        dim_items = [it for it in visible.values() if isinstance(it, A.DimItem)]
+        # a dim that didn't parse is still a dim (of unknown size): its uses raise nothing
+        dim_items = [it for it in visible.values() if isinstance(it, A.DimItem)
+                     or (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")]
         dims = DimTable(dim_items, self.dim_overrides)
         for it in own.values():
             diags.extend(dims.diags.get(id(it), []))

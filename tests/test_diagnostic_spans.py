@@ -99,3 +99,25 @@ fn forward(m: M, x: [b D]) -> [b D]:
     assert sorted((d.code, d.message) for d in diags) == [
         ("W0101", "`h` is never used"), ("W0102", "no exported function reads `extra`")]
     assert all(d.severity == 2 for d in diags)
+
+
+def test_typo_fixes_write_the_suggestion_but_are_not_applied_by_default():
+    from shapescript_core.diagnostics import Applicability
+    from shapescript_core.fixes import apply_edits, safe_fix_edits
+    src = "dim D = 4\nfn f(x: [b D]) -> [b D]:\n    return softmx(x, over=D)\n"
+    ws, diags = check(src)
+    (fix,) = diags[0].fixes
+    assert fix.title == "Replace with `softmax`" and fix.applicability == Applicability.UNSAFE
+    assert safe_fix_edits(diags) == {}
+    fixed = apply_edits(src, list(fix.edits))
+    assert "return softmax(x, over=D)" in fixed
+    assert check(fixed)[1] == []
+
+
+def test_unused_local_fix_renames_it():
+    from shapescript_core.fixes import apply_edits
+    src = "dim D = 4\nfn f(x: [b D]) -> [b D]:\n    h = x\n    return x\n"
+    _, diags = check(src)
+    (d,) = diags
+    assert d.fixes[0].title == "Rename to `_h`"
+    assert check(apply_edits(src, list(d.fixes[0].edits)))[1] == []

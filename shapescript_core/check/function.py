@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..diagnostics import Diagnostic, Severity, Span, error, warning
+from ..diagnostics import Diagnostic, Edit, Fix, Severity, Span, error, warning
 from ..syntax import ast as A
 from . import ops
 from .builtins import BUILTINS, REQUIRED, Bound, Builtin
@@ -79,6 +79,14 @@ class FnChecker:
     def src(self, pos) -> str:
         return self.item.src(pos)
 
+    def suggest(self, d: Diagnostic, name, what: str, pos):
+        """Help naming the closest known name, and a fix that writes it (unsafe: it
+        guesses the intent, so `--fix` leaves it to the user)."""
+        if not name:
+            return
+        d.help(f"there is {what} with a similar name: `{name}`")
+        d.fix(Fix.unsafe(f"Replace with `{name}`", Edit(self.item.span(pos), name)))
+
     def name(self, s: Size) -> str:
         return self.env.dims.render(s)
 
@@ -142,8 +150,7 @@ class FnChecker:
                 return Size.sym(node.id)
             d = self.err("E0201", f"`{node.id}` isn't defined", node.pos, "not a dim or size variable")
             sug = closest(node.id, list(self.svars) + self.env.dim_names())
-            if sug:
-                d.help(f"there is an axis with a similar name: `{sug}`")
+            self.suggest(d, sug, "an axis", node.pos)
             return None
         self.err("E0404", f"`over=` takes axis names, found `{self.src(node.pos)}`", node.pos, "not an axis name")
         return None
@@ -188,7 +195,8 @@ class FnChecker:
             if not loc.used and not loc.name.startswith("_"):
                 self.diags.append(warning("W0101", f"`{loc.name}` is never used", item.span(loc.pos),
                                           "assigned here, never read").help(
-                    f"remove it, or name it `_{loc.name}` if that is intended"))
+                    f"remove it, or name it `_{loc.name}` if that is intended").fix(
+                    Fix.unsafe(f"Rename to `_{loc.name}`", Edit(item.span(loc.pos), f"_{loc.name}"))))
         return FnResult(item, self.diags, self.types, self.nodes, self.calls, self.callees, self.deps,
                         self.locals_at, self.svars, self.pattern_info, sig.ret, self.field_reads)
 
@@ -365,8 +373,7 @@ class FnChecker:
             return UNKNOWN
         d = self.err("E0201", f"`{e.id}` isn't defined", e.pos, "not found in this scope")
         sug = closest(e.id, list(self.locals) + self.env.dim_names())
-        if sug:
-            d.help(f"there is a name like it: `{sug}`")
+        self.suggest(d, sug, "a name", e.pos)
         return UNKNOWN
 
     def _unop(self, e: A.Unop) -> Type:
@@ -418,8 +425,7 @@ class FnChecker:
         if f is None:
             d = self.err("E0204", f"`{t.name}` has no field `{e.name}`", e.name_pos, f"not a field of `{t.name}`")
             sug = closest(e.name, list(m.fields))
-            if sug:
-                d.help(f"there is a field with a similar name: `{sug}`")
+            self.suggest(d, sug, "a field", e.name_pos)
             return UNKNOWN
         return f.type
 
@@ -467,8 +473,7 @@ class FnChecker:
                 return UNKNOWN
             d = self.err("E0205", f"`{name}` isn't a function", call.func.pos, "no function with this name")
             sug = closest(name, list(BUILTINS) + self.env.fn_names())
-            if sug:
-                d.help(f"there is a function with a similar name: `{sug}`")
+            self.suggest(d, sug, "a function", call.func.pos)
             return UNKNOWN
         return self._user_call(call, sig)
 
@@ -509,8 +514,7 @@ class FnChecker:
                 self.expr(a.value)
                 d = self.err("E0206", f"`{b.name}` has no argument `{a.name}`", a.pos, "unknown keyword")
                 sug = closest(a.name, names)
-                if sug:
-                    d.help(f"there is an argument with a similar name: `{sug}`")
+                self.suggest(d, sug, "an argument", (a.pos[0], a.pos[0] + len(a.name)))
                 ok = False
                 continue
             if a.name in bound.nodes:
