@@ -12,14 +12,10 @@ receiving the `publishDiagnostics` of that version, and prints p50, p95 and p99.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import queue
 import re
 import statistics
-import subprocess
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -27,56 +23,13 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
 from gen import generate  # noqa: E402
+sys.path.insert(0, ROOT)
+from server.stdio_client import StdioClient  # noqa: E402
 
 
-class Server:
-    """A bare JSON-RPC client over the server's stdio: no library in the timing."""
-
+class Server(StdioClient):
     def __init__(self, cmd: list):
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=ROOT)
-        self.inbox: queue.Queue = queue.Queue()
-        self.next_id = 0
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        out = self.proc.stdout
-        while True:
-            length = 0
-            while True:
-                line = out.readline()
-                if not line:
-                    self.inbox.put(None)
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            msg = json.loads(out.read(length))
-            self.inbox.put((time.perf_counter(), msg))
-
-    def send(self, msg: dict) -> float:
-        body = json.dumps(msg).encode()
-        t = time.perf_counter()
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.proc.stdin.flush()
-        return t
-
-    def request(self, method: str, params) -> dict:
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        while True:
-            _, msg = self.receive(60)
-            if msg.get("id") == self.next_id and "method" not in msg:
-                return msg
-
-    def notify(self, method: str, params) -> float:
-        return self.send({"jsonrpc": "2.0", "method": method, "params": params})
-
-    def receive(self, timeout: float):
-        item = self.inbox.get(timeout=timeout)
-        if item is None:
-            raise RuntimeError("the server exited")
-        return item
+        super().__init__(cmd, cwd=ROOT)
 
     def wait_publish(self, uri: str, version: int, timeout: float = 60) -> tuple:
         """(arrival time, diagnostics) of the publishDiagnostics for this version;
@@ -88,16 +41,8 @@ class Server:
                 p = msg["params"]
                 if p["uri"] == uri and p.get("version") == version:
                     return t, p["diagnostics"]
-            elif "method" in msg and "id" in msg:  # a request from the server
-                self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
-
-    def close(self):
-        try:
-            self.request("shutdown", None)
-            self.notify("exit", None)
-            self.proc.wait(10)
-        except Exception:
-            self.proc.kill()
+            else:
+                self.answer_server_request(msg)
 
 
 def edit_sites(text: str, count: int) -> list:

@@ -108,6 +108,13 @@ def guarded(kind: str = "request"):
 
     def deco(fn):
         name = fn.__name__
+
+        def failed(ls, exc):
+            ls.report_failure(name, exc)
+            if kind == "request":
+                raise JsonRpcInternalError(f"{name} failed: {exc!r}") from None
+            return None
+
         if asyncio.iscoroutinefunction(fn):
             @functools.wraps(fn)
             async def wrapper(ls, *args):
@@ -116,10 +123,7 @@ def guarded(kind: str = "request"):
                 except JsonRpcException:
                     raise
                 except Exception as exc:
-                    ls.report_failure(name, exc)
-                    if kind == "request":
-                        raise JsonRpcInternalError(f"{name} failed: {exc!r}") from None
-                    return None
+                    return failed(ls, exc)
         else:
             @functools.wraps(fn)
             def wrapper(ls, *args):
@@ -128,10 +132,7 @@ def guarded(kind: str = "request"):
                 except JsonRpcException:
                     raise
                 except Exception as exc:
-                    ls.report_failure(name, exc)
-                    if kind == "request":
-                        raise JsonRpcInternalError(f"{name} failed: {exc!r}") from None
-                    return None
+                    return failed(ls, exc)
         return wrapper
 
     return deco

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 from typing import Optional
 
@@ -15,6 +16,7 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 from shapescript_core.syntax.source import LineIndex
 from shapescript_core.workspace import Workspace
+from server.stdio_client import StdioClient
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER = [sys.executable, "-m", "server.main"]
@@ -176,64 +178,16 @@ def codes(publish) -> list:
     return sorted(str(d.code) for d in publish.diagnostics)
 
 
-class RawServer:
+class RawServer(StdioClient):
     """The server under a bare JSON-RPC client, for messages pygls won't send (bad params,
     broken JSON)."""
 
     def __init__(self, command=None):
-        import json
-        import queue
-        import subprocess
-        import threading
-        self._json = json
-        self.proc = subprocess.Popen(command or SERVER, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT})
-        self.inbox = queue.Queue()
-        self.next_id = 0
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self):
-        out = self.proc.stdout
-        while True:
-            length = 0
-            while True:
-                line = out.readline()
-                if not line:
-                    self.inbox.put(None)
-                    return
-                if line in (b"\r\n", b"\n"):
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            self.inbox.put(self._json.loads(out.read(length)))
-
-    def send_bytes(self, body: bytes):
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        self.proc.stdin.flush()
-
-    def send(self, msg: dict):
-        self.send_bytes(self._json.dumps(msg).encode())
+        super().__init__(command or SERVER, cwd=ROOT, env={**os.environ, "PYTHONPATH": ROOT},
+                         stderr=subprocess.DEVNULL)
 
     def request(self, method: str, params, timeout: float = 15) -> dict:
-        self.next_id += 1
-        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        while True:
-            msg = self.inbox.get(timeout=timeout)
-            if msg is None:
-                raise RuntimeError("the server exited")
-            if msg.get("id") == self.next_id and "method" not in msg:
-                return msg
-            if "method" in msg and "id" in msg:  # a request from the server: answer it
-                self.send({"jsonrpc": "2.0", "id": msg["id"], "result": None})
-
-    def notify(self, method: str, params):
-        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+        return super().request(method, params, timeout)
 
     def close(self):
-        try:
-            self.request("shutdown", None, timeout=5)
-            self.notify("exit", None)
-            self.proc.wait(5)
-        except Exception:
-            self.proc.kill()
-            self.proc.wait()
+        super().close(timeout=5)
