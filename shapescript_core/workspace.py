@@ -19,7 +19,7 @@ from .check.function import FnResult, check_function
 from .check.sizes import Size
 from .check.types import TensorT, Type
 from .syntax import ast as A
-from .syntax.parser import parse_file
+from .syntax.parser import reparse_file
 from .syntax.source import LineIndex
 
 
@@ -46,14 +46,11 @@ class SourceFile:
         self.set_text(text, version)
 
     def set_text(self, text: str, version: Optional[int] = None):
-        reuse: dict = {}
         old = {id(it) for it in self.items}
-        for it in self.items:
-            reuse.setdefault(it.text, []).append(it)
+        with _no_gc():
+            self.items = reparse_file(self.items, self.text, text, self.path)
         self.text = text
         self.version = version
-        with _no_gc():
-            self.items = parse_file(text, self.path, reuse)
         self.fresh = sum(1 for it in self.items if id(it) not in old)
         self.lines = LineIndex(text)
 

@@ -49,3 +49,23 @@ def test_random_edits_of_examples_never_raise(which, edits):
         inc = sorted((d.code, d.span.abs_start, d.message) for d in ws.diagnostics(path))
         fresh = sorted((d.code, d.span.abs_start, d.message) for d in _check(text))
         assert inc == fresh  # the incremental cache agrees with a fresh check
+
+
+@SETTINGS
+@given(st.integers(0, len(TEXTS) - 1), st.lists(
+    st.tuples(st.floats(0, 1), st.integers(0, 30), st.lists(ALPHABET, max_size=5).map("".join)),
+    min_size=1, max_size=8))
+def test_reparsing_around_an_edit_equals_parsing_anew(which, edits):
+    from shapescript_core.syntax.parser import changed_range, parse_file, reparse_file
+    text = TEXTS[which]
+    items = parse_file(text, "r.ss")
+    for where, cut, insert in edits:
+        i = int(where * len(text))
+        new = text[:i] + insert + text[i + cut:]
+        p, old_end, new_end = changed_range(text, new)
+        assert text[:p] == new[:p] and text[old_end:] == new[new_end:]
+        items = reparse_file(items, text, new, "r.ss")
+        text = new
+        fresh = parse_file(text, "r.ss")
+        assert [(it.offset, it.text, it.doc) for it in items] == \
+               [(it.offset, it.text, it.doc) for it in fresh]

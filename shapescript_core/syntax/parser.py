@@ -6,6 +6,7 @@ items whose text changed (`parse_file(..., reuse=...)`).
 """
 from __future__ import annotations
 
+import bisect
 import re
 import threading
 from pathlib import Path
@@ -446,7 +447,7 @@ _START_LINE = re.compile(r"^(?:(?:dim|model|fn|import)\b|@)", re.M)
 _CODE_LINE = re.compile(r"^[ \t]*[^ \t\r\n#]|^[ \t]+#", re.M)  # not blank, not a column-0 comment
 
 
-def split_items(text: str) -> list[tuple[int, int, str]]:
+def split_items(text: str, lo: int = 0, hi: int | None = None) -> list[tuple[int, int, str]]:
     """(start, end, doc) of each item's text in the file.
 
     An item starts at a column-0 line beginning with an item keyword or `@`; decorator
@@ -454,11 +455,13 @@ def split_items(text: str) -> list[tuple[int, int, str]]:
     after an item's last line are not part of it; the comment lines directly above an
     item are its doc. Text before the first item that is not blank or a comment forms a
     chunk of its own (which fails to parse, as it should). The scan runs in the regex
-    engine: only item boundaries are looked at in Python.
+    engine: only item boundaries are looked at in Python. `lo` and `hi` limit it to a
+    region that starts at an item's start and ends at one (or the end of the text).
     """
+    hi = len(text) if hi is None else hi
     starts: list[int] = []
     decorators_only = False
-    for m in _START_LINE.finditer(text):
+    for m in _START_LINE.finditer(text, lo, hi):
         pos = m.start()
         is_deco = text.startswith("@", pos)
         if decorators_only and starts and (is_deco or text.startswith("fn", pos)) \
@@ -468,12 +471,12 @@ def split_items(text: str) -> list[tuple[int, int, str]]:
         starts.append(pos)
         decorators_only = is_deco
     chunks: list[tuple[int, int, str]] = []
-    first = starts[0] if starts else len(text)
-    junk = _CODE_LINE.search(text, 0, first)
+    first = starts[0] if starts else hi
+    junk = _CODE_LINE.search(text, 0, first) if lo == 0 else None
     if junk:
         starts.insert(0, _line_start(text, junk.start()))
     for k, pos in enumerate(starts):
-        limit = starts[k + 1] if k + 1 < len(starts) else len(text)
+        limit = starts[k + 1] if k + 1 < len(starts) else hi
         end = _code_end(text, pos, limit)
         doc = _doc_above(text, pos) if not (junk and k == 0) else ""
         chunks.append((pos, end, doc))
@@ -524,8 +527,12 @@ def parse_file(text: str, path: str, reuse: dict | None = None) -> list[A.Item]:
     `reuse` maps an item's text to the list of items with that text from a previous
     parse; reused items get their new offset and doc. Never raises.
     """
+    return _parse_chunks(text, path, split_items(text), reuse)
+
+
+def _parse_chunks(text: str, path: str, chunks, reuse: dict | None) -> list[A.Item]:
     items: list[A.Item] = []
-    for start, end, doc in split_items(text):
+    for start, end, doc in chunks:
         chunk = text[start:end]
         item = None
         if reuse:
@@ -538,3 +545,64 @@ def parse_file(text: str, path: str, reuse: dict | None = None) -> list[A.Item]:
         item.doc = doc
         items.append(item)
     return items
+
+
+def changed_range(old: str, new: str) -> tuple[int, int, int]:
+    """(start, old end, new end) of the one region in which two texts differ."""
+    n = min(len(old), len(new))
+    p, step = 0, 4096
+    while p < n and old[p:p + step] == new[p:p + step]:
+        p += step
+    p = min(p, n)
+    lo, hi = p, min(p + step, n)  # the first difference is in [lo, hi]
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if old[lo:mid + 1] == new[lo:mid + 1]:
+            lo = mid + 1
+        else:
+            hi = mid
+    p = lo
+    s, limit = 0, n - p  # a common suffix, not overlapping the prefix
+    while s < limit:
+        k = min(step, limit - s)
+        if old[len(old) - s - k:len(old) - s] != new[len(new) - s - k:len(new) - s]:
+            break
+        s += k
+    lo, hi = s, min(s + step, limit)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if old[len(old) - mid:len(old) - s] == new[len(new) - mid:len(new) - s]:
+            lo = mid
+        else:
+            hi = mid - 1
+    s = lo
+    return p, len(old) - s, len(new) - s
+
+
+def reparse_file(old_items: list, old_text: str, text: str, path: str) -> list[A.Item]:
+    """The items of `text`, given the items of `old_text`: only the items around the
+    changed region are split and parsed again; the ones after it move."""
+    if not old_items:
+        return parse_file(text, path)
+    p, old_end, new_end = changed_range(old_text, text)
+    starts = [it.offset for it in old_items]
+    if p < starts[0] + 1:
+        reuse: dict = {}
+        for it in old_items:
+            reuse.setdefault(it.text, []).append(it)
+        return parse_file(text, path, reuse)
+    i = bisect.bisect_right(starts, p) - 1
+    lo_idx = max(i - 1, 0)  # one item of context before: an edit can join two items
+    k = bisect.bisect_right(starts, old_end)
+    hi_idx = min(k + 1, len(old_items))  # and one after
+    delta = new_end - old_end
+    region_lo = starts[lo_idx] if lo_idx > 0 else 0  # the file's start: text before items
+    region_hi = starts[hi_idx] + delta if hi_idx < len(old_items) else len(text)
+    reuse = {}
+    for it in old_items[lo_idx:hi_idx]:
+        reuse.setdefault(it.text, []).append(it)
+    middle = _parse_chunks(text, path, split_items(text, region_lo, region_hi), reuse)
+    after = old_items[hi_idx:]
+    for it in after:
+        it.offset += delta
+    return old_items[:lo_idx] + middle + after
