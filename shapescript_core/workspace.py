@@ -36,6 +36,11 @@ def _no_gc():
             gc.enable()
 
 
+# unknown names, types, callees and free dims in fields: with an import missing, the
+# missing file may well define them
+UNRESOLVED_NAME_CODES = {"E0201", "E0202", "E0205"}
+
+
 class SourceFile:
     def __init__(self, path: str, text: str, version: Optional[int] = None):
         self.path = path
@@ -331,6 +336,9 @@ class Workspace:
                 fns[n] = res
                 diags.extend(res.diags)
         diags.extend(self._recursion(fns, own))
+        if any(d.code == "E0210" for d in diags):
+            # names the missing file would define are not this file's mistakes
+            diags = [d for d in diags if d.code not in UNRESOLVED_NAME_CODES]
         diags.extend(self._unread_fields(f, own, fns, models))
         a = Analysis(f.path, f, env, diags, fns, own, visible, imports)
         try:

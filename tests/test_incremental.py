@@ -92,3 +92,29 @@ def test_import_errors(tmp_path):
     assert [(d.code, d.message) for d in ds] == [("E0209", "import cycle: a.ss → b.ss → a.ss")]
     ws.set_text(str(a), 'import "missing.ss"\n')
     assert [(d.code, d.message) for d in ws.diagnostics(str(a))] == [("E0210", "can't find `missing.ss`")]
+
+
+def test_a_missing_import_is_the_one_diagnostic(tmp_path):
+    main = tmp_path / "main.ss"
+    main.write_text('import "layers.ss"\n\nmodel Net:\n    mlp: Mlp\n    out: [D D]\n\n'
+                    'fn run(m: Net, x: [b n D]) -> [b n D]:\n    return mlp(m.mlp, x) |> linear(m.out)\n')
+    ws = Workspace()
+    ws.set_text(str(main), main.read_text())
+    assert [d.code for d in ws.diagnostics(str(main)) if d.severity == 1] == ["E0210"]
+
+
+def test_a_dim_in_error_is_the_one_diagnostic():
+    src = """dim D = 768
+dim H = 10
+dim Dh = D / H
+
+model M:
+    w: [D Dh]
+
+fn f(m: M, x: [b n D]) -> [b H n Dh]:
+    _y = linear(x, m.w) * (1 / sqrt(Dh))
+    return x |> rearrange(b n (H Dh) -> b H n Dh) |> softmax(over=Dh)
+"""
+    ws = Workspace()
+    ws.set_text(P, src)
+    assert [d.code for d in ws.diagnostics(P)] == ["E0208"]

@@ -148,6 +148,8 @@ class FnChecker:
                 return d
             if node.id in self.svars:
                 return Size.sym(node.id)
+            if self.env.dims.is_dim(node.id) or self.env.is_broken_name(node.id):
+                return None  # a dim whose value is in error: reported at the dim
             d = self.err("E0201", f"`{node.id}` isn't defined", node.pos, "not a dim or size variable")
             sug = closest(node.id, list(self.svars) + self.env.dim_names())
             self.suggest(d, sug, "an axis", node.pos)
@@ -359,8 +361,8 @@ class FnChecker:
         d = self.env.dim(e.id)
         if d is not None:
             return ScalarT("int", d)
-        if self.env.is_broken_name(e.id):
-            return UNKNOWN
+        if self.env.is_broken_name(e.id) or self.env.dims.is_dim(e.id):
+            return UNKNOWN  # a dim whose value is in error: reported at the dim
         if e.id in self.svars:
             return ScalarT("int", self.svars[e.id])
         if e.id in DTYPE_NAMES:

@@ -240,6 +240,9 @@ def check_pattern_call(ck, call: A.Call, fname: str, tensors: list) -> "Type":
         if not isinstance(t, TensorT):
             ck.err("E0301", f"expected a tensor, found {ck.kind_word(t)}", node.pos, "not a tensor")
             return UNKNOWN
+    names = [p.name for side in pat.inputs + [pat.output] for p in flat_names(side.items)]
+    if any(ck.env.dims.is_dim(n) and ck.env.dim(n) is None for n in names):
+        return UNKNOWN  # a dim whose value is in error: reported at the dim
     m = Matcher(ck, call, einsum)
     ck.pattern_info[id(call)] = m
     try:
