@@ -269,9 +269,8 @@ def _sdpa(ck, call, b: Bound):
                 ck.err("E0304", f"`{ops.operand_text(ck, b.n('attn_mask'))}` must be bool, found {ck.dtype_text(m.dtype)}",
                        b.n("attn_mask").pos, "a mask is bool")
                 return UNKNOWN
-            allowed = {a.name for a in qb} | {q.axes[-2].name, k.axes[-2].name, q.axes[-3].name}
-            if not set(m.names()) <= allowed:
-                scores = TensorT(qb + (q.axes[-3], q.axes[-2], k.axes[-2]), q.dtype)
+            scores = TensorT(qb + (q.axes[-3], q.axes[-2], k.axes[-2]), q.dtype)
+            if not ops.subset(m, scores):
                 ck.err("E0412", f"the mask is {ck.render(m)}, but the scores are {ck.render(scores)}",
                        b.n("attn_mask").pos, "the mask's axes must be the scores' axes")
                 return UNKNOWN
@@ -290,7 +289,7 @@ def _masked_fill(ck, call, b: Bound):
         ck.err("E0304", f"`{ops.operand_text(ck, b.n('mask'))}` must be bool, found {ck.dtype_text(m.dtype)}",
                b.n("mask").pos, "a mask is bool")
         return UNKNOWN
-    if not set(m.names()) <= set(x.names()):
+    if not ops.subset(m, x):
         ck.err("E0412", f"the mask is {ck.render(m)}, but the scores are {ck.render(x)}", b.n("mask").pos,
                "the mask's axes must be axes of the tensor")
         return UNKNOWN

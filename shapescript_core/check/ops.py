@@ -43,16 +43,16 @@ def align(ck, op: str, lnode, rnode, lt: Type, rt: Type, pos) -> Type:
     return broadcast(ck, lt, rt, pos)
 
 
-def _subset(a: TensorT, b: TensorT) -> bool:
+def subset(a: TensorT, b: TensorT) -> bool:
     """Every axis name of a is an axis name of b, counted with repeats."""
     ca, cb = Counter(a.names()), Counter(b.names())
     return all(cb[n] >= k for n, k in ca.items())
 
 
 def broadcast(ck, lt: TensorT, rt: TensorT, pos):
-    if _subset(lt, rt):
+    if subset(lt, rt):
         big, small = rt, lt
-    elif _subset(rt, lt):
+    elif subset(rt, lt):
         big, small = lt, rt
     else:
         ck.err("E0402", f"can't combine {ck.render(lt)} with {ck.render(rt)}: neither has all the other's axes",

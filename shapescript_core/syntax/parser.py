@@ -327,12 +327,18 @@ def _describe(tok: Token) -> str:
     return f"`{tok.value}`"
 
 
+EXPRESSION_START = {"NAME", "INT", "FLOAT", "STRING", "LPAR", "MINUS", "BANG", "NOT", "TRUE",
+                    "FALSE", "INF"}
+
+
 def _expected(expected: set) -> str:
+    if len(expected & EXPRESSION_START) >= 3:
+        return "an expression"
+    if "_NL" in expected and {"PLUS", "PIPE"} <= expected:
+        return "an operator or the end of the line"
     for k in EXPECT_ORDER:
         if k in expected:
             return TOKEN_WORDS.get(k, k)
-    if expected & {"NAME", "INT", "FLOAT", "LPAR", "MINUS"}:
-        return "an expression"
     return "something else"
 
 
