@@ -336,6 +336,8 @@ def _expected(expected: set) -> str:
         return "an expression"
     if "_NL" in expected and {"PLUS", "PIPE"} <= expected:
         return "an operator or the end of the line"
+    if "_NL" in expected and "PIPE" in expected:
+        return "`|>` or the end of the line"
     for k in EXPECT_ORDER:
         if k in expected:
             return TOKEN_WORDS.get(k, k)
