@@ -39,8 +39,10 @@ class Builtin:
                 parts.append(f"{n}=A" if n in self.axis_params else n)
             else:
                 parts.append(f"{n}={_default_text(d)}")
+        if self.pattern and self.name == "einsum":
+            return f"{self.name}({', '.join(parts)}: La, Lb, … -> R)"
         if self.pattern:
-            parts.append("L -> R" if self.name != "einsum" else ": La, Lb -> R")
+            parts.append("L -> R")
         return f"{self.name}({', '.join(parts)})"
 
 
