@@ -310,7 +310,7 @@ def build_signature(item: A.FnItem, dims: DimTable, models: set) -> tuple[Signat
                                "second parameter with this name").label(item.span(seen[p.name].name_pos), "first here"))
             continue
         seen[p.name] = p
-        t = resolve_type(p.type, item, dims, models, lookup, diags)
+        t = resolve_type(p.type, item, dims, models, lookup, diags, allow_stack=True)
         params.append(ParamInfo(p.name, t, p.default is not None, p))
     ret = resolve_type(item.ret, item, dims, models, lookup, diags) if item.ret is not None else UNKNOWN
     sig = Signature(item.name, item, params, ret, svars)

@@ -184,12 +184,11 @@ class Matcher:
         axes = []
         for item in side.items:
             if isinstance(item, A.PGroup):
-                name = ONE
+                # an axis made by an operation is named by its size (§3.1): (H Dh) is D
                 size = ONE
                 for it in item.items:
-                    a = self._out_axis(it, allow_new_dims)
-                    name, size = name * a.name, size * a.size
-                axes.append(Axis(name, size))
+                    size = size * self._out_axis(it, allow_new_dims).size
+                axes.append(Axis(size, size))
             else:
                 axes.append(self._out_axis(item, allow_new_dims))
         return axes
