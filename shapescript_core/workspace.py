@@ -313,21 +313,18 @@ class Workspace:
         # one small key for "the dims and the visible names are as before"
         names_fp = hash((dims.fingerprint, tuple(sorted((n, it.kind) for n, it in visible.items()))))
         models: dict = {}
-        for n, it in visible.items():
-            if isinstance(it, A.ModelItem):
-                info, mdiags = self._cached(self._model_cache, it, names_fp,
-                                            lambda it=it: build_model(it, dims, model_names))
-                models[n] = info
-                if n in own and own[n] is it:
-                    diags.extend(mdiags)
         sigs: dict = {}
         for n, it in visible.items():
-            if isinstance(it, A.FnItem):
-                sig, sdiags = self._cached(self._sig_cache, it, names_fp,
-                                           lambda it=it: build_signature(it, dims, model_names))
-                sigs[n] = sig
-                if n in own and own[n] is it:
-                    diags.extend(sdiags)
+            if isinstance(it, A.ModelItem):
+                cache, build, into = self._model_cache, build_model, models
+            elif isinstance(it, A.FnItem):
+                cache, build, into = self._sig_cache, build_signature, sigs
+            else:
+                continue
+            into[n], idiags = self._cached(cache, it, names_fp,
+                                           lambda it=it, build=build: build(it, dims, model_names))
+            if own.get(n) is it:
+                diags.extend(idiags)
         env = FileEnv(dims, models, sigs, broken)
         fns: dict = {}
         for n, it in own.items():

@@ -369,19 +369,23 @@ def _pattern_rule(ck, call, b: Bound):
     return check_pattern_call(ck, call, name, tensors)
 
 
-_UNARY_DOC = {
-    "exp": "e to the power x", "log": "natural logarithm", "sqrt": "square root",
-    "rsqrt": "1 / sqrt(x)", "tanh": "hyperbolic tangent", "sigmoid": "1 / (1 + exp(-x))",
-    "relu": "max(x, 0)", "gelu": "GELU (erf form)", "gelu_tanh": "GELU (tanh approximation)",
-    "silu": "x * sigmoid(x)", "abs": "absolute value", "neg": "-x", "square": "x * x",
-    "sin": "sine", "cos": "cosine",
-}
-_TORCH_UNARY = {
-    "exp": "torch.exp({x})", "log": "torch.log({x})", "sqrt": "torch.sqrt({x})",
-    "rsqrt": "torch.rsqrt({x})", "tanh": "torch.tanh({x})", "sigmoid": "torch.sigmoid({x})",
-    "relu": "F.relu({x})", "gelu": "F.gelu({x})", "gelu_tanh": "F.gelu({x}, approximate='tanh')",
-    "silu": "F.silu({x})", "abs": "torch.abs({x})", "neg": "-({x})", "square": "torch.square({x})",
-    "sin": "torch.sin({x})", "cos": "torch.cos({x})",
+# elementwise builtins: name -> (doc, lowering)
+_UNARY = {
+    "exp": ("e to the power x", "torch.exp({x})"),
+    "log": ("natural logarithm", "torch.log({x})"),
+    "sqrt": ("square root", "torch.sqrt({x})"),
+    "rsqrt": ("1 / sqrt(x)", "torch.rsqrt({x})"),
+    "tanh": ("hyperbolic tangent", "torch.tanh({x})"),
+    "sigmoid": ("1 / (1 + exp(-x))", "torch.sigmoid({x})"),
+    "relu": ("max(x, 0)", "F.relu({x})"),
+    "gelu": ("GELU (erf form)", "F.gelu({x})"),
+    "gelu_tanh": ("GELU (tanh approximation)", "F.gelu({x}, approximate='tanh')"),
+    "silu": ("x * sigmoid(x)", "F.silu({x})"),
+    "abs": ("absolute value", "torch.abs({x})"),
+    "neg": ("-x", "-({x})"),
+    "square": ("x * x", "torch.square({x})"),
+    "sin": ("sine", "torch.sin({x})"),
+    "cos": ("cosine", "torch.cos({x})"),
 }
 
 
@@ -391,9 +395,8 @@ def _build_table() -> dict:
     def add(b: Builtin):
         t[b.name] = b
 
-    for n, d in _UNARY_DOC.items():
-        add(Builtin(n, [("x", REQUIRED)], _elementwise, f"Elementwise {d}; shape and dtype kept.",
-                    _TORCH_UNARY[n]))
+    for n, (d, lowering) in _UNARY.items():
+        add(Builtin(n, [("x", REQUIRED)], _elementwise, f"Elementwise {d}; shape and dtype kept.", lowering))
     add(Builtin("maximum", [("a", REQUIRED), ("b", REQUIRED)], _by_name2,
                 "Elementwise maximum, aligned by axis name.", "torch.maximum({a}, {b})"))
     add(Builtin("minimum", [("a", REQUIRED), ("b", REQUIRED)], _by_name2,

@@ -269,6 +269,20 @@ def dim_lookup(dims: DimTable, item, diags: list, on_free: Callable):
     return lookup
 
 
+def unique_names(nodes, item, diags: list) -> list:
+    """The fields or parameters with a name not seen before; E0203 for the others."""
+    seen: dict = {}
+    out = []
+    for n in nodes:
+        if n.name in seen:
+            diags.append(error("E0203", f"`{n.name}` is defined twice", item.span(n.name_pos),
+                               "defined again here").label(item.span(seen[n.name].name_pos), "first defined here"))
+            continue
+        seen[n.name] = n
+        out.append(n)
+    return out
+
+
 def build_model(item: A.ModelItem, dims: DimTable, models: set) -> tuple[ModelInfo, list]:
     diags: list = []
     info = ModelInfo(item.name, item)
@@ -279,13 +293,7 @@ def build_model(item: A.ModelItem, dims: DimTable, models: set) -> tuple[ModelIn
         return None
 
     lookup = dim_lookup(dims, item, diags, on_free)
-    seen = {}
-    for f in item.fields:
-        if f.name in seen:
-            diags.append(error("E0203", f"`{f.name}` is defined twice", item.span(f.name_pos),
-                               "second definition").label(item.span(seen[f.name].name_pos), "first defined here"))
-            continue
-        seen[f.name] = f
+    for f in unique_names(item.fields, item, diags):
         t = resolve_type(f.type, item, dims, models, lookup, diags, allow_stack=True)
         info.fields[f.name] = FieldInfo(f.name, t, f, item)
     info.fingerprint = tuple((n, fi.type) for n, fi in info.fields.items())
@@ -303,13 +311,7 @@ def build_signature(item: A.FnItem, dims: DimTable, models: set) -> tuple[Signat
 
     lookup = dim_lookup(dims, item, diags, on_free)
     params = []
-    seen = {}
-    for p in item.params:
-        if p.name in seen:
-            diags.append(error("E0203", f"`{p.name}` is defined twice", item.span(p.name_pos),
-                               "second parameter with this name").label(item.span(seen[p.name].name_pos), "first here"))
-            continue
-        seen[p.name] = p
+    for p in unique_names(item.params, item, diags):
         t = resolve_type(p.type, item, dims, models, lookup, diags, allow_stack=True)
         params.append(ParamInfo(p.name, t, p.default is not None, p))
     ret = resolve_type(item.ret, item, dims, models, lookup, diags) if item.ret is not None else UNKNOWN
