@@ -141,11 +141,19 @@ def warning(code: str, message: str, span: Span, primary_label: str = "") -> Dia
     return Diagnostic(code, message, span, Severity.WARNING, primary_label=primary_label)
 
 
-DOCS_BASE = "https://shapescript.dev/docs/"
+def docs_base() -> str:
+    """Where the docs pages live: `SHAPESCRIPT_DOCS_URL` (a base URL ending in `/`), or
+    else this checkout's `docs/` folder as a file URI, so the link opens a real page."""
+    import os
+    from pathlib import Path
+    env = os.environ.get("SHAPESCRIPT_DOCS_URL")
+    if env:
+        return env if env.endswith("/") else env + "/"
+    return (Path(__file__).resolve().parent.parent / "docs").as_uri() + "/"
 
 
 def doc_url(code: str) -> str:
-    """The docs page a code links to (the "Serving engines" page for E33xx)."""
+    """The docs page a code links to (the "Serving engines" page for E3301–E3306)."""
     if code.startswith("E33") and code[3:5] in {"01", "02", "03", "04", "05", "06"}:
-        return DOCS_BASE + "serving-engines#" + code.lower()
-    return DOCS_BASE + "errors/" + code
+        return docs_base() + "serving-engines.md#" + code.lower()
+    return docs_base() + "errors/" + code + ".md"

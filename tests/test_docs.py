@@ -36,3 +36,16 @@ def test_error_page_examples(page):
     assert code in _codes(blocks[0], sev)
     assert [c for c in _codes(blocks[-1], sev) if c == code] == []
     assert _codes(blocks[-1], Severity.ERROR) == []
+
+
+@pytest.mark.parametrize("code", ["E0408", "E0101", "W0101", "E3304", "E3306", "E3311"])
+def test_doc_links_open_real_pages(code):
+    from urllib.parse import urlparse
+    from urllib.request import url2pathname
+    from shapescript_core.diagnostics import doc_url
+    url = urlparse(doc_url(code))
+    assert url.scheme == "file"
+    page = url2pathname(url.path)
+    assert os.path.exists(page)
+    if url.fragment:
+        assert f'id="{url.fragment}"' in open(page, encoding="utf-8").read()

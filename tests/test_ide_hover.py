@@ -5,6 +5,7 @@ import pytest
 
 from ide_support import workspace
 from shapescript_core.ide.hover import code_summary, hover
+from shapescript_core.diagnostics import doc_url
 
 LIB = """\
     # Shared sizes.
@@ -66,7 +67,7 @@ def test_hover_on_a_diagnostic_gives_its_explanation_and_link():
     text = hover(ws, path, m[0]).markdown
     assert "**error[E0408]**: the pattern calls axis 3 `m`, but `m` is axis 4" in text
     assert "A pattern names an axis that the operand already has" in text
-    assert "[E0408 in the error index](https://shapescript.dev/docs/errors/E0408)" in text
+    assert f"[E0408 in the error index]({doc_url('E0408')})" in text
 
 
 def test_serving_engine_codes_link_the_serving_engines_page():
@@ -80,7 +81,7 @@ def test_serving_engine_codes_link_the_serving_engines_page():
         """
     ws, path, m = workspace(src)
     text = hover(ws, path, m[0]).markdown
-    assert "E3306" in text and "[Serving engines](https://shapescript.dev/docs/serving-engines#e3306)" in text
+    assert "E3306" in text and f"[Serving engines]({doc_url('E3306')})" in text
 
 
 def test_code_summary_reads_the_docs_page():

@@ -52,7 +52,7 @@ async def test_open_publishes_the_version_and_full_diagnostics(client: LanguageC
     assert d.severity == T.DiagnosticSeverity.Error
     assert d.source == "shapescript"
     assert d.message.startswith("the pattern calls axis 3 `m`, but `m` is axis 4")
-    assert d.code_description.href.endswith("/errors/E0408")
+    assert d.code_description.href.endswith("/errors/E0408.md")
     assert d.range.start.line == 13
     assert [r.message for r in d.related_information] == ["`att` is [b H n m]"]
     assert as_json(p.diagnostics) == fresh({str(tmp_path / "attn.ss"): BROKEN}, str(tmp_path / "attn.ss"),
@@ -79,7 +79,7 @@ async def test_serving_engine_codes_link_their_page_and_carry_fixes(client: Lang
     open_doc(client, uri, src)
     p = await wait_version(client, uri, 1)
     (d,) = [d for d in p.diagnostics if d.code == "E3306"]
-    assert d.code_description.href.endswith("serving-engines#e3306")
+    assert d.code_description.href.endswith("serving-engines.md#e3306")
     fixes = d.data["fixes"]
     assert fixes[0]["title"] == "Make `m` the first parameter"
     assert fixes[0]["versions"] == {uri: 1}

@@ -9,6 +9,7 @@ from lsprotocol import types as T
 from pytest_lsp import LanguageClient
 
 from lsp_support import at, config, initialize, open_doc, position, replace, uri_of, wait_version
+from shapescript_core.diagnostics import doc_url
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -100,7 +101,7 @@ async def test_hover_on_a_diagnostic_explains_its_code(client: LanguageClient, t
     text = await hover(client, uri, p.diagnostics[0].range.start)
     assert "**error[E0408]**" in text
     assert "A pattern names an axis that the operand already has" in text
-    assert "(https://shapescript.dev/docs/errors/E0408)" in text
+    assert f"({doc_url('E0408')})" in text
 
 
 async def test_inlay_hints_show_the_shape_after_each_assignment(client: LanguageClient, docs):

@@ -168,7 +168,7 @@ def test_neovim_diagnostics_hover_quick_fix_export(tmp_path):
     assert not r["pulls"]  # pushed diagnostics only: nothing shows twice
     e3306 = [d for d in r["diagnostics"] if d["code"] == "E3306"]
     assert e3306 and e3306[0]["lnum"] == 7
-    assert e3306[0]["href"].endswith("serving-engines#e3306")
+    assert e3306[0]["href"].endswith("serving-engines.md#e3306")
     assert "x: [b D] f32" in r["hover"]
     assert r["lenses"] == ["Export ▸ hf"]
     assert r["hints"] == ["▸ [b C]"]
