@@ -83,9 +83,18 @@ def _requests(args, paths) -> dict:
     return {p: [(args.fn, targets)] for p in paths}
 
 
+def _require_fn(ws: Workspace, paths, name: str):
+    for p in paths:
+        f = ws.file(p)
+        if f is None or not any(it.kind in ("fn", "broken") and it.name == name for it in f.items):
+            raise UsageError(f"`{name}` isn't a function in {os.path.relpath(p)}")
+
+
 def cmd_check(args) -> int:
     ws = Workspace(_parse_dims(args.dim))
     paths = _load(ws, args.files)
+    if args.fn:
+        _require_fn(ws, paths, args.fn)
     ws.export_requests = _requests(args, paths)
     if args.fix:
         for _ in range(5):  # fixes can uncover others; a few rounds at most
@@ -124,6 +133,8 @@ def cmd_export(args) -> int:
     dims = _parse_dims(args.dim)
     ws = Workspace(dims)
     paths = _load(ws, [args.file])
+    if args.fn:
+        _require_fn(ws, paths, args.fn)
     opts = ExportOptions(output=args.out, weights=args.weights, random_weights=args.random_weights,
                          seed=args.seed, dtype=args.dtype, force=args.force, dims=dims)
     result = run_export(ws, paths[0], args.fn, targets[0], opts)

@@ -46,8 +46,11 @@ def run_export(ws, path: str, fn: Optional[str], target: str, options: ExportOpt
     if target not in TARGETS:
         return ExportResult(False, f"unknown target `{target}`: use one of {', '.join(TARGETS)}")
     path = ws.norm(path)
-    if ws.file(path) is None:
+    f = ws.file(path)
+    if f is None:
         return ExportResult(False, f"can't read `{path}`")
+    if fn is not None and not any(it.kind in ("fn", "broken") and it.name == fn for it in f.items):
+        return ExportResult(False, f"`{fn}` isn't a function in {path}")
     if progress:
         progress(f"checking {fn or 'the exported function'} for {target}", 10)
     saved = ws.export_requests.get(path)

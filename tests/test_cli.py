@@ -88,3 +88,10 @@ def test_every_code_has_a_page():
     import re
     codes = set(re.findall(r"\| (E\d{4}) \|", catalog)) | {f"E330{i}" for i in range(1, 7)}
     assert codes <= set(explain.codes())
+
+
+def test_unknown_function_is_a_usage_error():
+    for args in (["check", "--fn", "nosuch", "examples/classifier.ss"],
+                 ["export", "--hf", "--fn", "nosuch", "examples/classifier.ss"]):
+        p = run(*args)
+        assert p.returncode == 2 and "`nosuch` isn't a function" in p.stderr
