@@ -31,7 +31,7 @@ CASES = [(u, f"{u}(x)", "[b n D]", f"{u}(ids)", "E0303") for u in UNARY] + [
     ("minimum", "minimum(z, x)", "[b n D]", "minimum(y, x)", "E0402"),
     ("where", "where(x > 0.0, x, m.g)", "[b n D]", "where(x, x, m.g)", "E0304"),
     ("sum", "sum(x, over=D)", "[b n]", "sum(x, over=F)", "E0404"),
-    ("mean", "mean(x, over=(n, D))", "[b]", "mean(x, over=m)", "E0201"),
+    ("mean", "mean(x, over=(n, D))", "[b]", "mean(x, over=m)", "E0404"),
     ("max", "max(x)", "[]", "max(x, over=F)", "E0404"),
     ("min", "min(x, over=b)", "[n D]", "min(m.e, over=n)", "E0404"),
     ("logsumexp", "logsumexp(x, over=D)", "[b n]", "logsumexp(ids, over=n)", "E0303"),

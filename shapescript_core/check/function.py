@@ -140,8 +140,9 @@ class FnChecker:
                 return Axis(Size.sym(node.id), self.svars[node.id])
         return Axis(size, size)
 
-    def axis_name(self, node) -> Optional[Size]:
-        """An axis name written in `over=` / masks: a dim or a size variable."""
+    def axis_name(self, node, tensor: Optional[TensorT] = None) -> Optional[Size]:
+        """An axis name written in `over=` / masks: a dim or a size variable. With the
+        tensor it reduces, a name that is neither is that tensor's missing axis (E0404)."""
         if isinstance(node, A.Name):
             d = self.env.dim(node.id)
             if d is not None:
@@ -150,6 +151,12 @@ class FnChecker:
                 return Size.sym(node.id)
             if self.env.dims.is_dim(node.id) or self.env.is_broken_name(node.id):
                 return None  # a dim whose value is in error: reported at the dim
+            if tensor is not None:
+                d = self.err("E0404", f"`over={node.id}`, but the tensor is {self.render(tensor)}", node.pos,
+                             f"`{node.id}` is not an axis of the tensor")
+                sug = closest(node.id, [self.name(a.name) for a in tensor.axes])
+                self.suggest(d, sug, "an axis", node.pos)
+                return None
             d = self.err("E0201", f"`{node.id}` isn't defined", node.pos, "not a dim or size variable")
             sug = closest(node.id, list(self.svars) + self.env.dim_names())
             self.suggest(d, sug, "an axis", node.pos)
@@ -165,7 +172,7 @@ class FnChecker:
         items = node.items if isinstance(node, A.TupleExpr) else [node]
         names = []
         for it in items:
-            n = self.axis_name(it)
+            n = self.axis_name(it, t)
             if n is None:
                 return None
             if t.index_of(n) < 0:

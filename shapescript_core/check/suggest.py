@@ -19,6 +19,7 @@ def closest(name: str, candidates) -> str | None:
         if c == name:
             continue
         d = distance(name.lower(), c.lower())
-        if d <= limit and (best_d is None or d < best_d):
+        # a one-letter name is as close to every other one-letter name: suggest none
+        if d <= limit and d < len(name) and (best_d is None or d < best_d):
             best, best_d = c, d
     return best
