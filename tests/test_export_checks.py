@@ -99,6 +99,23 @@ model Lm:
 """
 
 
+# a model holding its own attention weights, and the start of its forward
+QKV_FORWARD = """
+model Lm:
+    emb: [V D]
+    wq: [D D]
+    wk: [D D]
+    wv: [D D]
+    W: [V D]
+
+fn forward(m: Lm, ids: [b n] Index[V]) -> [b n V]:
+    x = embedding(ids, m.emb)
+    q = linear(x, m.wq) |> rearrange(b n (H Dh) -> b H n Dh)
+    k = linear(x, m.wk) |> rearrange(b n (H Dh) -> b H n Dh)
+    v = linear(x, m.wv) |> rearrange(b n (H Dh) -> b H n Dh)
+"""
+
+
 def program(body: str, sig: str = "fn forward(m: Lm, ids: [b n] Index[V]) -> [b n V]:", extra: str = "") -> str:
     return DIMS + "\n" + ATTN + "\n" + LM + "\n" + extra + "\n" + sig + "\n" + \
         textwrap.indent(textwrap.dedent(body), "    ")
@@ -244,20 +261,7 @@ fn forward(m: Lm, ids: [b n] Index[V], pos: [b n] i64) -> [b n V]:
     ("_y = rearrange(x, b (n1 2) D -> b n1 2 D)", "splits `n` into (n1 2)"),
 ])
 def test_e3304_each_kind_of_operation(line, label):
-    src = DIMS + """
-model Lm:
-    emb: [V D]
-    wq: [D D]
-    wk: [D D]
-    wv: [D D]
-    W: [V D]
-
-fn forward(m: Lm, ids: [b n] Index[V]) -> [b n V]:
-    x = embedding(ids, m.emb)
-    q = linear(x, m.wq) |> rearrange(b n (H Dh) -> b H n Dh)
-    k = linear(x, m.wk) |> rearrange(b n (H Dh) -> b H n Dh)
-    v = linear(x, m.wv) |> rearrange(b n (H Dh) -> b H n Dh)
-    x = x + (scaled_dot_product_attention(q, k, v, attn_mask=causal[n n]) |> rearrange(b H n Dh -> b n (H Dh)))
+    src = DIMS + QKV_FORWARD + """    x = x + (scaled_dot_product_attention(q, k, v, attn_mask=causal[n n]) |> rearrange(b H n Dh -> b n (H Dh)))
     LINE  # error: E3304
     return linear(x, m.W)
 """.replace("LINE", line)
@@ -296,20 +300,7 @@ fn mixer(x: [s t D]) -> [s t D]:
 
 
 def test_e3304_one_diagnostic_per_chain_for_hand_written_attention():
-    src = DIMS + """
-model Lm:
-    emb: [V D]
-    wq: [D D]
-    wk: [D D]
-    wv: [D D]
-    W: [V D]
-
-fn forward(m: Lm, ids: [b n] Index[V]) -> [b n V]:
-    x = embedding(ids, m.emb)
-    q = linear(x, m.wq) |> rearrange(b n (H Dh) -> b H n Dh)
-    k = linear(x, m.wk) |> rearrange(b n (H Dh) -> b H n Dh)
-    v = linear(x, m.wv) |> rearrange(b n (H Dh) -> b H n Dh)
-    att = einsum(q, k: b H n Dh, b H m Dh -> b H n m)
+    src = DIMS + QKV_FORWARD + """    att = einsum(q, k: b H n Dh, b H m Dh -> b H n m)
         |> scale(1 / sqrt(Dh))
         |> masked_fill(!causal[n m], -inf)
         |> softmax(over=m)  # error: E3304
