@@ -53,6 +53,15 @@ FIXTURES = {
             return softmax(x, over=D, along=D)
         #                             ^^^^^^^ E0206
         """,
+    "E0403 on the line of a piped call": """
+        dim D = 64
+        dim F = 32
+        fn f(x: [b n D], w: [F F]) -> [b n F]:
+            return x
+                |> relu
+                |> matmul(w)
+        #          ^^^^^^^^^ E0403
+        """,
     "E0202 at the free name": """
         dim D = 4
         model M:

@@ -96,7 +96,7 @@ def _elementwise(ck, call, b: Bound):
 
 
 def _by_name2(ck, call, b: Bound):
-    return ops.align(ck, ck.call_name(call), b.n("a"), b.n("b"), b.t("a"), b.t("b"), call.pos)
+    return ops.align(ck, ck.call_name(call), b.n("a"), b.n("b"), b.t("a"), b.t("b"), A.op_pos(call))
 
 
 def _where(ck, call, b: Bound):
@@ -105,13 +105,13 @@ def _where(ck, call, b: Bound):
         ck.err("E0304", f"`{ops.operand_text(ck, b.n('cond'))}` must be bool, found {ck.dtype_text(c.dtype)}",
                b.n("cond").pos, "not a mask")
         return UNKNOWN
-    ab = ops.align(ck, "where", b.n("a"), b.n("b"), b.t("a"), b.t("b"), call.pos)
+    ab = ops.align(ck, "where", b.n("a"), b.n("b"), b.t("a"), b.t("b"), A.op_pos(call))
     if is_unknown(ab) or is_unknown(c):
         return UNKNOWN
     if isinstance(ab, ScalarT):
         return ab if not isinstance(c, TensorT) else TensorT(c.axes, F32)
     if isinstance(c, TensorT):
-        r = ops.broadcast(ck, ab, TensorT(c.axes, ab.dtype), call.pos)
+        r = ops.broadcast(ck, ab, TensorT(c.axes, ab.dtype), A.op_pos(call))
         return r
     return ab
 
@@ -163,7 +163,7 @@ def _linear(ck, call, b: Bound):
         ck.err("E0401", f"expected a weight [O I], found {ck.render(w)}", b.n("W").pos, "a weight has 2 axes")
         return UNKNOWN
     wt = TensorT((w.axes[1], w.axes[0]), w.dtype)  # linear is x @ Wᵀ
-    r = ops.matmul(ck, "linear", call.pos, b.n("x"), b.n("W"), x, wt)
+    r = ops.matmul(ck, "linear", A.op_pos(call), b.n("x"), b.n("W"), x, wt)
     if is_unknown(r):
         return r
     if b.has("b") and b.n("b") is not None and not isinstance(b.n("b"), A.Const):
@@ -178,7 +178,7 @@ def _linear(ck, call, b: Bound):
 
 
 def _matmul(ck, call, b: Bound):
-    return ops.matmul(ck, "matmul", call.pos, b.n("x"), b.n("w"), b.t("x"), b.t("w"))
+    return ops.matmul(ck, "matmul", A.op_pos(call), b.n("x"), b.n("w"), b.t("x"), b.t("w"))
 
 
 def _embedding(ck, call, b: Bound):
@@ -261,7 +261,7 @@ def _sdpa(ck, call, b: Bound):
             return UNKNOWN
     qb, kb = q.axes[:-3], k.axes[:-3]
     if [a.name for a in qb] != [a.name for a in kb] or [a.name for a in kb] != [a.name for a in v.axes[:-3]]:
-        ck.err("E0402", f"can't combine {ck.render(q)} with {ck.render(k)}: their batch axes differ", call.pos,
+        ck.err("E0402", f"can't combine {ck.render(q)} with {ck.render(k)}: their batch axes differ", A.op_pos(call),
                "queries, keys and values need the same leading axes")
         return UNKNOWN
     if b.has("attn_mask"):
@@ -299,7 +299,7 @@ def _masked_fill(ck, call, b: Bound):
 
 
 def _scale(ck, call, b: Bound):
-    return ops.align(ck, "scale", b.n("x"), b.n("s"), b.t("x"), b.t("s"), call.pos)
+    return ops.align(ck, "scale", b.n("x"), b.n("s"), b.t("x"), b.t("s"), A.op_pos(call))
 
 
 def _to(ck, call, b: Bound):
@@ -323,14 +323,14 @@ def _concat(ck, call, b: Bound):
             return UNKNOWN
         ts.append(t)
     if len(ts) < 2:
-        ck.err("E0206", f"`concat` takes 2 or more tensors, got {len(ts)}", call.pos, "")
+        ck.err("E0206", f"`concat` takes 2 or more tensors, got {len(ts)}", A.op_pos(call), "")
         return UNKNOWN
     first = ts[0]
     names = ck.over_axes(call, b, first)
     if names is None:
         return UNKNOWN
     if len(names) != 1:
-        ck.err("E0404", "`concat` joins along one axis", b.n("over").pos if b.n("over") else call.pos, "name one axis")
+        ck.err("E0404", "`concat` joins along one axis", b.n("over").pos if b.n("over") else A.op_pos(call), "name one axis")
         return UNKNOWN
     i = first.index_of(names[0])
     total = first.axes[i].size

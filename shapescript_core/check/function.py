@@ -495,7 +495,7 @@ class FnChecker:
             want = f"{lo} or more arguments"
         else:
             want = f"{lo} to {hi} arguments"
-        self.err("E0206", f"`{fname}` takes {want}, got {got}", call.pos, f"{got} arguments")
+        self.err("E0206", f"`{fname}` takes {want}, got {got}", A.op_pos(call), f"{got} arguments")
 
     def _builtin_call(self, call: A.Call, b: Builtin) -> Type:
         bound = Bound()
@@ -552,7 +552,7 @@ class FnChecker:
                 lo = sum(1 for _, d in b.params if d is REQUIRED)
                 self._arity_error(call, b.name, lo, len(names), len(call.args))
             else:
-                self.err("E0206", f"`{b.name}` needs `{missing[0]}=`", call.pos, f"`{missing[0]}` is missing")
+                self.err("E0206", f"`{b.name}` needs `{missing[0]}=`", A.op_pos(call), f"`{missing[0]}` is missing")
             return UNKNOWN
         if any(is_unknown(t) for t in bound.types.values()) or any(is_unknown(t) for _, t in bound.rest):
             if b.pattern:

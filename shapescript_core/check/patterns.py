@@ -223,7 +223,7 @@ def check_pattern_call(ck, call: A.Call, fname: str, tensors: list) -> "Type":
     """Check rearrange / split / repeat / einsum; `tensors` are (node, type) of inputs."""
     pat = call.pattern
     if pat is None:
-        ck.err("E0206", f"`{fname}` needs an axis pattern", call.pos, "write `L -> R` in the call")
+        ck.err("E0206", f"`{fname}` needs an axis pattern", A.op_pos(call), "write `L -> R` in the call")
         return UNKNOWN
     einsum = fname == "einsum"
     if einsum and len(pat.inputs) != len(tensors):
@@ -231,7 +231,7 @@ def check_pattern_call(ck, call: A.Call, fname: str, tensors: list) -> "Type":
                pat.pos, "one side per input")
         return UNKNOWN
     if not einsum and (len(tensors) != 1 or len(pat.inputs) != 1):
-        ck.err("E0206", f"`{fname}` takes 1 tensor and a pattern, got {len(tensors)}", call.pos, "")
+        ck.err("E0206", f"`{fname}` takes 1 tensor and a pattern, got {len(tensors)}", A.op_pos(call), "")
         return UNKNOWN
     for node, t in tensors:
         if is_unknown(t):

@@ -146,11 +146,7 @@ def _models_used(res, env) -> list:
     return out
 
 
-def op_pos(node) -> A.Pos:
-    """The span of an operation itself: a piped call starts at its function's name."""
-    if isinstance(node, A.Call) and node.piped:
-        return (node.func.pos[0], node.pos[1])
-    return node.pos
+op_pos = A.op_pos  # re-exported for the export modules
 
 
 def stmt_of(body: list, pos: A.Pos):

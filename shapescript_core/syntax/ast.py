@@ -303,6 +303,14 @@ class BrokenItem(Item):
     declared_kind: str = ""
 
 
+def op_pos(node) -> Pos:
+    """The span of an operation itself: a piped call starts at its function's name, so
+    `x\n    |> linear(w)` is reported on the line of `linear`."""
+    if isinstance(node, Call) and node.piped:
+        return (node.func.pos[0], node.pos[1])
+    return node.pos
+
+
 def walk_expr(e):
     """Yield e and every expression inside it, depth first, in source order."""
     stack = [e]
