@@ -1,7 +1,7 @@
 """Applying fixes' edits to text (the CLI's --fix; tests of every quick fix)."""
 from __future__ import annotations
 
-from .diagnostics import Applicability, Diagnostic, Edit
+from .diagnostics import Applicability
 
 
 def apply_edits(text: str, edits: list) -> str:

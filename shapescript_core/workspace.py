@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .diagnostics import Diagnostic, Severity, error, warning
+from .diagnostics import error, warning
 from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature
 from .check.function import FnResult, check_function
 from .check.sizes import Size

@@ -5,15 +5,15 @@ completion (the names) and PyTorch code generation (`torch`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Optional
+from dataclasses import dataclass
+from typing import Callable
 
 from ..syntax import ast as A
 from . import ops
 from .patterns import check_pattern_call
 from .sizes import Size
 from .types import (BOOL, F32, I64, UNKNOWN, Axis, DType, DTypeValue, ScalarT, TensorT,
-                    TupleT, Type, is_unknown)
+                    is_unknown)
 
 REQUIRED = object()
 

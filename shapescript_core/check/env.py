@@ -8,7 +8,7 @@ from typing import Callable, Optional
 from ..diagnostics import Diagnostic, error
 from ..syntax import ast as A
 from .sizes import Size
-from .types import (DTYPE_NAMES, UNKNOWN, Axis, DType, ModelT, ScalarT, StackT, TensorT, Type)
+from .types import DTYPE_NAMES, UNKNOWN, Axis, DType, ModelT, StackT, TensorT, Type
 from .suggest import closest
 
 

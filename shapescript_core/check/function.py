@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..diagnostics import Diagnostic, Edit, Fix, Severity, Span, error, warning
+from ..diagnostics import Diagnostic, Edit, Fix, error, warning
 from ..syntax import ast as A
 from . import ops
 from .builtins import BUILTINS, REQUIRED, Bound, Builtin
@@ -555,9 +555,7 @@ class FnChecker:
                 self.err("E0206", f"`{b.name}` needs `{missing[0]}=`", A.op_pos(call), f"`{missing[0]}` is missing")
             return UNKNOWN
         if any(is_unknown(t) for t in bound.types.values()) or any(is_unknown(t) for _, t in bound.rest):
-            if b.pattern:
-                pass  # the pattern rule checks what it can
-            return UNKNOWN
+            return UNKNOWN  # an argument in error: reported where it is
         return b.rule(self, call, bound)
 
     def _user_call(self, call: A.Call, sig: Signature) -> Type:

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from .types import (UNKNOWN, Axis, DType, ScalarT, TensorT, Type, is_unknown, BOOL)
+from .types import BOOL, UNKNOWN, ScalarT, TensorT, Type, is_unknown
 
 
 def operand_text(ck, node) -> str:

@@ -219,7 +219,7 @@ class Matcher:
         raise PatternError
 
 
-def check_pattern_call(ck, call: A.Call, fname: str, tensors: list) -> "Type":
+def check_pattern_call(ck, call: A.Call, fname: str, tensors: list):
     """Check rearrange / split / repeat / einsum; `tensors` are (node, type) of inputs."""
     pat = call.pattern
     if pat is None:

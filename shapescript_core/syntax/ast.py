@@ -1,7 +1,7 @@
 """The syntax tree. Every node carries its exact span, relative to its item's start."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Optional, Union
 
 from ..diagnostics import Anchor, Span

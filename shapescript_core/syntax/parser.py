@@ -15,7 +15,7 @@ from lark import Lark, Transformer
 from lark.lexer import Lexer
 from lark.parsers.lalr_analysis import Shift
 
-from ..diagnostics import Diagnostic, Span, error
+from ..diagnostics import Diagnostic, error
 from . import ast as A
 from .lexer import LexProblem, Token, tokenize
 
@@ -378,11 +378,13 @@ def parse_item(text: str, path: str, offset: int) -> A.Item:
         tokens, problems = tokenize(text)
         fatal = [p for p in problems if p.fatal]
         if fatal:
-            return _broken(text, path, offset, [_lex_problem(_tmp(text, path, offset), fatal[0])])
+            item = _broken(text, path, offset)
+            item.syntax_errors = [_lex_problem(item, fatal[0])]
+            return item
         try:
             kind, c = _parse_tokens(tokens)
         except UnexpectedToken as e:
-            item = _broken(text, path, offset, [])
+            item = _broken(text, path, offset)
             # a layout problem explains the parse error that follows it
             item.syntax_errors = ([_lex_problem(item, problems[0])] if problems
                                   else [_syntax_error(item, e, tokens)])
@@ -393,32 +395,21 @@ def parse_item(text: str, path: str, offset: int) -> A.Item:
         item.layout_errors = [_lex_problem(item, p) for p in problems]
         return item
     except RecursionError:
-        item = _broken(text, path, offset, [])
+        item = _broken(text, path, offset)
         item.syntax_errors = [error("E0101", "expected a shorter expression, found one nested too deeply",
                                     item.span((0, min(1, len(text)))))]
         return item
 
 
-def _tmp(text, path, offset) -> A.Item:
-    return A.Item(text, path, offset)
-
-
-def _broken(text: str, path: str, offset: int, diags: list) -> A.BrokenItem:
+def _broken(text: str, path: str, offset: int) -> A.BrokenItem:
     item = A.BrokenItem(text, path, offset)
     m = HEADER_NAME.match(text)
     if m:
         item.declared_kind = m.group(1)
         item.name = m.group(2)
         item.name_pos = (m.start(2), m.end(2))
-    # re-anchor diagnostics made on a temporary item
-    item.syntax_errors = [_reanchor(d, item) for d in diags]
     item.layout_errors = []
     return item
-
-
-def _reanchor(d: Diagnostic, item: A.Item) -> Diagnostic:
-    d.span = Span(item, d.span.start, d.span.end)
-    return d
 
 
 def _build_item(kind: str, c: list, text: str, path: str, offset: int) -> A.Item:
