@@ -143,13 +143,14 @@ def warning(code: str, message: str, span: Span, primary_label: str = "") -> Dia
 
 def docs_base() -> str:
     """Where the docs pages live: `SHAPESCRIPT_DOCS_URL` (a base URL ending in `/`), or
-    else this checkout's `docs/` folder as a file URI, so the link opens a real page."""
+    else the pages the package ships (or the checkout's `docs/`) as a file URI, so the
+    link opens a real page."""
     import os
-    from pathlib import Path
+    from .explain import docs_dir
     env = os.environ.get("SHAPESCRIPT_DOCS_URL")
     if env:
         return env if env.endswith("/") else env + "/"
-    return (Path(__file__).resolve().parent.parent / "docs").as_uri() + "/"
+    return docs_dir().as_uri() + "/"
 
 
 def doc_url(code: str) -> str:

@@ -3,7 +3,7 @@ hover raises; the check of a document whose name holds "boom" raises in the didO
 handler; the core raises for paths holding "corefail"."""
 import sys
 
-import server.diagnostics as diagnostics
+import shapescript_server.diagnostics as diagnostics
 import shapescript_core.ide.hover as ide_hover
 from shapescript_core.workspace import Workspace
 
@@ -34,6 +34,6 @@ ide_hover.hover = _hover
 diagnostics.schedule_check = _schedule_check
 Workspace.diagnostics = _core_diagnostics
 
-from server.main import main  # noqa: E402
+from shapescript_server.main import main  # noqa: E402
 
 sys.exit(main())

@@ -16,10 +16,10 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 from shapescript_core.syntax.source import LineIndex
 from shapescript_core.workspace import Workspace
-from server.stdio_client import StdioClient
+from shapescript_server.stdio_client import StdioClient
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SERVER = [sys.executable, "-m", "server.main"]
+SERVER = [sys.executable, "-m", "shapescript_server.main"]
 CONVERTER = get_converter()
 
 
@@ -153,8 +153,8 @@ async def wait_publishes(client: LanguageClient, uri: str, count: int, timeout: 
 def fresh(texts: dict, path: str, versions: Optional[dict] = None, dims=None) -> list:
     """The diagnostics a fresh workspace holding `texts` (path -> text) gives for `path`,
     converted as the server converts them, as plain JSON."""
-    from server import convert
-    from server.documents import Documents
+    from shapescript_server import convert
+    from shapescript_server.documents import Documents
     ws = Workspace(dims)
     docs = Documents()
     for p, t in texts.items():

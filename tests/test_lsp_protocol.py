@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from lsprotocol import types as T
 
 from lsp_support import ROOT, RawServer, uri_of
-from server import diagnostics as D
-from server.app import ShapeScriptServer
-from server.documents import Documents
+from shapescript_server import diagnostics as D
+from shapescript_server.app import ShapeScriptServer
+from shapescript_server.documents import Documents
 from shapescript_core.syntax.source import LineIndex
 
 TEXT = "dim D = 4\n\nfn f(x: [b D]) -> [b D]:\n    return x\n"
@@ -175,7 +175,7 @@ def _plain_encoding(ws, path):
 
 
 def test_semantic_tokens_stitched_from_cached_items_equal_a_plain_encoding():
-    from server.tokens import encode
+    from shapescript_server.tokens import encode
     ls = ShapeScriptServer()
     ls.token_cache = {}
     path = "/tmp/tokens/u.ss"
@@ -200,7 +200,7 @@ def test_tcp_for_debugging():
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "server.main", "--tcp", f"127.0.0.1:{port}"], cwd=ROOT,
+    proc = subprocess.Popen([sys.executable, "-m", "shapescript_server.main", "--tcp", f"127.0.0.1:{port}"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 15

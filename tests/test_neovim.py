@@ -68,7 +68,7 @@ local ok, err = pcall(function()
   vim.opt.rtp:prepend(os.getenv('SS_PLUGIN'))
   vim.cmd('filetype on')
   local shapescript = require('shapescript')
-  shapescript.setup({ cmd = { os.getenv('SS_PYTHON'), '-m', 'server.main' }, cmd_cwd = os.getenv('SS_ROOT'),
+  shapescript.setup({ cmd = { os.getenv('SS_PYTHON'), '-m', 'shapescript_server.main' }, cmd_cwd = os.getenv('SS_ROOT'),
                       codelens = false })
   results.has_command = vim.fn.exists(':ShapescriptExport') == 2
   vim.cmd.edit(os.getenv('SS_FILE'))
