@@ -9,10 +9,8 @@ from . import explain as explain_mod
 from .diagnostics import Severity
 from .fixes import apply_edits, safe_fix_edits
 from .render import render_human, to_json_line
-from .exporting import ExportOptions, run_export
+from .export.writers import DTYPES, TARGETS
 from .workspace import Workspace
-
-TARGETS = ("hf", "vllm", "gguf")
 
 
 class UsageError(Exception):
@@ -90,9 +88,18 @@ def _require_fn(ws: Workspace, paths, name: str):
             raise UsageError(f"`{name}` isn't a function in {os.path.relpath(p)}")
 
 
+def _require_dims(ws: Workspace, paths, dims: dict):
+    from .export.request import unknown_dims
+    bad = unknown_dims(ws, paths, list(dims))
+    if bad:
+        raise UsageError(bad)
+
+
 def cmd_check(args) -> int:
-    ws = Workspace(_parse_dims(args.dim))
+    dims = _parse_dims(args.dim)
+    ws = Workspace(dims)
     paths = _load(ws, args.files)
+    _require_dims(ws, paths, dims)
     if args.fn:
         _require_fn(ws, paths, args.fn)
     ws.export_requests = _requests(args, paths)
@@ -127,6 +134,7 @@ def cmd_explain(args) -> int:
 
 
 def cmd_export(args) -> int:
+    from .export.cli import run_export_command
     targets = [t for t in TARGETS if getattr(args, t)]
     if len(targets) != 1:
         raise UsageError("export takes exactly one of --hf, --vllm, --gguf")
@@ -135,15 +143,8 @@ def cmd_export(args) -> int:
     paths = _load(ws, [args.file])
     if args.fn:
         _require_fn(ws, paths, args.fn)
-    opts = ExportOptions(output=args.out, weights=args.weights, random_weights=args.random_weights,
-                         seed=args.seed, dtype=args.dtype, force=args.force, dims=dims)
-    result = run_export(ws, paths[0], args.fn, targets[0], opts)
-    if result.diagnostics:
-        _print(ws, result.diagnostics, "human")
-    print(f"shapescript: {result.message}", file=sys.stderr)
-    if result.ok:
-        return 0
-    return 1 if result.diagnostics else 2
+    return run_export_command(ws, paths[0], targets[0], args, dims, UsageError,
+                              lambda diags: _print(ws, diags, "human"))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -160,18 +161,33 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("explain", help="print a code's explanation")
     e.add_argument("code")
     e.set_defaults(run=cmd_explain)
-    x = sub.add_parser("export", help="export a function for a serving engine")
-    x.add_argument("file")
-    for t in TARGETS:
-        x.add_argument(f"--{t}", action="store_true")
-    x.add_argument("--fn")
-    x.add_argument("--out", "-o")
-    x.add_argument("--dim", action="append", metavar="NAME=VALUE")
-    x.add_argument("--weights")
-    x.add_argument("--random-weights", action="store_true")
-    x.add_argument("--seed", type=int, default=0)
-    x.add_argument("--dtype", choices=("f32", "f16", "bf16"), default="f32")
-    x.add_argument("--force", action="store_true")
+    x = sub.add_parser("export", help="export a function for a serving engine",
+                       description="Check a function for a target and write it: a Hugging Face "
+                                   "model directory (--hf, --vllm) or one .gguf file (--gguf).")
+    x.add_argument("file", help="the .ss file to export from")
+    x.add_argument("--hf", action="store_true", help="write a Hugging Face model directory")
+    x.add_argument("--vllm", action="store_true",
+                   help="write the Hugging Face directory made to run in vLLM (with a README saying how)")
+    x.add_argument("--gguf", action="store_true", help="write one .gguf file that llama.cpp runs")
+    x.add_argument("--fn", help="the function to export (default: the one marked @export for the "
+                                "target, else `forward`)")
+    x.add_argument("--out", "-o", metavar="PATH",
+                   help="where to write (default: the settings' [export] output, else "
+                        "<file stem>-<target> beside the source, <stem>.gguf for gguf)")
+    x.add_argument("--dim", action="append", metavar="NAME=VALUE",
+                   help="give a dim a value, overriding the source (repeatable)")
+    x.add_argument("--weights", metavar="PATH",
+                   help="the weights: a .safetensors file, a directory with model.safetensors, or a "
+                        "sharded model.safetensors.index.json; keys are the param paths (layers.3.attn.wq)")
+    x.add_argument("--random-weights", action="store_true",
+                   help="fill each param from its initializer (ones, zeros, normal(STD)) instead of weights")
+    x.add_argument("--seed", type=int, default=None, metavar="N",
+                   help="the seed of --random-weights (default 0): the same seed gives the same weights")
+    x.add_argument("--dtype", choices=DTYPES["gguf"], default=None,
+                   help="the dtype the float weights are stored in (default f32; q8_0 for --gguf only)")
+    x.add_argument("--force", action="store_true", help="replace the output if it exists")
+    x.add_argument("--tokenizer", metavar="DIR",
+                   help="a Hugging Face tokenizer directory to ship with the export")
     x.set_defaults(run=cmd_export)
     return ap
 

@@ -1,0 +1,188 @@
+"""The one export request: options, defaults, validation and path resolution, shared
+by `shapescript export` and the language server's `shapescript.export`.
+
+Defaults, in order: the explicit option (a CLI flag, a command argument), then the
+settings (`shapescript.toml`'s `[export]` and `[dims]` tables, and in the editor the
+workspace configuration over them), then the built-in default. Paths given explicitly
+resolve against the caller's directory (the CLI's working directory, the editor's
+workspace root); paths from `shapescript.toml` resolve against the directory holding it.
+
+- output: `<file stem>-<target>` beside the source (`<stem>.gguf` for gguf);
+- weights: `--weights`, else the settings' `weights`, else random weights from the
+  fields' initializers, which the request says (`random_reason`) so the user is told;
+- dtype: f32; q8_0 only for gguf.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Optional
+
+from .writers import DTYPES, KIND, TARGETS
+
+
+class RequestError(Exception):
+    """An option that can't be honoured: a usage error (CLI exit 2)."""
+
+
+@dataclass
+class ExportRequest:
+    path: str                       # the source file, absolute
+    target: str                     # hf vllm gguf
+    output: str                     # absolute; a directory, or a .gguf file for gguf
+    fn: Optional[str] = None        # --fn; None: the @export function for the target, or `forward`
+    weights: Optional[str] = None   # a .safetensors file, a directory, or an index .json; absolute
+    random_weights: bool = False
+    random_reason: str = ""         # why random weights are used when nobody asked for them
+    seed: int = 0
+    dtype: str = "f32"              # the stored dtype: f32 f16 bf16 (gguf also q8_0)
+    force: bool = False             # replace an existing output
+    dims: dict = field(default_factory=dict)  # NAME -> value, overriding the source
+    tokenizer: Optional[str] = None  # a Hugging Face tokenizer directory, absolute
+    explicit_dims: tuple = ()       # the dims named by the caller (not the settings): each must exist
+
+    @property
+    def kind(self) -> str:
+        return KIND[self.target]
+
+    def weights_note(self) -> str:
+        """How the weights were chosen, for the closing message."""
+        if self.random_weights:
+            note = f"random weights (seed {self.seed})"
+            return f"{note}: {self.random_reason}" if self.random_reason else note
+        return f"weights from {self.weights}"
+
+
+def find_settings(path: str):
+    """(Config, its directory) of the nearest `shapescript.toml` above `path`, or
+    (empty Config, None)."""
+    from ..ide.config import FILE_NAME, Config, load_config
+    d = os.path.dirname(os.path.abspath(path))
+    while True:
+        if os.path.isfile(os.path.join(d, FILE_NAME)):
+            return load_config(d), d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return Config(), None
+        d = parent
+
+
+def default_output(path: str, target: str) -> str:
+    stem = os.path.splitext(os.path.basename(path))[0]
+    name = f"{stem}.gguf" if KIND[target] == "file" else f"{stem}-{target}"
+    return os.path.join(os.path.dirname(os.path.abspath(path)), name)
+
+
+def _resolve(p: Optional[str], base: Optional[str]) -> Optional[str]:
+    if p is None:
+        return None
+    p = os.path.expanduser(p)
+    if not os.path.isabs(p):
+        p = os.path.join(base or os.getcwd(), p)
+    return os.path.normpath(p)
+
+
+def _positive_dims(dims) -> dict:
+    out = {}
+    for name, value in (dims or {}).items():
+        if not str(name).isidentifier():
+            raise RequestError(f"`{name}` is not a dim name")
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise RequestError(f"dim `{name}` takes a positive integer, got `{value}`")
+        out[str(name)] = value
+    return out
+
+
+def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Optional[str] = None,
+                 weights: Optional[str] = None, random_weights: Optional[bool] = None,
+                 seed: Optional[int] = None, dtype: Optional[str] = None, force: bool = False,
+                 dims: Optional[dict] = None, tokenizer: Optional[str] = None,
+                 settings=None, settings_dir: Optional[str] = None,
+                 base: Optional[str] = None) -> ExportRequest:
+    """Validate the options and fill in the defaults; RequestError names what is wrong.
+
+    `settings` is an `ide.config.Config` (None: the nearest `shapescript.toml` above the
+    source); its relative paths resolve against `settings_dir`. Explicit relative paths
+    resolve against `base` (None: the working directory).
+    """
+    if target not in TARGETS:
+        raise RequestError(f"unknown target `{target}`: use one of {', '.join(TARGETS)}")
+    path = os.path.normpath(os.path.abspath(path))
+    if settings is None:
+        settings, settings_dir = find_settings(path)
+    defaults = settings.export
+    if weights is not None and random_weights:
+        raise RequestError("--weights and --random-weights exclude each other: give one")
+
+    out = _resolve(output, base)
+    if out is None and defaults.get("output"):
+        out = _resolve(defaults["output"], settings_dir or base)
+        if KIND[target] == "file" and not out.endswith(".gguf"):
+            out += ".gguf"
+    if out is None:
+        out = default_output(path, target)
+    if out == path or os.path.abspath(path).startswith(out.rstrip(os.sep) + os.sep):
+        raise RequestError(f"the output `{out}` would replace the source")
+
+    reason = ""
+    w = _resolve(weights, base)
+    rand = bool(random_weights)
+    if w is None and not rand:
+        if defaults.get("weights"):
+            w = _resolve(defaults["weights"], settings_dir or base)
+        elif defaults.get("random_weights"):
+            rand = True
+        else:
+            rand = True
+            reason = "no weights were named (--weights, or `weights` in the settings)"
+    if w is not None and not os.path.exists(w):
+        raise RequestError(f"can't read the weights `{w}`: no such file or directory")
+
+    s = seed if seed is not None else defaults.get("seed", 0)
+    if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+        raise RequestError(f"the seed takes a non-negative integer, got `{s}`")
+    dt = dtype or defaults.get("dtype") or "f32"
+    if dt not in DTYPES[target]:
+        if dt == "q8_0":
+            raise RequestError("--dtype q8_0 is for gguf only: use f32, f16 or bf16")
+        raise RequestError(f"--dtype takes one of {', '.join(DTYPES[target])}, got `{dt}`")
+
+    tok = _resolve(tokenizer, base)
+    if tok is not None:
+        check_tokenizer_dir(tok)
+    given = _positive_dims(dims)
+    return ExportRequest(path=path, target=target, output=out, fn=fn, weights=w, random_weights=rand,
+                         random_reason=reason, seed=s, dtype=dt, force=bool(force),
+                         dims={**settings.dims, **given}, tokenizer=tok, explicit_dims=tuple(given))
+
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+
+
+def check_tokenizer_dir(d: str):
+    if not os.path.isdir(d):
+        raise RequestError(f"--tokenizer takes a Hugging Face tokenizer directory; `{d}` is not a directory")
+    if not any(os.path.isfile(os.path.join(d, n)) for n in TOKENIZER_FILES):
+        raise RequestError(f"`{d}` holds no tokenizer: a Hugging Face tokenizer directory has "
+                           f"{' or '.join(TOKENIZER_FILES)}")
+
+
+def unknown_dims(ws, paths, names) -> Optional[str]:
+    """A usage message when a `--dim` names no dim visible in the files, else None."""
+    known: set = set()
+    for p in paths:
+        a = ws.analyze(p)
+        if a is not None:
+            known.update(a.env.dim_names())
+    bad = [n for n in names if n not in known]
+    if not bad:
+        return None
+    from ..check.suggest import closest
+    what = ", ".join(f"`{n}`" for n in bad)
+    verb = "is no dim" if len(bad) == 1 else "are no dims"
+    msg = f"--dim {what} {verb} of {', '.join(os.path.basename(p) for p in paths)}"
+    sug = closest(bad[0], sorted(known)) if len(bad) == 1 else None
+    if sug:
+        msg += f" (did you mean `{sug}`?)"
+    msg += f"; its dims are {', '.join(sorted(known))}" if known else "; it declares no dims"
+    return msg

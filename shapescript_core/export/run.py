@@ -1,0 +1,158 @@
+"""`run_export`: one export from request to output, shared by the CLI and the server.
+
+validate (the request, `--dim` names) → the E33xx checks → the params and the dims'
+values (E3312) → every weight checked before anything is written (E3310, E3311, dtype,
+truncation; extra keys warned) → the writer, into an atomic temporary renamed into place.
+"""
+from __future__ import annotations
+
+import errno
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from ..diagnostics import Severity
+from .writers import KIND, ExportCancelled, ExportError, WriterUnavailable, load_writer
+
+log = logging.getLogger("shapescript.export")
+
+OK, FAILED, USAGE = 0, 1, 2  # the CLI's exit statuses
+
+
+@dataclass
+class ExportResult:
+    ok: bool
+    message: str
+    diagnostics: list = field(default_factory=list)  # the errors that stopped it
+    output: Optional[str] = None
+    status: int = OK                                 # 0 written, 1 diagnostics/weights/writing, 2 usage
+    warnings: list = field(default_factory=list)     # messages (extra keys, writers' notes)
+    random_weights: bool = False
+
+
+def _fail(message, status=FAILED, diagnostics=(), warnings=()) -> ExportResult:
+    return ExportResult(False, message, list(diagnostics), None, status, list(warnings))
+
+
+def _cancel_check(cancel) -> Optional[Callable[[], bool]]:
+    if cancel is None:
+        return None
+    if hasattr(cancel, "is_set"):
+        return cancel.is_set
+    if hasattr(cancel, "cancelled"):
+        return cancel.cancelled
+    return cancel
+
+
+def run_export(ws, request, progress=None, cancel=None) -> ExportResult:
+    """Export `request.path` for `request.target`. `progress(message, done, total)` is
+    called as the export moves (per tensor while writing); `cancel` is a callable, an
+    Event or a Future: when it turns true the export stops and leaves nothing written.
+    Bad input gives a result, never an exception; an internal error is logged and
+    reported in the result."""
+    cancelled = _cancel_check(cancel)
+    try:
+        return _run(ws, request, progress, cancelled)
+    except ExportCancelled:
+        return _fail("export cancelled: nothing was written")
+    except ExportError as e:
+        from .atomic import OutputExists
+        return _fail(e.message, USAGE if isinstance(e, OutputExists) else FAILED, e.diagnostics)
+    except OSError as e:
+        if e.errno == errno.ENOSPC:
+            return _fail(f"no space left on the device writing `{request.output}`: nothing was written")
+        return _fail(f"can't write `{request.output}`: {e.strerror or e}")
+    except Exception as e:  # a bug: logged with its traceback, and said
+        log.exception("the %s export of %s failed", request.target, request.path)
+        return _fail(f"internal error in the {request.target} export: {type(e).__name__}: {e}")
+
+
+def _run(ws, request, progress, cancelled) -> ExportResult:
+    from .request import unknown_dims
+    from .weights.specs import find_function, resolve
+
+    def step(message, done=0, total=1):
+        if progress is not None:
+            progress(message, done, total)
+        if cancelled is not None and cancelled():
+            raise ExportCancelled()
+
+    path = ws.norm(request.path)
+    if ws.file(path) is None:
+        return _fail(f"can't read `{path}`", USAGE)
+    if request.dims and dict(ws.dim_overrides) != {**ws.dim_overrides, **request.dims}:
+        ws.dim_overrides = {**ws.dim_overrides, **request.dims}
+        ws.invalidate()
+    bad = unknown_dims(ws, [path], list(request.explicit_dims))
+    if bad:
+        return _fail(bad, USAGE)
+    try:
+        fn_item = find_function(ws, path, request.fn, request.target)
+    except ExportError as e:
+        return _fail(e.message, USAGE)
+
+    step(f"checking `{fn_item.name}` for {request.target}")
+    errors = _export_errors(ws, path, fn_item.name, request.target)
+    if errors:
+        n = len(errors)
+        return _fail(f"not exported: {n} error{'s' if n != 1 else ''} stop{'s' if n == 1 else ''} "
+                     f"the {request.target} export", FAILED, errors)
+
+    resolved = resolve(ws, path, fn_item)
+    if resolved.diagnostics:
+        n = len(resolved.diagnostics)
+        return _fail(f"not exported: {n} dim{'s' if n != 1 else ''} ha{'ve' if n != 1 else 's'} no value",
+                     FAILED, resolved.diagnostics)
+
+    step(f"checking the weights of {len(resolved.specs)} params")
+    source, warnings = None, []
+    if request.random_weights:
+        from .weights.random_init import check_init
+        for spec in resolved.specs:
+            check_init(spec)
+    else:
+        from .weights.check import check_weights
+        from .weights.source import WeightSource
+        source = WeightSource(request.weights)
+        report = check_weights(resolved, source)
+        warnings = report.warnings
+        if not report.ok:
+            parts = []
+            if report.diagnostics:
+                n = len(report.diagnostics)
+                parts.append(f"{n} param{'s' if n != 1 else ''} can't be read from the weights")
+            parts.extend(report.errors)
+            return _fail("not exported: " + "; ".join(parts), FAILED, report.diagnostics, warnings)
+
+    try:
+        writer = load_writer(request.target)
+    except WriterUnavailable as e:
+        return _fail(str(e), USAGE, warnings=warnings)
+
+    from .atomic import atomic_output
+    from .context import ExportContext
+    with atomic_output(request.output, KIND[request.target], request.force) as tmp:
+        ctx = ExportContext(ws, request, resolved, source, tmp, progress, cancelled)
+        ctx.check_cancelled()
+        summary = writer(ctx)
+        ctx.check_cancelled()
+    message = summary or f"wrote {request.output}"
+    if request.random_weights:
+        message += f"; {request.weights_note()}"
+    return ExportResult(True, message, [], request.output, OK, warnings + ctx.notes, request.random_weights)
+
+
+def _export_errors(ws, path: str, fn: str, target: str) -> list:
+    """The errors that stop this export: the file's own, and E33xx for the function."""
+    saved = ws.export_requests.get(path)
+    ws.export_requests[path] = [(fn, {target})]
+    ws.invalidate(path)
+    try:
+        return [d for d in ws.diagnostics(path) if d.severity == Severity.ERROR]
+    finally:
+        if saved is None:
+            ws.export_requests.pop(path, None)
+        else:
+            ws.export_requests[path] = saved
+        ws.invalidate(path)

@@ -1,0 +1,51 @@
+"""dtype conversion of float tensors, exact as torch does it.
+
+numpy has no bfloat16: a bf16 tensor is held as float32 (every bf16 value is one) and
+stored as uint16, the float32's upper half rounded to nearest, ties to even, with NaN
+as 0x7FC0 (c10's `round_to_nearest_even`). f16 is numpy's IEEE half (also round to
+nearest even; overflow gives inf, as torch's `.to(torch.float16)`).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+NP = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "i64": np.int64, "i32": np.int32,
+      "i16": np.int16, "i8": np.int8, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
+      "u64": np.uint64, "bool": np.bool_}
+FLOATS = ("f64", "f32", "f16", "bf16")
+
+
+def bf16_bits(x: np.ndarray) -> np.ndarray:
+    """float32 (or wider) values -> bfloat16 bit patterns, uint16."""
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    u = x.view(np.uint32)
+    bias = ((u >> 16) & 1) + np.uint32(0x7FFF)
+    out = ((u + bias) >> 16).astype(np.uint16)
+    nan = np.isnan(x)
+    if nan.any():
+        out[nan] = 0x7FC0
+    return out
+
+
+def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
+    return (bits.astype(np.uint32) << 16).view(np.float32)
+
+
+def stored_dtype(source: str, requested: str) -> str:
+    """The dtype a param is stored in: floats take the requested dtype (q8_0 stores
+    f32 in safetensors), other dtypes keep theirs."""
+    if source in FLOATS and requested in ("f32", "f16", "bf16"):
+        return requested
+    if source in FLOATS:
+        return "f32"
+    return source
+
+
+def to_stored(x: np.ndarray, stored: str) -> np.ndarray:
+    """An array whose bytes are the tensor in `stored` (bf16 as uint16 bits)."""
+    if stored == "bf16":
+        return bf16_bits(x)
+    want = NP[stored]
+    if x.dtype == want:
+        return np.ascontiguousarray(x)
+    return np.ascontiguousarray(x.astype(want))

@@ -1,0 +1,50 @@
+"""E3310-E3312 and the other weights problems: one constructor each."""
+from __future__ import annotations
+
+from ...diagnostics import Diagnostic, error
+
+
+def _shape(shape) -> str:
+    return "[" + " ".join(str(s) for s in shape) + "]"
+
+
+def e3310(path: str, span, source: str) -> Diagnostic:
+    return (error("E3310", f"the weights have no `{path}`", span, f"`{path}` is declared here")
+            .note(f"the weights are {source}")
+            .help("save the weights under the param paths (field names joined by dots, with stack "
+                  "indices), or try the export with --random-weights"))
+
+
+def e3311(path: str, got: tuple, written: str, want: tuple, span) -> Diagnostic:
+    """`written` is the field's type as the source writes it, `[V D]`."""
+    return (error("E3311", f"`{path}` is {_shape(got)} in the weights, but the model says "
+                           f"{written} = {_shape(want)}", span, f"declared {written} here")
+            .help("give the dims the values the weights were trained with (--dim NAME=VALUE), "
+                  "or declare the field in the layout the weights have"))
+
+
+def e3312(dim: str, span) -> Diagnostic:
+    return (error("E3312", f"`{dim}` has no value", span, "declared without a value")
+            .help(f"pass a value with --dim {dim}=VALUE, or declare it as `dim {dim} = VALUE`"))
+
+
+def wrong_dtype(path: str, got: str, want: str) -> str:
+    return (f"`{path}` is {got} in the weights, but the model says {want}: convert the weights, "
+            f"or declare the field as {got}")
+
+
+def extra_key(key: str, model: str) -> str:
+    return f"the weights' `{key}` is no param of `{model}`: it is left out"
+
+
+def unreadable(tensor: str, file: str, why: str) -> str:
+    return f"can't read `{tensor}` from {file}: {why}"
+
+
+def corrupt_file(file: str, why: str) -> str:
+    return f"{file} is not a safetensors file that can be read: {why}"
+
+
+def bad_init(path: str, text: str) -> str:
+    return (f"`{path}`'s initializer `{text}` can't make random weights: "
+            f"use ones, zeros or normal(STD)")

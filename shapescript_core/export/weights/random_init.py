@@ -1,0 +1,40 @@
+"""Random weights from the fields' initializers, deterministic per (seed, path): a
+param's values depend on nothing else (not the order, not the other params)."""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from ..writers import ExportError, ParamSpec
+from .convert import NP, bf16_bits, bf16_to_f32
+from .messages import bad_init
+
+
+def rng_for(seed: int, path: str) -> np.random.Generator:
+    words = np.frombuffer(hashlib.sha256(path.encode("utf-8")).digest()[:16], dtype=np.uint32)
+    return np.random.default_rng(np.random.SeedSequence([int(seed), *[int(w) for w in words]]))
+
+
+def check_init(spec: ParamSpec):
+    if spec.init[0] == "unknown" or (spec.init[0] == "normal" and spec.dtype not in ("f64", "f32", "f16", "bf16")):
+        raise ExportError(bad_init(spec.path, spec.init[1] if spec.init[0] == "unknown" else "normal"))
+
+
+def random_tensor(spec: ParamSpec, seed: int) -> np.ndarray:
+    """The param's random values in its dtype (bf16 as float32 holding bf16 values)."""
+    check_init(spec)
+    kind = spec.init[0]
+    dt = np.float32 if spec.dtype == "bf16" else NP[spec.dtype]
+    if kind == "ones":
+        return np.ones(spec.shape, dtype=dt)
+    if kind == "zeros":
+        return np.zeros(spec.shape, dtype=dt)
+    gen = rng_for(seed, spec.path)
+    x = gen.standard_normal(spec.shape, dtype=np.float64 if dt == np.float64 else np.float32)
+    x *= spec.init[1]
+    if spec.dtype == "f16":
+        return x.astype(np.float16)
+    if spec.dtype == "bf16":
+        return bf16_to_f32(bf16_bits(x))
+    return x

@@ -1,0 +1,156 @@
+"""Where the weights come from: a `.safetensors` file, a directory with
+`model.safetensors` (or a sharded index), or a `model.safetensors.index.json`.
+
+Opening reads only the headers; `read(key)` reads one tensor, and `copy_into(key, fh)`
+copies its bytes into an open file without holding the tensor (kernel copy where the
+system has one), so peak memory stays near one tensor however large the model.
+"""
+from __future__ import annotations
+
+import json
+import os
+
+from ..writers import ExportError
+from .messages import corrupt_file, unreadable
+from .safetensors_format import HeaderInfo, TensorInfo, read_header
+
+INDEX = "model.safetensors.index.json"
+SINGLE = "model.safetensors"
+CHUNK = 16 * 1024 * 1024
+
+
+class WeightSource:
+    def __init__(self, path: str):
+        self.path = path
+        self.headers: list = []           # [HeaderInfo]
+        self.where: dict = {}             # key -> HeaderInfo
+        if os.path.isdir(path):
+            if os.path.isfile(os.path.join(path, INDEX)):
+                self._index(os.path.join(path, INDEX))
+            elif os.path.isfile(os.path.join(path, SINGLE)):
+                self._single(os.path.join(path, SINGLE))
+            else:
+                raise ExportError(f"the weights directory `{path}` has neither {SINGLE} nor {INDEX}")
+        elif path.endswith(".json"):
+            self._index(path)
+        else:
+            self._single(path)
+
+    def describe(self) -> str:
+        if len(self.headers) == 1:
+            return f"`{os.path.basename(self.headers[0].file)}`"
+        return f"the {len(self.headers)} shards of `{os.path.basename(self.path)}`"
+
+    def _single(self, file: str):
+        h = read_header(file)
+        self.headers.append(h)
+        for k in h.tensors:
+            self.where[k] = h
+
+    def _index(self, file: str):
+        name = os.path.basename(file)
+        try:
+            with open(file, encoding="utf-8") as fh:
+                doc = json.load(fh)
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise ExportError(f"can't read the index {name}: {getattr(e, 'strerror', None) or e}")
+        wm = doc.get("weight_map") if isinstance(doc, dict) else None
+        if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):
+            raise ExportError(f"the index {name} has no `weight_map` of tensor names to files")
+        base = os.path.dirname(os.path.abspath(file))
+        shards: dict = {}
+        for key, shard in wm.items():
+            h = shards.get(shard)
+            if h is None:
+                sp = os.path.join(base, shard)
+                if not os.path.isfile(sp):
+                    raise ExportError(unreadable(key, name, f"its shard `{shard}` does not exist"))
+                h = shards[shard] = read_header(sp)
+                self.headers.append(h)
+            if key not in h.tensors:
+                raise ExportError(unreadable(key, name, f"the index puts it in `{shard}`, which has no such tensor"))
+            self.where[key] = h
+
+    # ---- queries
+    def keys(self) -> list:
+        return list(self.where)
+
+    def info(self, key: str) -> TensorInfo:
+        return self.where[key].tensors[key]
+
+    def truncated(self, key: str):
+        """Why the tensor can't be read whole, or None."""
+        return self.where[key].truncated.get(key)
+
+    def read(self, key: str):
+        """The tensor as a numpy array of its dtype (bf16 as float32)."""
+        import numpy as np
+        from .convert import NP, bf16_to_f32
+        t = self.info(key)
+        h = self.where[key]
+        if t.dtype not in NP and t.dtype != "bf16":
+            raise ExportError(unreadable(key, os.path.basename(h.file), f"its dtype {t.dtype} can't be exported"))
+        dt = np.uint16 if t.dtype == "bf16" else NP[t.dtype]
+        count = t.nbytes // np.dtype(dt).itemsize
+        try:
+            with open(h.file, "rb") as fh:
+                fh.seek(t.start)
+                x = np.fromfile(fh, dtype=dt, count=count)
+        except OSError as e:
+            raise ExportError(unreadable(key, os.path.basename(h.file), e.strerror or str(e)))
+        if x.size != count:
+            raise ExportError(unreadable(key, os.path.basename(h.file), "the file ends inside it (truncated)"))
+        x = x.reshape(t.shape)
+        return bf16_to_f32(x) if t.dtype == "bf16" else x
+
+    def copy_into(self, key: str, out, check_cancelled=None) -> int:
+        """Append the tensor's bytes to the open binary file `out`; the bytes copied."""
+        t = self.info(key)
+        h = self.where[key]
+        out.flush()
+        with open(h.file, "rb") as src:
+            remaining = t.nbytes
+            pos = t.start
+            fast = hasattr(os, "copy_file_range")
+            while remaining:
+                if check_cancelled is not None:
+                    check_cancelled()
+                n = min(CHUNK * 4, remaining)
+                done = 0
+                if fast:
+                    try:
+                        done = os.copy_file_range(src.fileno(), out.fileno(), n, pos)
+                    except OSError:
+                        fast = False
+                        done = 0
+                if not fast:
+                    src.seek(pos)
+                    buf = src.read(min(CHUNK, remaining))
+                    out.write(buf)
+                    out.flush()
+                    done = len(buf)
+                if done == 0:
+                    raise ExportError(unreadable(key, os.path.basename(h.file), "the file ends inside it (truncated)"))
+                pos += done
+                remaining -= done
+        return t.nbytes
+
+    def stream_chunks(self, key: str, elements: int):
+        """Yield the tensor as flat numpy arrays of at most `elements` items (bf16 as float32)."""
+        import numpy as np
+        from .convert import NP, bf16_to_f32
+        t = self.info(key)
+        h = self.where[key]
+        dt = np.uint16 if t.dtype == "bf16" else NP[t.dtype]
+        item = np.dtype(dt).itemsize
+        total = t.nbytes // item
+        with open(h.file, "rb") as fh:
+            fh.seek(t.start)
+            done = 0
+            while done < total:
+                n = min(elements, total - done)
+                x = np.fromfile(fh, dtype=dt, count=n)
+                if x.size != n:
+                    raise ExportError(unreadable(key, os.path.basename(h.file), "the file ends inside it (truncated)"))
+                done += n
+                yield bf16_to_f32(x) if t.dtype == "bf16" else x
