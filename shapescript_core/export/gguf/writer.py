@@ -1,0 +1,135 @@
+"""The `gguf` writer: `write(ctx) -> str` (the contract is in ../writers.py).
+
+The graph is matched first (`match.match`); then the whole header (metadata, tokenizer,
+every tensor's name, shape and type) is written, then the tensors one at a time: read,
+layout changes (`layout.apply`), converted to the stored type, written, dropped. Peak
+memory stays near one tensor. Matrices take `--dtype` (f32, f16, bf16, q8_0); norms and
+biases stay f32, as llama.cpp's converters store them. A matrix whose rows can't be cut
+into q8_0's blocks of 32 is stored f16, and the summary says so.
+"""
+from __future__ import annotations
+
+import os
+
+import gguf
+import numpy as np
+from gguf.quants import QuantError, quant_shape_to_byte_shape, quantize
+
+from ..writers import ExportError
+from . import layout, metadata
+from .messages import e3313
+from .plan import Departure, Gather
+from .tokenizer import TokenizerError, add_tokenizer
+
+Q = gguf.GGMLQuantizationType
+_QTYPE = {"bf16": Q.BF16, "q8_0": Q.Q8_0}
+
+
+def plan_for(ctx):
+    """The matched Plan, or ExportError E3313."""
+    from ...compile.graph import CompileError, trace
+    from .match import match
+    try:
+        tr = trace(ctx.ws, ctx.request.path, ctx.fn_item.name, ctx.dims)
+    except CompileError as e:
+        raise ExportError(f"can't follow the exported function for gguf: {e}") from None
+    plan = match(tr)
+    if isinstance(plan, Departure):
+        raise ExportError(f"error[E3313]: {e3313(plan.reason)}")
+    return plan
+
+
+def out_shape(t) -> tuple:
+    shape = list(t.shape)
+    for s in t.steps:
+        if isinstance(s, Gather) and s.take is not None:
+            shape[s.axis] //= s.shape[s.take[0]]
+    return tuple(shape)
+
+
+def stored_type(t, shape, dtype: str):
+    """(GGML type, numpy dtype for the header, byte shape) a tensor is stored in."""
+    if t.kind == "vector" or dtype == "f32" or len(shape) < 2:
+        return Q.F32, np.float32, shape
+    if dtype == "f16":
+        return Q.F16, np.float16, shape
+    q = _QTYPE[dtype]
+    if q == Q.Q8_0 and shape[-1] % gguf.GGML_QUANT_SIZES[Q.Q8_0][0]:
+        return Q.F16, np.float16, shape
+    return q, np.uint8, quant_shape_to_byte_shape(shape, q)
+
+
+def convert(arr: np.ndarray, qtype) -> np.ndarray:
+    arr = np.asarray(arr, dtype=np.float32)
+    if qtype == Q.F32:
+        return arr
+    if qtype == Q.F16:
+        return arr.astype(np.float16)
+    return quantize(arr, qtype)
+
+
+def write(ctx) -> str:
+    plan = plan_for(ctx)
+    dtype = ctx.request.dtype
+    arch = metadata.arch_name(plan.arch)
+    for t in plan.tensors:
+        if t.source is not None and tuple(ctx.spec(t.source).shape) != tuple(t.shape):
+            raise ExportError(f"internal: `{t.source}` is {list(ctx.spec(t.source).shape)}, "
+                              f"the {plan.arch} plan expected {list(t.shape)}")
+    w = gguf.GGUFWriter(ctx.tmp, arch)
+    rows = []
+    try:
+        metadata.add_hparams(w, plan, ctx.model, dtype)
+        try:
+            note = add_tokenizer(w, ctx.request.tokenizer, plan.hparams["vocab_size"])
+        except TokenizerError as e:
+            raise ExportError(f"can't embed the tokenizer {ctx.request.tokenizer}: {e}") from None
+        notes = list(plan.notes) + ([note] if note else [])
+        fallback = []
+        for t in plan.tensors:
+            shape = out_shape(t)
+            qtype, npdt, header_shape = stored_type(t, shape, dtype)
+            if dtype not in ("f32", "f16") and t.kind == "matrix" and qtype == Q.F16:
+                fallback.append(t)
+            nbytes = int(np.prod(header_shape)) * np.dtype(npdt).itemsize
+            name = metadata.tensor_name(plan.arch, t)
+            w.add_tensor_info(name, header_shape, np.dtype(npdt), nbytes,
+                              raw_dtype=qtype if npdt == np.uint8 else None)
+            rows.append((t, name, shape, qtype, nbytes))
+        if fallback:
+            notes.append(f"{len(fallback)} tensor(s) stored f16: rows not a multiple of 32 for {dtype}")
+        ctx.check_cancelled()
+        w.write_header_to_file()
+        w.write_kv_data_to_file()
+        w.write_ti_data_to_file()
+        total = sum(r[4] for r in rows)
+        done = 0
+        for t, name, shape, qtype, nbytes in rows:
+            ctx.check_cancelled()
+            ctx.progress(f"writing {os.path.basename(ctx.request.output)}: {name}", done, total)
+            if t.source is None:
+                arr = np.zeros(shape, dtype=np.float32)
+            else:
+                arr = layout.apply(ctx.read(t.source), t.steps)
+            out = convert(arr, qtype)
+            del arr
+            if out.nbytes != nbytes:
+                raise ExportError(f"internal: `{name}` came out {out.nbytes} bytes, not {nbytes}")
+            w.write_tensor_data(out)
+            del out
+            done += nbytes
+        ctx.progress(f"wrote {os.path.basename(ctx.request.output)}", total, total)
+    finally:
+        w.close()
+    ctx.notes.extend(notes)
+    size = os.path.getsize(ctx.tmp)
+    return (f"wrote {ctx.request.output} (gguf: {plan.arch}, {len(rows)} tensors, {dtype}, "
+            f"{_human(size)})")
+
+
+def _human(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n} B"
