@@ -1,11 +1,13 @@
 """The export code lens and `workspace/executeCommand` `shapescript.export`.
 
 The command takes one object: {uri, fn, target, output, weights or random, seed, dtype,
-force, dims, position}. It runs the same backend as `shapescript export`
-(`shapescript_core.exporting.run_export`) on a private workspace built from the open
-documents, on a thread of its own so typing stays checked meanwhile; it reports
-work-done progress and ends with a message naming the output, or the diagnostics that
-stopped it. The settings' `export` table gives the defaults.
+force, dims, tokenizer, position}. It builds the same request as `shapescript export`
+(`shapescript_core.export.request.make_request`: the settings give the defaults, relative
+paths resolve against the workspace root) and runs the same backend (`run_export`) on a
+private workspace built from the open documents, on a thread of its own so typing stays
+checked meanwhile. It reports work-done progress that moves per tensor; a
+`window/workDoneProgress/cancel` stops it and leaves nothing written. It ends with a
+message naming the output, or the diagnostics that stopped it.
 """
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ import uuid
 from lsprotocol import types as T
 from pygls.exceptions import JsonRpcInvalidParams
 
-from shapescript_core.exporting import TARGETS, ExportOptions, run_export
+from shapescript_core.export.request import RequestError, make_request
+from shapescript_core.export.run import ExportResult, run_export
+from shapescript_core.export.writers import TARGETS
 from shapescript_core.ide import lens as ide_lens
 from shapescript_core.workspace import Workspace
 
@@ -40,9 +44,15 @@ def _args(params: T.ExecuteCommandParams) -> dict:
     if not isinstance(dims, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0
                                              for v in dims.values()):
         raise JsonRpcInvalidParams("`dims` takes {NAME: positive integer}")
-    for key in ("fn", "output", "weights", "dtype"):
+    for key in ("fn", "output", "weights", "dtype", "tokenizer"):
         if a.get(key) is not None and not isinstance(a[key], str):
             raise JsonRpcInvalidParams(f"`{key}` takes a string")
+    for key in ("random", "force"):
+        if a.get(key) is not None and not isinstance(a[key], bool):
+            raise JsonRpcInvalidParams(f"`{key}` takes true or false")
+    seed = a.get("seed")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+        raise JsonRpcInvalidParams("`seed` takes a non-negative integer")
     return a
 
 
@@ -71,38 +81,39 @@ def register(ls: ShapeScriptServer):
         a = _args(params)
         uri, target = a["uri"], a["target"]
         cfg = ls.config
-        defaults = cfg.export
-        dims = {**cfg.dims, **{str(k): v for k, v in (a.get("dims") or {}).items()}}
-        options = ExportOptions(
-            output=a.get("output") or defaults.get("output"),
-            weights=a.get("weights") or (None if a.get("random") else defaults.get("weights")),
-            random_weights=bool(a.get("random", defaults.get("random_weights", False))),
-            seed=int(a.get("seed", defaults.get("seed", 0)) or 0),
-            dtype=a.get("dtype") or defaults.get("dtype", "f32"),
-            force=bool(a.get("force", False)),
-            dims=dims)
-        if options.output and not os.path.isabs(options.output) and ls.root:
-            options.output = os.path.join(ls.root, options.output)
-        if options.weights and not os.path.isabs(options.weights) and ls.root:
-            options.weights = os.path.join(ls.root, options.weights)
         path = path_of(uri)
         position = a.get("position")
         open_docs = [(d.path, d.text, d.version) for d in ls.docs]
         default_targets = set(cfg.default_targets) if cfg.default_targets else None
+        fn_name = a.get("fn")
+        try:
+            request = make_request(path, target, fn=fn_name, output=a.get("output"), weights=a.get("weights"),
+                                   random_weights=a.get("random"), seed=a.get("seed"), dtype=a.get("dtype"),
+                                   force=bool(a.get("force", False)), dims=a.get("dims") or {},
+                                   tokenizer=a.get("tokenizer"), settings=cfg, settings_dir=ls.root,
+                                   base=ls.root)
+        except RequestError as e:
+            request, failure = None, ExportResult(False, str(e), status=2)
 
         token = await _progress_token(ls, params)
-        fn_name = a.get("fn")
         if token is not None:
             ls.work_done_progress.begin(token, T.WorkDoneProgressBegin(
-                title=f"Exporting {fn_name or 'the exported function'} for {target}", percentage=0))
+                title=f"Exporting {fn_name or 'the exported function'} for {target}", percentage=0,
+                cancellable=True))
+        cancel_future = ls.work_done_progress.tokens.get(token) if token is not None else None
+        shown_percent = [0]
 
-        def progress(message: str, percent: int):
-            if token is not None:
-                ls.call_soon(ls.work_done_progress.report, token,
-                             T.WorkDoneProgressReport(message=message, percentage=max(0, min(100, int(percent)))))
+        def progress(message: str, done: int, total: int):
+            if token is None:
+                return
+            # percentages only go up: a writer's second file starts again at 0
+            percent = max(shown_percent[0], min(99, int(100 * done / total)) if total > 0 else 0)
+            shown_percent[0] = percent
+            ls.call_soon(ls.work_done_progress.report, token,
+                         T.WorkDoneProgressReport(message=message, percentage=percent))
 
         def job():
-            ws = Workspace(dims)
+            ws = Workspace(dict(request.dims))
             ws.default_targets = default_targets
             for p, text, version in open_docs:
                 ws.set_text(p, text, version)
@@ -111,7 +122,9 @@ def register(ls: ShapeScriptServer):
                 lines = ws.file(path).lines
                 off = lines.offset_utf16(int(position.get("line", 0)), int(position.get("character", 0)))
                 fn = ide_lens.function_at(ws, path, off)
-            result = run_export(ws, path, fn, target, options, progress)
+            request.fn = fn
+            result = run_export(ws, request, progress,
+                                cancel_future.cancelled if cancel_future is not None else None)
 
             def lines_for(p):
                 f = ws.file(p)
@@ -122,21 +135,28 @@ def register(ls: ShapeScriptServer):
             return result, fn, shown, lsp
 
         try:
-            result, fn, shown, lsp = await asyncio.wrap_future(ls.export_pool.submit(job))
+            if request is None:
+                result, fn, shown, lsp = failure, fn_name, [], []
+            else:
+                result, fn, shown, lsp = await asyncio.wrap_future(ls.export_pool.submit(job))
         except BaseException:
             if token is not None:
                 ls.work_done_progress.end(token, T.WorkDoneProgressEnd(message="export failed"))
+                ls.work_done_progress.tokens.pop(token, None)
             raise
         message = result.message
         if result.ok and result.output and result.output not in message:
             message += f": {result.output}"
+        if result.warnings:
+            message += "\n" + "\n".join(f"warning: {w}" for w in result.warnings)
         if shown:
             message += "\n" + "\n".join(shown[:5]) + (f"\n… and {len(shown) - 5} more" if len(shown) > 5 else "")
         if token is not None:
             ls.work_done_progress.end(token, T.WorkDoneProgressEnd(message=result.message))
+            ls.work_done_progress.tokens.pop(token, None)
         ls.show(f"shapescript: {message}", T.MessageType.Info if result.ok else T.MessageType.Warning)
         return {"ok": result.ok, "message": message, "output": result.output, "fn": fn, "target": target,
-                "diagnostics": lsp}
+                "diagnostics": lsp, "random_weights": result.random_weights}
 
     async def run(params: T.ExecuteCommandParams):
         return await export_command(ls, params)
