@@ -1,19 +1,27 @@
 """Diagnostics latency of the language server as the user types.
 
-Starts `shapescript-lsp` as a subprocess, opens a generated 10,000-line file (copies of
-a llama-like model, `gen.py`), then sends 200 single-character edits inside function
-bodies, one at a time. For each it measures the time from sending `didChange` to
-receiving the `publishDiagnostics` of that version, and prints p50, p95 and p99.
+Starts `shapescript-lsp` as a subprocess and opens a generated 10,000-line file (copies
+of a llama-like model, `gen.py`). Then, measuring from sending `didChange` to receiving
+the `publishDiagnostics` of that version:
 
-    .venv/bin/python bench/lsp_latency.py [--lines 10000] [--edits 200] [--profile FILE]
+- cold: didOpen to the first publish;
+- an edit mix like real typing (`typing_mix.py`: letters, a digit, brackets, commas,
+  operators, `:`, `#`, Enter, a pasted line, a deleted line), each edit followed by its
+  undo, one at a time: p50 / p95 / p99 per kind (edit and undo together);
+- bursts: 20 keystrokes sent without waiting, with hovers and completions interleaved:
+  the time from the last keystroke to the publish of its version, and how many of the
+  earlier versions were published anyway.
+
+    .venv/bin/python bench/lsp_latency.py [--lines 10000] [--sites 15] [--bursts 5]
+                                          [--kinds letter,paren] [--profile FILE]
 
 `--profile FILE` runs the server under cProfile and writes its stats there.
+Goal: p95 < 50 ms for every kind; a burst's last version within 100 ms.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import re
 import statistics
 import sys
 import time
@@ -22,38 +30,36 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 
+import typing_mix  # noqa: E402
 from gen import generate  # noqa: E402
 sys.path.insert(0, ROOT)
-from shapescript_server.stdio_client import StdioClient  # noqa: E402
+from server.stdio_client import StdioClient  # noqa: E402
 
 
 class Server(StdioClient):
     def __init__(self, cmd: list):
         super().__init__(cmd, cwd=ROOT)
+        self.seen: list = []  # versions published, in order
 
     def wait_publish(self, uri: str, version: int, timeout: float = 60) -> tuple:
         """(arrival time, diagnostics) of the publishDiagnostics for this version;
-        answers the server's requests meanwhile."""
+        answers the server's requests (and ignores answers to ours) meanwhile."""
         deadline = time.perf_counter() + timeout
         while True:
             t, msg = self.receive(max(0.01, deadline - time.perf_counter()))
             if msg.get("method") == "textDocument/publishDiagnostics":
                 p = msg["params"]
-                if p["uri"] == uri and p.get("version") == version:
-                    return t, p["diagnostics"]
+                if p["uri"] == uri:
+                    self.seen.append(p.get("version"))
+                    if p.get("version") == version:
+                        return t, p["diagnostics"]
             else:
                 self.answer_server_request(msg)
 
-
-def edit_sites(text: str, count: int) -> list:
-    """Offsets of the last digit of `eps=1e-5` literals (inside function bodies), spread
-    over the file: toggling it between 5 and 6 keeps the file valid."""
-    sites = [m.end() - 1 for m in re.finditer(r"eps=1e-\d\b", text)]
-    step = max(1, len(sites) // max(1, count))
-    out = sites[::step][:count]
-    while out and len(out) < count:  # fewer sites than edits: go round again
-        out += out[:count - len(out)]
-    return out
+    def send_request(self, method: str, params) -> None:
+        """A request whose answer nobody waits for."""
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
 
 
 def position(text: str, offset: int) -> dict:
@@ -69,10 +75,55 @@ def percentile(xs: list, p: float) -> float:
     return xs[lo] + (xs[hi] - xs[lo]) * (k - lo)
 
 
+def stats(xs: list) -> str:
+    return (f"p50 {percentile(xs, 50):6.1f}   p95 {percentile(xs, 95):6.1f}   p99 {percentile(xs, 99):6.1f} ms"
+            f"   (max {max(xs):6.1f}, n={len(xs)})")
+
+
+class Session:
+    def __init__(self, srv: Server, uri: str, text: str):
+        self.srv, self.uri, self.text, self.version = srv, uri, text, 1
+
+    def change(self, edit: tuple) -> float:
+        """Send one edit; returns the time it was sent."""
+        start, end, new = edit
+        a, b = position(self.text, start), position(self.text, end)
+        self.text = self.text[:start] + new + self.text[end:]
+        self.version += 1
+        return self.srv.notify("textDocument/didChange", {
+            "textDocument": {"uri": self.uri, "version": self.version},
+            "contentChanges": [{"range": {"start": a, "end": b}, "text": new}]})
+
+    def timed(self, edit: tuple) -> float:
+        """Send one edit and wait for its publish: milliseconds."""
+        t = self.change(edit)
+        arrived, _ = self.srv.wait_publish(self.uri, self.version)
+        return (arrived - t) * 1000
+
+    def burst(self, edits: list) -> tuple:
+        """Send the edits without waiting, a hover and a completion after every fourth:
+        (ms from the last edit to its publish, earlier versions published)."""
+        first = self.version + 1
+        t = 0.0
+        for k, e in enumerate(edits):
+            t = self.change(e)
+            if k % 4 == 3:
+                pos = position(self.text, e[0] + len(e[2]))
+                doc = {"uri": self.uri}
+                self.srv.send_request("textDocument/hover", {"textDocument": doc, "position": pos})
+                self.srv.send_request("textDocument/completion", {"textDocument": doc, "position": pos})
+        self.srv.seen.clear()
+        arrived, _ = self.srv.wait_publish(self.uri, self.version)
+        stale = sum(1 for v in self.srv.seen if v is not None and first <= v < self.version)
+        return (arrived - t) * 1000, stale
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, default=10_000)
-    ap.add_argument("--edits", type=int, default=200)
+    ap.add_argument("--sites", type=int, default=15, help="sites per kind (each: the edit and its undo)")
+    ap.add_argument("--bursts", type=int, default=5)
+    ap.add_argument("--kinds", help="comma-separated kinds of typing_mix.KINDS (default: all)")
     ap.add_argument("--profile", help="run the server under cProfile, stats to this file")
     args = ap.parse_args(argv)
 
@@ -80,10 +131,10 @@ def main(argv=None) -> int:
     missing = args.lines - text.count("\n")
     if missing > 0:  # the generator stops at a whole copy: pad with comments to the exact count
         text += "".join(f"# padding line {k}\n" for k in range(missing))
-    offsets = edit_sites(text, args.edits)
-    cmd = [sys.executable, "-m", "shapescript_server.main"]
+    kinds = args.kinds.split(",") if args.kinds else list(typing_mix.KINDS)
+    cmd = [sys.executable, "-m", "server.main"]
     if args.profile:
-        cmd = [sys.executable, "-m", "cProfile", "-o", args.profile, "-m", "shapescript_server.main"]
+        cmd = [sys.executable, "-m", "cProfile", "-o", args.profile, "-m", "server.main"]
     srv = Server(cmd)
     root = "/tmp/shapescript-bench"
     uri = f"file://{root}/big.ss"
@@ -92,30 +143,36 @@ def main(argv=None) -> int:
     t0 = srv.notify("textDocument/didOpen", {"textDocument": {
         "uri": uri, "languageId": "shapescript", "version": 1, "text": text}})
     cold = srv.wait_publish(uri, 1, timeout=120)[0] - t0
+    s = Session(srv, uri, text)
 
-    latencies = []
-    errors = 0
-    version = 1
-    for k, off in enumerate(offsets):
-        version += 1
-        new = "6" if text[off] != "6" else "5"  # `1e-5` ⇄ `1e-6`: the text stays valid
-        text = text[:off] + new + text[off + 1:]
-        pos = position(text, off)
-        end = {"line": pos["line"], "character": pos["character"] + 1}
-        t = srv.notify("textDocument/didChange", {
-            "textDocument": {"uri": uri, "version": version},
-            "contentChanges": [{"range": {"start": pos, "end": end}, "text": new}]})
-        arrived, diags = srv.wait_publish(uri, version)
-        latencies.append((arrived - t) * 1000)
-        errors += sum(1 for d in diags if d.get("severity") == 1)
+    per_kind: dict = {}
+    for kind in kinds:
+        xs = per_kind[kind] = []
+        for edit in typing_mix.sites(s.text, kind, args.sites):
+            undo = typing_mix.apply(s.text, edit)[1]
+            xs.append(s.timed(edit))
+            xs.append(s.timed(undo))
+    bursts, stale = [], 0
+    for k in range(args.bursts):
+        edits = typing_mix.typing_burst(s.text, k)
+        ms, n = s.burst(edits)
+        bursts.append(ms)
+        stale += n
+        start = edits[0][0]
+        s.timed((start, start + len(edits), ""))  # back to the valid file
     srv.close()
 
-    print(f"file: {text.count(chr(10))} lines, {len(text)} characters; first check {cold * 1000:.0f} ms")
-    print(f"{len(latencies)} single-character edits in function bodies ({errors} errors reported), "
-          f"didChange -> publishDiagnostics of that version:")
-    print(f"  p50 {percentile(latencies, 50):.1f} ms   p95 {percentile(latencies, 95):.1f} ms   "
-          f"p99 {percentile(latencies, 99):.1f} ms   (mean {statistics.mean(latencies):.1f}, "
-          f"max {max(latencies):.1f})")
+    print(f"file: {text.count(chr(10))} lines, {len(text)} characters; "
+          f"didOpen -> first diagnostics {cold * 1000:.0f} ms")
+    print("didChange -> publishDiagnostics of that version, by kind of edit (each edit and its undo):")
+    for kind, xs in per_kind.items():
+        print(f"  {kind:9s} {stats(xs)}")
+    everything = [x for xs in per_kind.values() for x in xs]
+    if everything:
+        print(f"  {'all':9s} {stats(everything)}   (mean {statistics.mean(everything):.1f})")
+    if bursts:
+        print(f"bursts of 20 keystrokes with hovers and completions interleaved, last keystroke -> its "
+              f"publish: {stats(bursts)}; earlier versions published: {stale} of {19 * len(bursts)}")
     return 0
 
 

@@ -1,9 +1,10 @@
 """Files, imports and the incremental cache: the "database" every tool asks.
 
-Parsed items are reused by their text; a model's fields and a function's signature are
-cached per item against the dims and the visible names; a function body's check is
-cached against the fingerprints of everything it used (models, signatures). An edit
-inside one function re-parses that item and re-checks that body only.
+Parsed items are reused by their text. A model's fields, a function's signature and a
+function body's check are cached per item, with the meaning of each name the check read
+(`reads.py`): an edit re-checks the edited item and the items that read a name whose
+meaning changed, nothing else. The caches hold entries for the items that exist now: an
+item replaced by an edit, or in a file closed or changed on disk, is forgotten.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from .check.env import DimTable, ModelInfo, Signature, build_model, build_signat
 from .check.function import FnResult, check_function
 from .check.sizes import Size
 from .check.types import TensorT, Type
+from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
 from .syntax import ast as A
 from .syntax.parser import reparse_file
 from .syntax.source import LineIndex
@@ -46,6 +48,10 @@ FREEZE_AFTER = 100_000  # objects allocated in one batch
 # unknown names, types, callees and free dims in fields: with an import missing, the
 # missing file may well define them
 UNRESOLVED_NAME_CODES = {"E0201", "E0202", "E0205"}
+
+
+class Cancelled(Exception):
+    """An analysis stopped because its caller no longer wants it (`analyze(cancelled=…)`)."""
 
 
 class SourceFile:
@@ -154,7 +160,9 @@ class Workspace:
             f = SourceFile(path, text, version)
             self.files[path] = f
         else:
+            before = f.items
             f.set_text(text, version)
+            self._forget(before, keep=f.items)
         self.open.add(path)
         self._analysis.clear()
         return f
@@ -166,7 +174,9 @@ class Workspace:
     def close(self, path: str):
         path = self.norm(path)
         self.open.discard(path)
-        self.files.pop(path, None)
+        f = self.files.pop(path, None)
+        if f is not None:
+            self._forget(f.items)
         self._analysis.clear()
 
     def file(self, path: str) -> Optional[SourceFile]:
@@ -187,8 +197,28 @@ class Workspace:
         except OSError:
             return None
         sf = SourceFile(path, text)
+        if cached:
+            self._forget(cached[1].items)
         self._disk[path] = (st.st_mtime_ns, sf)
         return sf
+
+    def _forget(self, items: list, keep: list = ()):
+        """Drop the cache entries of items that no longer exist (all of `items` but the
+        ones in `keep`, which an edit reused)."""
+        kept = {id(it) for it in keep}
+        for it in items:
+            k = id(it)
+            if k in kept:
+                continue
+            for cache in (self._model_cache, self._sig_cache, self._body_cache):
+                e = cache.get(k)
+                if e is not None and e[0] is it:
+                    del cache[k]
+
+    def cache_sizes(self) -> dict:
+        """Entries in each item cache (for tests and benchmarks)."""
+        return {"models": len(self._model_cache), "signatures": len(self._sig_cache),
+                "bodies": len(self._body_cache)}
 
     def importers(self, path: str) -> list:
         """Open files that import `path`, directly or not."""
@@ -240,7 +270,10 @@ class Workspace:
         return None
 
     # ------------------------------------------------------------ analysis
-    def analyze(self, path: str) -> Optional[Analysis]:
+    def analyze(self, path: str, cancelled=None) -> Optional[Analysis]:
+        """The analysis of a file. `cancelled()`, when given, is asked between function
+        bodies: when it says True the analysis stops by raising `Cancelled` (what was
+        checked so far stays cached)."""
         path = self.norm(path)
         a = self._analysis.get(path)
         if a is not None:
@@ -249,7 +282,7 @@ class Workspace:
         if f is None:
             return None
         with _no_gc():
-            a = self._analyze(f)
+            a = self._analyze(f, cancelled)
         self._analysis[path] = a
         return a
 
@@ -257,7 +290,7 @@ class Workspace:
         a = self.analyze(path)
         return a.diags if a else []
 
-    def _analyze(self, f: SourceFile) -> Analysis:
+    def _analyze(self, f: SourceFile, cancelled=None) -> Analysis:
         diags: list = []
         own: dict = {}
         for it in f.items:
@@ -305,11 +338,12 @@ class Workspace:
         dims = DimTable(dim_items, self.dim_overrides)
         for it in own.values():
             diags.extend(dims.diags.get(id(it), []))
-        broken = {(n, it.declared_kind) for n, it in visible.items() if isinstance(it, A.BrokenItem)}
+        broken_kinds = {n: it.declared_kind for n, it in visible.items() if isinstance(it, A.BrokenItem)}
+        broken = set(broken_kinds.items())
         model_names = {n for n, it in visible.items() if isinstance(it, A.ModelItem)} | \
                       {n for n, k in broken if k == "model"}
-        # one small key for "the dims and the visible names are as before"
-        names_fp = hash((dims.fingerprint, tuple(sorted((n, it.kind) for n, it in visible.items()))))
+        everything = (dims.fingerprint, tuple(sorted((n, it.kind) for n, it in visible.items())))
+        meanings = Meanings(dims, model_names, broken_kinds, everything)
         models: dict = {}
         sigs: dict = {}
         for n, it in visible.items():
@@ -319,15 +353,17 @@ class Workspace:
                 cache, build, into = self._sig_cache, build_signature, sigs
             else:
                 continue
-            into[n], idiags = self._cached(cache, it, names_fp,
-                                           lambda it=it, build=build: build(it, dims, model_names))
+            into[n], idiags = self._cached(cache, it, meanings, build, dims, model_names)
             if own.get(n) is it:
                 diags.extend(idiags)
+        meanings.models, meanings.sigs = models, sigs
         env = FileEnv(dims, models, sigs, broken)
         fns: dict = {}
         for n, it in own.items():
             if isinstance(it, A.FnItem):
-                res = self._body(it, sigs[n], env, names_fp)
+                if cancelled is not None and cancelled():
+                    raise Cancelled(f.path)
+                res = self._body(it, sigs[n], env, meanings)
                 fns[n] = res
                 diags.extend(res.diags)
         diags.extend(self._recursion(fns, own))
@@ -344,22 +380,25 @@ class Workspace:
             a.diags.extend(export_diagnostics(self, a))
         return a
 
-    def _cached(self, cache: dict, item, key, compute):
+    def _cached(self, cache: dict, item, meanings: Meanings, build, dims, model_names):
+        """A declaration's (fields, signature) build, reused while what it read holds."""
         e = cache.get(id(item))
-        if e is not None and e[0] is item and e[1] == key:
+        if e is not None and e[0] is item and meanings.still(e[1], meanings.decl):
             return e[2]
-        v = compute()
-        cache[id(item)] = (item, key, v)
+        reads: set = set()
+        v = build(item, DimsView(dims, reads), ModelNames(model_names, reads))
+        cache[id(item)] = (item, meanings.answers(reads, meanings.decl), v)
         return v
 
-    def _body(self, item: A.FnItem, sig: Signature, env: FileEnv, names_fp) -> FnResult:
+    def _body(self, item: A.FnItem, sig: Signature, env: FileEnv, meanings: Meanings) -> FnResult:
+        """A body's check, reused while its signature and every name it read mean the same."""
+        own = sig_meaning(sig)
         e = self._body_cache.get(id(item))
-        if e is not None and e[0] is item and e[1] == names_fp and e[2] == sig.fingerprint:
-            res = e[3]
-            if all(self._dep_fp(env, k) == v for k, v in res.deps.items()):
-                return res
-        res = check_function(item, sig, env)
-        self._body_cache[id(item)] = (item, names_fp, sig.fingerprint, res)
+        if e is not None and e[0] is item and e[1] == own and meanings.still(e[2], meanings.full):
+            return e[3]
+        reads: set = set()
+        res = check_function(item, sig, EnvView(env, reads))
+        self._body_cache[id(item)] = (item, own, meanings.answers(reads, meanings.full), res)
         return res
 
     def _unread_fields(self, f: SourceFile, own: dict, fns: dict, models: dict) -> list:
@@ -398,15 +437,6 @@ class Workspace:
             if a is not None and name in a.fns:
                 return a.fns[name]
         return None
-
-    @staticmethod
-    def _dep_fp(env: FileEnv, key):
-        kind, name = key
-        if kind == "model":
-            m = env.models.get(name)
-            return m.fingerprint if m else None
-        s = env.sigs.get(name)
-        return s.fingerprint if s else None
 
     def _recursion(self, fns: dict, own: dict) -> list:
         graph = {n: {c for c in r.callees if c in fns} for n, r in fns.items()}

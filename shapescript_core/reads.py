@@ -1,0 +1,211 @@
+"""What one item's check read of its file's names, and whether those reads still hold.
+
+A check (a model's fields, a function's signature, a function's body) sees the file
+through a view that notes each name it looks up, and each time it looks at a whole
+namespace: suggestions list every dim or function; messages render sizes by dim name.
+The workspace keeps the item's result with the answers those reads got (`Meanings`);
+after an edit the result is reused when every answer is still the same. So an edit
+costs what it touches: the edited item, and the items that read a name whose meaning
+changed. A function that stops parsing still defines its name (as broken), which is a
+change for its callers only.
+
+The meaning of a name is all the views can tell about it: its dim size and value, whether
+it is a model and that model's fields, its signature, and whether it is broken.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+ALL_DIMS = ("all dims",)  # every dim's name, size and value (sizes rendered by name)
+ALL_MODELS = ("all models",)  # the set of model names
+ALL_FNS = ("all functions",)  # the function names, in order
+EVERYTHING = ("everything",)  # an attribute the views don't know: every name's meaning
+
+
+class DimsView:
+    """A DimTable, noting what is read."""
+
+    def __init__(self, dims, reads: set):
+        self._dims = dims
+        self._reads = reads
+        self.values = _Values(dims.values, reads)
+
+    def is_dim(self, name: str) -> bool:
+        self._reads.add(name)
+        return self._dims.is_dim(name)
+
+    def canon(self, name: str):
+        self._reads.add(name)
+        return self._dims.canon(name)
+
+    def render(self, s) -> str:
+        self._reads.add(ALL_DIMS)
+        return self._dims.render(s)
+
+    def __getattr__(self, attr):
+        self._reads.add(ALL_DIMS)
+        return getattr(self._dims, attr)
+
+
+class _Values(Mapping):
+    """A dim's value by name, noting each name looked up."""
+
+    def __init__(self, values: dict, reads: set):
+        self._values = values
+        self._reads = reads
+
+    def __getitem__(self, name):
+        self._reads.add(name)
+        return self._values[name]
+
+    def __contains__(self, name):
+        self._reads.add(name)
+        return name in self._values
+
+    def get(self, name, default=None):
+        self._reads.add(name)
+        return self._values.get(name, default)
+
+    def __iter__(self):
+        self._reads.add(ALL_DIMS)
+        return iter(self._values)
+
+    def __len__(self):
+        self._reads.add(ALL_DIMS)
+        return len(self._values)
+
+
+class ModelNames:
+    """The set of model names, noting membership tests by name, and listings whole."""
+
+    def __init__(self, names: set, reads: set):
+        self._names = names
+        self._reads = reads
+
+    def __contains__(self, name) -> bool:
+        self._reads.add(name)
+        return name in self._names
+
+    def __iter__(self):
+        self._reads.add(ALL_MODELS)
+        return iter(sorted(self._names))
+
+    def __len__(self) -> int:
+        self._reads.add(ALL_MODELS)
+        return len(self._names)
+
+
+class EnvView:
+    """A FileEnv for one body's check, noting what is read."""
+
+    def __init__(self, env, reads: set):
+        self._env = env
+        self._reads = reads
+        self.dims = DimsView(env.dims, reads)
+
+    def dim(self, name: str):
+        self._reads.add(name)
+        return self._env.dim(name)
+
+    def dim_names(self) -> list:
+        self._reads.add(ALL_DIMS)
+        return self._env.dim_names()
+
+    def model(self, name: str):
+        self._reads.add(name)
+        return self._env.model(name)
+
+    def model_names(self) -> ModelNames:
+        return ModelNames(self._env.model_names(), self._reads)
+
+    def sig(self, name: str):
+        self._reads.add(name)
+        return self._env.sig(name)
+
+    def fn_names(self) -> list:
+        self._reads.add(ALL_FNS)
+        return self._env.fn_names()
+
+    def is_broken_name(self, name: str) -> bool:
+        self._reads.add(name)
+        return self._env.is_broken_name(name)
+
+    def render(self, t, dtype: bool = False) -> str:
+        self._reads.add(ALL_DIMS)
+        return self._env.render(t, dtype)
+
+    def __getattr__(self, attr):
+        self._reads.add(EVERYTHING)
+        return getattr(self._env, attr)
+
+
+def sig_meaning(sig):
+    """What a caller (or the body itself) can see of a signature."""
+    if sig is None:
+        return None
+    return sig.fingerprint, tuple(sorted(sig.svars)), sig.broken
+
+
+class Meanings:
+    """The answers every read gets in one file's analysis, computed once per name.
+
+    Declarations (fields, signatures) are built before the file's models and signatures
+    exist, and read only dims and model names: their answers are `decl`. Bodies see
+    everything (`full`)."""
+
+    def __init__(self, dims, model_names: set, broken: dict, everything):
+        self.dims = dims
+        self.model_names = model_names
+        self.broken = broken  # name -> declared kind, for the items that didn't parse
+        self.everything = everything  # a fingerprint of every visible name's kind
+        self.models: dict = {}
+        self.sigs: dict = {}
+        self._decl: dict = {}
+        self._full: dict = {}
+
+    def _dim(self, name: str):
+        d = self.dims
+        if not d.is_dim(name):
+            return None
+        return d.canon(name), d.values.get(name)
+
+    def decl(self, key):
+        got = self._decl.get(key, self)
+        if got is self:
+            if isinstance(key, str):
+                got = (self._dim(key), key in self.model_names)
+            else:  # models and signatures are not built yet: kinds and dims only
+                got = self._whole(key) if key in (ALL_DIMS, ALL_MODELS) else self.everything
+            self._decl[key] = got
+        return got
+
+    def full(self, key):
+        got = self._full.get(key, self)
+        if got is self:
+            if isinstance(key, str):
+                m = self.models.get(key)
+                got = (self._dim(key), key in self.model_names, m.fingerprint if m is not None else None,
+                       sig_meaning(self.sigs.get(key)), self.broken.get(key))
+            else:
+                got = self._whole(key)
+            self._full[key] = got
+        return got
+
+    def _whole(self, key):
+        if key == ALL_DIMS:
+            return self.dims.fingerprint
+        if key == ALL_MODELS:
+            return tuple(sorted(self.model_names))
+        if key == ALL_FNS:
+            return tuple(self.sigs)
+        # anything else a check may look at: every name's kind, model and signature
+        return (self.everything, tuple((n, m.fingerprint) for n, m in self.models.items()),
+                tuple((n, sig_meaning(s)) for n, s in self.sigs.items()))
+
+    @staticmethod
+    def answers(reads: set, meaning) -> tuple:
+        return tuple((k, meaning(k)) for k in reads)
+
+    @staticmethod
+    def still(answers: tuple, meaning) -> bool:
+        return all(meaning(k) == v for k, v in answers)
