@@ -21,10 +21,11 @@ def _overlaps(a: T.Range, b: T.Range) -> bool:
 
 
 def _fixes(d: T.Diagnostic) -> list:
-    data = d.data
-    if isinstance(data, dict) and isinstance(data.get("fixes"), list):
-        return [f for f in data["fixes"] if isinstance(f, dict) and isinstance(f.get("edits"), dict)]
-    return []
+    """The fixes one of our diagnostics carries (InvalidParams if they are malformed);
+    other sources' data is theirs, not read."""
+    if d.source not in (None, convert.SOURCE):
+        return []
+    return convert.fixes_from_data(d.data)
 
 
 def _current(fix: dict, uri: str, version) -> bool:

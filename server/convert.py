@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Callable, Optional
 
 from lsprotocol import types as T
+from pygls.exceptions import JsonRpcInvalidParams
 
 from shapescript_core.diagnostics import Applicability, Severity, doc_url
 from shapescript_core.syntax.source import LineIndex
@@ -111,10 +112,66 @@ def diagnostics(diags: list, path: str, lines_for: Callable, uri_for: Callable,
     return [diagnostic(d, lines_for, uri_for, version_for) for d in own]
 
 
+# ---------------------------------------------------------------- arguments from the client
+# What comes back from the client as plain JSON (a diagnostic's `data`, a command's
+# arguments) is checked here: a wrong shape is the client's error, InvalidParams, never
+# an exception deep in a handler (InternalError).
+def _uint(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2 ** 31
+
+
+def position_json(value, what: str = "position") -> Optional[dict]:
+    """A {line, character} object of non-negative integers (None when absent)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(_uint(value.get(k)) for k in ("line", "character")):
+        raise JsonRpcInvalidParams(f"`{what}` takes {{line, character}}, non-negative integers; got {value!r:.80}")
+    return value
+
+
+def _range_json(value, what: str) -> dict:
+    if not isinstance(value, dict) or value.get("start") is None or value.get("end") is None:
+        raise JsonRpcInvalidParams(f"`{what}` takes {{start, end}} positions; got {value!r:.80}")
+    position_json(value["start"], what + ".start")
+    position_json(value["end"], what + ".end")
+    return value
+
+
+def fixes_from_data(data) -> list:
+    """The fixes in one of our diagnostics' `data` as the client sent it back:
+    [] when it carries none; InvalidParams when they are not what we sent
+    ({title, applicability, edits: {uri: [{range, newText}]}, versions: {uri: int | null}})."""
+    if not isinstance(data, dict) or data.get("fixes") is None:
+        return []
+    fixes = data["fixes"]
+    if not isinstance(fixes, list):
+        raise JsonRpcInvalidParams(f"diagnostic `data.fixes` takes a list; got {fixes!r:.80}")
+    for k, fix in enumerate(fixes):
+        what = f"data.fixes[{k}]"
+        if not isinstance(fix, dict) or not isinstance(fix.get("title"), str):
+            raise JsonRpcInvalidParams(f"`{what}` takes {{title, edits, versions}}; got {fix!r:.80}")
+        edits = fix.get("edits")
+        if not isinstance(edits, dict) or not all(isinstance(u, str) and isinstance(es, list)
+                                                  for u, es in edits.items()):
+            raise JsonRpcInvalidParams(f"`{what}.edits` takes {{uri: [edits]}}; got {edits!r:.80}")
+        for uri, es in edits.items():
+            for e in es:
+                if not isinstance(e, dict) or not isinstance(e.get("newText"), str):
+                    raise JsonRpcInvalidParams(f"an edit of `{what}` takes {{range, newText}}; got {e!r:.80}")
+                _range_json(e.get("range"), f"{what}.edits range")
+        versions = fix.get("versions")
+        if versions is not None and not (isinstance(versions, dict) and all(
+                v is None or (isinstance(v, int) and not isinstance(v, bool)) for v in versions.values())):
+            raise JsonRpcInvalidParams(f"`{what}.versions` takes {{uri: version}}; got {versions!r:.80}")
+        if fix.get("applicability") is not None and not isinstance(fix["applicability"], str):
+            raise JsonRpcInvalidParams(f"`{what}.applicability` takes a string")
+    return fixes
+
+
 # ---------------------------------------------------------------- fixes as code actions
 def _range_from_json(r: dict) -> T.Range:
-    return T.Range(start=T.Position(line=int(r["start"]["line"]), character=int(r["start"]["character"])),
-                   end=T.Position(line=int(r["end"]["line"]), character=int(r["end"]["character"])))
+    return T.Range(start=T.Position(line=r["start"]["line"], character=r["start"]["character"]),
+                   end=T.Position(line=r["end"]["line"], character=r["end"]["character"]))
 
 
 def workspace_edit(fix: dict, document_changes: bool) -> T.WorkspaceEdit:

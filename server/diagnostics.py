@@ -2,10 +2,14 @@
 publishing (push) and `textDocument/diagnostic` (pull)."""
 from __future__ import annotations
 
+import logging
+
 from lsprotocol import types as T
 
 from . import convert
 from .app import ShapeScriptServer, guarded
+
+log = logging.getLogger("shapescript.server")
 
 
 def schedule_check(ls: ShapeScriptServer, uri: str):
@@ -80,6 +84,18 @@ def recheck_all(ls: ShapeScriptServer):
         refresh_pull(ls)
 
 
+def stale_version(ls: ShapeScriptServer, uri: str, version) -> bool:
+    """A change whose version is not after the document's (LSP's versions only go up):
+    ignored, with a warning in the log, rather than applied to a text it wasn't made on."""
+    have = ls.docs.version(uri)
+    if version is None or have is None or version > have:
+        return False
+    message = f"shapescript: ignored a change to {uri} at version {version}: the document is at version {have}"
+    log.warning("%s", message)
+    ls.window_log_message(T.LogMessageParams(type=T.MessageType.Warning, message=message))
+    return True
+
+
 def register(ls: ShapeScriptServer):
     @ls.feature(T.TEXT_DOCUMENT_DID_OPEN)
     @guarded("notification")
@@ -92,6 +108,8 @@ def register(ls: ShapeScriptServer):
     @guarded("notification")
     def did_change(ls: ShapeScriptServer, params: T.DidChangeTextDocumentParams):
         uri = params.text_document.uri
+        if stale_version(ls, uri, params.text_document.version):
+            return
         if ls.docs.change(uri, params.content_changes, params.text_document.version) is not None:
             schedule_check(ls, uri)
 

@@ -53,6 +53,7 @@ def _args(params: T.ExecuteCommandParams) -> dict:
     seed = a.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise JsonRpcInvalidParams("`seed` takes a non-negative integer")
+    convert.position_json(a.get("position"))
     return a
 
 

@@ -30,13 +30,14 @@ def main(argv=None) -> int:
     logging.basicConfig(level=getattr(logging, args.log_level), handlers=[handler],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from .app import create_server
+    from .transport import serve_io, serve_tcp
 
     ls = create_server()
     try:
         if args.tcp:
-            ls.start_tcp(*args.tcp)
+            serve_tcp(ls, *args.tcp)
         else:
-            ls.start_io()
+            serve_io(ls)
     finally:
         ls.shutdown_core()
     return 0

@@ -5,6 +5,7 @@ what a real client never would (broken JSON, bad params).
 """
 from __future__ import annotations
 
+import collections
 import json
 import queue
 import subprocess
@@ -19,6 +20,8 @@ class StdioClient:
                                      stderr=stderr, cwd=cwd, env=env)
         self.inbox: queue.Queue = queue.Queue()  # (arrival time, message), None at exit
         self.next_id = 0
+        self.answers: dict = {}  # id -> answer that came while waiting for another
+        self.notifications = collections.deque(maxlen=1000)  # seen while waiting for answers
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self):
@@ -39,8 +42,12 @@ class StdioClient:
 
     def send_bytes(self, body: bytes) -> float:
         """Frame and send a body as it is; returns the time it was sent."""
+        return self.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def write(self, raw: bytes) -> float:
+        """Send bytes as they are, headers and all."""
         t = time.perf_counter()
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.write(raw)
         self.proc.stdin.flush()
         return t
 
@@ -63,11 +70,22 @@ class StdioClient:
     def request(self, method: str, params, timeout: float = 60) -> dict:
         self.next_id += 1
         self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params})
-        while True:
-            _, msg = self.receive(timeout)
-            if msg.get("id") == self.next_id and "method" not in msg:
-                return msg
-            self.answer_server_request(msg)
+        return self.answer(self.next_id, timeout)
+
+    def answer(self, msg_id, timeout: float = 60) -> dict:
+        """The answer to request `msg_id` (answering the server's requests meanwhile;
+        notifications and other answers are kept)."""
+        deadline = time.monotonic() + timeout
+        while msg_id not in self.answers:
+            try:
+                _, msg = self.receive(max(deadline - time.monotonic(), 0.001))
+            except queue.Empty:
+                raise TimeoutError(f"no answer to request {msg_id} within {timeout} s") from None
+            if "method" not in msg:
+                self.answers[msg.get("id")] = msg
+            elif not self.answer_server_request(msg):
+                self.notifications.append(msg)
+        return self.answers.pop(msg_id)
 
     def notify(self, method: str, params) -> float:
         return self.send({"jsonrpc": "2.0", "method": method, "params": params})

@@ -4,6 +4,7 @@ answer, and only server/ knows LSP."""
 from __future__ import annotations
 
 import ast
+import json
 import os
 
 from hypothesis import given, settings
@@ -124,9 +125,148 @@ def test_malformed_messages_get_an_error_answer_and_the_server_goes_on(tmp_path)
         ok = srv.request("textDocument/hover", {"textDocument": {"uri": uri},
                                                 "position": {"line": 3, "character": 11}})
         assert "x: [b D] f32" in ok["result"]["contents"]["value"]
+        assert srv.answers[None]["error"]["code"] == -32700  # the broken JSON: a parse error, id null
     finally:
         srv.close()
     assert srv.proc.returncode == 0
+
+
+def _hover_frame(msg_id: int, uri: str, length_delta: int = 0, name: bytes = b"Content-Length") -> bytes:
+    body = json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": "textDocument/hover",
+                       "params": {"textDocument": {"uri": uri}, "position": {"line": 3, "character": 11}}}).encode()
+    return name + b": %d\r\n\r\n" % (len(body) + length_delta) + body
+
+
+def _open_raw(srv: RawServer, uri: str, text: str = TEXT, version: int = 1):
+    srv.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "shapescript",
+                                                         "version": version, "text": text}})
+
+
+def _hover_text(answer: dict) -> str:
+    assert "error" not in answer, answer
+    return answer["result"]["contents"]["value"]
+
+
+def test_a_wrong_content_length_or_a_lowercase_header_does_not_deafen_the_server(tmp_path):
+    """pygls 2.1 reads `Content-Length` case-sensitively and then exactly that many bytes:
+    one bad header and nothing is answered again. Our transport re-frames."""
+    srv = RawServer()
+    try:
+        srv.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+        srv.notify("initialized", {})
+        uri = uri_of(tmp_path / "frames.ss")
+        _open_raw(srv, uri)
+        # overstated by 40 bytes, and nothing after it: the client waits for the answer
+        srv.write(_hover_frame(10, uri, +40))
+        assert "x: [b D] f32" in _hover_text(srv.answer(10, timeout=15))
+        # a lowercase header name
+        srv.write(_hover_frame(11, uri, name=b"content-length"))
+        assert "x: [b D] f32" in _hover_text(srv.answer(11, timeout=15))
+        # overstated by a megabyte, the next request right behind it in one write
+        srv.write(_hover_frame(12, uri, +10 ** 6) + _hover_frame(13, uri))
+        assert "x: [b D] f32" in _hover_text(srv.answer(13, timeout=15))
+        assert "x: [b D] f32" in _hover_text(srv.answer(12, timeout=15))
+        # overstated by less than the next header: it ends inside that header
+        srv.write(_hover_frame(14, uri, +5) + _hover_frame(15, uri))
+        assert "x: [b D] f32" in _hover_text(srv.answer(14, timeout=15))
+        assert "x: [b D] f32" in _hover_text(srv.answer(15, timeout=15))
+        # understated: the JSON says where it ends
+        srv.write(_hover_frame(16, uri, -7) + _hover_frame(17, uri))
+        assert "x: [b D] f32" in _hover_text(srv.answer(16, timeout=15))
+        assert "x: [b D] f32" in _hover_text(srv.answer(17, timeout=15))
+        # and every later request is answered, by the ordinary client
+        other = uri_of(tmp_path / "later.ss")
+        _open_raw(srv, other, TEXT.replace("x", "y"))
+        later = srv.request("textDocument/hover", {"textDocument": {"uri": other},
+                                                   "position": {"line": 3, "character": 11}}, timeout=15)
+        assert "y: [b D] f32" in _hover_text(later)
+    finally:
+        srv.close()
+    assert srv.proc.returncode == 0
+
+
+def _diag(data, source="shapescript") -> dict:
+    return {"range": {"start": {"line": 3, "character": 4}, "end": {"line": 3, "character": 12}},
+            "message": "m", "code": "E3306", "source": source, "data": data}
+
+
+def test_malformed_arguments_answer_invalid_params(tmp_path):
+    srv = RawServer()
+    try:
+        srv.request("initialize", {"processId": None, "rootUri": uri_of(tmp_path), "capabilities": {}})
+        srv.notify("initialized", {})
+        uri = uri_of(tmp_path / "args.ss")
+        _open_raw(srv, uri)
+        rng = {"start": {"line": 3, "character": 4}, "end": {"line": 3, "character": 12}}
+
+        def code_action(data, source="shapescript"):
+            return srv.request("textDocument/codeAction", {
+                "textDocument": {"uri": uri}, "range": rng,
+                "context": {"diagnostics": [_diag(data, source)]}}, timeout=15)
+
+        good_edit = {"range": rng, "newText": "y"}
+        for data in ({"fixes": "x"},
+                     {"fixes": [1]},
+                     {"fixes": [{"title": "t", "edits": {uri: "x"}}]},
+                     {"fixes": [{"title": "t", "edits": {uri: [{"range": {"start": {"line": "a", "character": 0},
+                                                                          "end": {"line": 0, "character": 0}},
+                                                                "newText": "y"}]}}]},
+                     {"fixes": [{"title": "t", "edits": {uri: [{"range": rng}]}}]},
+                     {"fixes": [{"title": "t", "edits": {uri: [good_edit]}, "versions": {uri: "v"}}]}):
+            answer = code_action(data)
+            assert answer.get("error", {}).get("code") == -32602, (data, answer)
+            assert "data.fixes" in answer["error"]["message"]
+        # a well-formed fix comes back as its action; another server's data is not ours to read
+        (action,) = code_action({"fixes": [{"title": "t", "applicability": "safe", "edits": {uri: [good_edit]},
+                                            "versions": {uri: 1}}]})["result"]
+        assert action["title"] == "t" and action["edit"]["changes"][uri][0]["newText"] == "y"
+        assert "error" not in code_action({"fixes": "theirs"}, source="other-linter")
+
+        def export(**args):
+            return srv.request("workspace/executeCommand", {
+                "command": "shapescript.export", "arguments": [{"uri": uri, "target": "hf", **args}]}, timeout=15)
+
+        for args in ({"seed": "x"}, {"seed": True}, {"position": {"line": "a", "character": 0}},
+                     {"position": {"line": 0}}, {"position": "start"}, {"dims": {"D": "4"}}, {"force": "yes"}):
+            answer = export(**args)
+            assert answer.get("error", {}).get("code") == -32602, (args, answer)
+        # the server goes on
+        ok = srv.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                "position": {"line": 3, "character": 11}})
+        assert "x: [b D] f32" in _hover_text(ok)
+    finally:
+        srv.close()
+
+
+def test_a_change_whose_version_goes_backwards_is_ignored_with_a_warning(tmp_path):
+    srv = RawServer()
+    try:
+        srv.request("initialize", {"processId": None, "rootUri": None, "capabilities": {}})
+        srv.notify("initialized", {})
+        uri = uri_of(tmp_path / "versions.ss")
+        _open_raw(srv, uri, version=5)
+
+        def change(version, text):
+            srv.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                                  "contentChanges": [{"text": text}]})
+
+        change(6, TEXT.replace("x", "y"))
+        change(4, TEXT.replace("x", "z"))  # backwards: ignored
+        change(6, TEXT.replace("x", "w"))  # the same version again: ignored
+        hover = srv.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                   "position": {"line": 3, "character": 11}})
+        assert "y: [b D] f32" in _hover_text(hover)
+        warnings = [n["params"]["message"] for n in srv.notifications if n["method"] == "window/logMessage"
+                    and n["params"]["type"] == 2]
+        assert len(warnings) == 2, warnings
+        assert "at version 4: the document is at version 6" in warnings[0]
+        assert "at version 6: the document is at version 6" in warnings[1]
+        change(7, TEXT.replace("x", "v"))  # forwards again: applied
+        hover = srv.request("textDocument/hover", {"textDocument": {"uri": uri},
+                                                   "position": {"line": 3, "character": 11}})
+        assert "v: [b D] f32" in _hover_text(hover)
+    finally:
+        srv.close()
 
 
 def test_only_server_imports_the_protocol_libraries():

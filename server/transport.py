@@ -1,0 +1,277 @@
+"""JSON-RPC over a byte stream (stdio or TCP), framed so that a broken header can't
+deafen the server.
+
+pygls 2.1's reader (`pygls.io_.run_async`) matches the header `Content-Length: N\\r\\n`
+exactly, case included, and then reads exactly N bytes. So a lowercase
+`content-length` (header names are case-insensitive, as in HTTP) is never seen, and a
+length that overstates its body swallows the start of the next message: from then on
+every body is glued to the next header and nothing is answered again. The fix belongs
+in pygls; until it is there, the server reads its input here (`Framer`), and pygls only
+parses and dispatches (`protocol.structure_message`, `protocol.handle_message`).
+
+The framer takes what the stream holds as its evidence:
+- header names in any case, spaces optional, `\\n` or `\\r\\n` line ends; other headers
+  (Content-Type) are skipped, and so is anything before a header (logged);
+- a body of exactly the declared length that parses is the common path (one parse);
+- otherwise a complete JSON value at the start of what has arrived is the message, even
+  before the declared length is reached (the length overstated it: the client waits for
+  the answer, so don't wait for bytes that will never come), or past it (understated);
+- a `Content-Length: N` line inside a body can't be JSON (JSON has no raw line breaks in
+  strings): the body ends there, and the next message starts there.
+A body that still doesn't parse gets JSON-RPC's Parse error answer (id null).
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import sys
+import threading
+from typing import Any, Callable, Optional
+
+from pygls.exceptions import JsonRpcException
+
+log = logging.getLogger("shapescript.transport")
+
+HEADER = re.compile(rb"content-length[ \t]*:[ \t]*(\d+)[ \t]*\r?\n", re.IGNORECASE)
+_OTHER_HEADER = re.compile(rb"[A-Za-z][A-Za-z0-9-]*[ \t]*:.*")
+_HEADER_MAX = 64  # the longest header line searched for across a chunk boundary
+_LINE_MAX = 1 << 16  # junk without a line end: dropped past this
+_EAGER_MAX = 1 << 22  # bodies past this wait for their declared length (no early parse)
+_WS = b" \t\r\n"
+_DECODER = json.JSONDecoder()
+
+
+class ParseError:
+    """A body that is not JSON: `reason` says why, `body` holds its first bytes."""
+
+    def __init__(self, reason: str, body: bytes):
+        self.reason = reason
+        self.body = body[:200]
+
+    def __repr__(self):
+        return f"ParseError({self.reason!r}, {self.body!r})"
+
+
+class Framer:
+    """Bytes in, messages out (parsed JSON values, or ParseError), with no I/O."""
+
+    def __init__(self):
+        self.buf = bytearray()
+        self.length: Optional[int] = None  # the pending header's length
+        self.in_body = False
+        self.scanned = 0  # bytes of the body already searched for a header
+
+    def feed(self, data: bytes) -> list:
+        self.buf += data
+        out: list = []
+        while True:
+            if not self.in_body and not self._headers():
+                return out
+            msg = self._body()
+            if msg is None:
+                return out
+            out.append(msg)
+
+    # ------------------------------------------------------------ headers
+    def _headers(self) -> bool:
+        """Read header lines; True once the blank line after a Content-Length came."""
+        buf = self.buf
+        while True:
+            nl = buf.find(b"\n")
+            if nl < 0:
+                if len(buf) > _LINE_MAX:
+                    log.warning("dropped %d bytes of input with no header in them", len(buf) - _HEADER_MAX)
+                    del buf[:len(buf) - _HEADER_MAX]
+                return False
+            line = bytes(buf[:nl + 1])
+            del buf[:nl + 1]
+            if not line.strip(_WS):
+                if self.length is not None:
+                    self.in_body = True
+                    self.scanned = 0
+                    return True
+                continue  # blank lines between messages
+            m = HEADER.search(line)
+            if m is not None:
+                junk = line[:m.start()].strip(_WS)
+                if junk:
+                    log.warning("skipped %d bytes before a header: %r", len(junk), junk[:80])
+                self.length = int(m.group(1))
+            elif not _OTHER_HEADER.fullmatch(line.strip(_WS)):
+                log.warning("skipped a line that is not a header: %r", line[:80])
+
+    # ------------------------------------------------------------ bodies
+    def _done(self, consumed: int, msg):
+        del self.buf[:consumed]
+        self.in_body = False
+        self.length = None
+        self.scanned = 0
+        return msg
+
+    def _body(self):
+        """The next message, or None until more bytes come."""
+        buf, n = self.buf, self.length
+        if len(buf) >= n:
+            body = bytes(buf[:n])
+            try:
+                return self._done(n, json.loads(body))
+            except (ValueError, UnicodeDecodeError):
+                pass
+            got = self._leading_value(bytes(buf))
+            if got is not None:  # the length was wrong; the JSON says where it ends
+                value, end = got
+                log.warning("Content-Length said %d bytes; the message took %d", n, end)
+                return self._done(end, value)
+            cut = self._header_in(0, len(buf))
+            if cut is not None and cut < n:
+                return self._done(cut, ParseError(f"the next header came after {cut} of {n} bytes", buf[:cut]))
+            return self._done(n, ParseError("not JSON", body))
+        # fewer bytes than declared: a header inside them ends the body there
+        cut = self._header_in(max(self.scanned - _HEADER_MAX, 0), len(buf))
+        self.scanned = len(buf)
+        if cut is not None:
+            got = self._leading_value(bytes(buf[:cut]))
+            log.warning("Content-Length said %d bytes; the next header came after %d", n, cut)
+            if got is not None:
+                return self._done(cut, got[0])
+            return self._done(cut, ParseError(f"the next header came after {cut} of {n} bytes", buf[:cut]))
+        # ... or a complete JSON value: the length overstated it and the client waits
+        tail = buf.rstrip(_WS)
+        if tail[-1:] in (b"}", b"]") and len(buf) <= _EAGER_MAX:
+            got = self._leading_value(bytes(buf))
+            if got is not None and not buf[got[1]:].strip(_WS):
+                log.warning("Content-Length said %d bytes; the message took %d", n, got[1])
+                return self._done(len(buf), got[0])
+        return None
+
+    def _header_in(self, start: int, end: int) -> Optional[int]:
+        """Where a Content-Length header starts in buf[start:end], if one does."""
+        m = HEADER.search(self.buf, start, end)
+        return None if m is None else m.start()
+
+    @staticmethod
+    def _leading_value(data: bytes):
+        """(value, bytes it took) of a JSON value at the start of `data`, or None."""
+        stripped = data.lstrip(_WS)
+        if not stripped[:1] in (b"{", b"["):
+            return None
+        try:
+            text = stripped.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            text = stripped[:exc.start].decode("utf-8")
+        try:
+            value, end = _DECODER.raw_decode(text)
+        except ValueError:
+            return None
+        return value, len(data) - len(stripped) + len(text[:end].encode("utf-8"))
+
+
+# ---------------------------------------------------------------- the message pump
+def dispatch(ls, msg) -> None:
+    """Hand one framed message to pygls (on the event loop)."""
+    protocol = ls.protocol
+    if isinstance(msg, ParseError):
+        log.warning("a message that is not JSON (%s): %r", msg.reason, msg.body)
+        protocol._send_data({"jsonrpc": "2.0", "id": None,
+                             "error": {"code": -32700, "message": f"Parse error: {msg.reason}"}})
+        return
+    try:
+        protocol.handle_message(protocol.structure_message(msg) if isinstance(msg, dict) else msg)
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except Exception as exc:
+        log.exception("unable to handle a message")
+        ls._report_server_error(exc, JsonRpcException)
+
+
+async def pump(ls, read: Callable[[], Any]) -> None:
+    """Read chunks with `await read()` until end of input or the server stops."""
+    framer = Framer()
+    stop = ls._stop_event
+    while not stop.is_set():
+        data = await read()
+        if not data:
+            break
+        for msg in framer.feed(data):
+            dispatch(ls, msg)
+            if stop.is_set():
+                break
+
+
+def _reader_thread(stream, loop: asyncio.AbstractEventLoop, queue: asyncio.Queue):
+    """Read the stream on a daemon thread (os.read on the file descriptor: a daemon
+    thread blocked in a buffered read would hold its lock at interpreter exit)."""
+    try:
+        fd = stream.fileno()
+        read = lambda: os.read(fd, 1 << 16)  # noqa: E731
+    except (AttributeError, OSError, ValueError):
+        read = (lambda: stream.read1(1 << 16)) if hasattr(stream, "read1") else (lambda: stream.read(1 << 16))  # noqa: E731
+    while True:
+        try:
+            data = read()
+        except OSError as exc:
+            log.error("reading the input failed: %s", exc)
+            data = b""
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, data)
+        except RuntimeError:  # the loop is closed
+            return
+        if not data:
+            return
+
+
+def serve_io(ls, stdin=None, stdout=None) -> None:
+    """Serve over stdin/stdout (pygls's start_io, with our framing)."""
+    from pygls.io_ import StdoutWriter
+
+    ls._stop_event = threading.Event()
+    ls.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+    stream = stdin or sys.stdin.buffer
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue = asyncio.Queue()
+        threading.Thread(target=_reader_thread, args=(stream, loop, queue), daemon=True,
+                         name="shapescript-stdin").start()
+        await pump(ls, queue.get)
+
+    try:
+        asyncio.run(main())
+    except BrokenPipeError:
+        log.error("the connection to the client is lost: shutting down")
+    except (KeyboardInterrupt, SystemExit):
+        pass
+    finally:
+        ls.shutdown()
+
+
+def serve_tcp(ls, host: str, port: int) -> None:
+    """Listen on host:port; serve the first client that connects, then stop."""
+    ls._stop_event = threading.Event()
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        ls.protocol.set_writer(writer)
+        try:
+            await pump(ls, lambda: reader.read(1 << 16))
+        finally:
+            ls.shutdown()
+            server.close()
+
+    async def main():
+        nonlocal server
+        server = await asyncio.start_server(connection, host, port)
+        log.info("serving on %s", ", ".join(str(s.getsockname()) for s in server.sockets))
+        async with server:
+            try:
+                await server.serve_forever()
+            except asyncio.CancelledError:
+                pass
+
+    server = None
+    try:
+        asyncio.run(main())
+    except (KeyboardInterrupt, SystemExit):
+        pass
