@@ -5,6 +5,7 @@ file's source), so a cached diagnostic stays right when its item moves in the fi
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from enum import IntEnum
 
@@ -139,6 +140,30 @@ def error(code: str, message: str, span: Span, primary_label: str = "") -> Diagn
 
 def warning(code: str, message: str, span: Span, primary_label: str = "") -> Diagnostic:
     return Diagnostic(code, message, span, Severity.WARNING, primary_label=primary_label)
+
+
+INTERNAL = "E0001"
+log = logging.getLogger("shapescript")
+
+
+def debugging() -> bool:
+    """SHAPESCRIPT_DEBUG set: internal errors are raised, not turned into E0001."""
+    import os
+    return bool(os.environ.get("SHAPESCRIPT_DEBUG"))
+
+
+def internal_error(what: str, span: Span, exc: BaseException) -> Diagnostic:
+    """E0001: a check could not complete because of a bug in ShapeScript itself. The
+    traceback goes to the log ("shapescript" logger); the file shows this one error, so
+    that a failed check never reads as a clean file."""
+    log.error("internal error in %s at %s", what, span, exc_info=(type(exc), exc, exc.__traceback__))
+    text = str(exc)
+    text = text if len(text) <= 80 else text[:77] + "..."
+    detail = f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return error(INTERNAL, f"{what} could not complete: internal error ({detail})", span,
+                 "the check stopped here").note(
+        "this is a bug in ShapeScript, not in the file; the log has the details").help(
+        "please report it with the file that shows it")
 
 
 def docs_base() -> str:

@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .diagnostics import error, warning
+from .diagnostics import FileAnchor, Span, error, internal_error, warning
 from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature
 from .check.function import FnResult, check_function
 from .check.sizes import Size
@@ -374,9 +374,9 @@ class Workspace:
         a = Analysis(f.path, f, env, diags, fns, own, visible, imports)
         try:
             from .export.analysis import export_diagnostics
-        except ImportError:  # the export checks are optional layers
-            export_diagnostics = None
-        if export_diagnostics is not None:
+        except ImportError as exc:  # a broken install: shown (E0001), never a clean file
+            a.diags.append(internal_error("the export checks", Span(FileAnchor(f.path), 0, 0), exc))
+        else:
             a.diags.extend(export_diagnostics(self, a))
         return a
 

@@ -613,7 +613,7 @@ fn helper(x: [b n D]) -> [b n D]:
     assert_case(src)
 
 
-def test_the_checks_never_raise(monkeypatch):
+def test_the_checks_never_raise_and_a_bug_is_shown(monkeypatch):
     from shapescript_core.export import analysis
     monkeypatch.delenv("SHAPESCRIPT_DEBUG")
 
@@ -623,7 +623,8 @@ def test_the_checks_never_raise(monkeypatch):
     monkeypatch.setattr(analysis, "check_function", boom)
     src = DIMS + "\n" + ATTN + "\n" + LM + "\nfn forward(m: Lm, ids: [b n] Index[V]) -> [b n V]:\n" \
         "    return linear(embedding(ids, m.emb), m.W)\n"
-    assert diagnostics(src)[1] == []
+    # never a clean file: one E0001 at the function whose export checks failed
+    assert [(d.code, d.span.anchor.name) for d in diagnostics(src)[1]] == [("E0001", "forward")]
 
 
 # ---------------------------------------------------------------- the command line

@@ -66,7 +66,6 @@ class DimTable:
         self.values: dict[str, int] = {}
         self.diags: dict[int, list] = {}  # id(item) -> diagnostics
         self.overrides = overrides or {}
-        self._stack: list[str] = []
         for name in list(self.items):
             self._resolve(name)
         self.reverse: dict[Size, str] = {}
@@ -78,33 +77,53 @@ class DimTable:
     def _diag(self, item, d: Diagnostic):
         self.diags.setdefault(id(item), []).append(d)
 
-    def _resolve(self, name: str) -> Optional[DimInfo]:
-        if name in self.info:
-            return self.info[name]
-        item = self.items.get(name)
-        if item is None:
-            return None
-        if name in self._stack:
-            cycle = self._stack[self._stack.index(name):] + [name]
-            for n in cycle[:-1]:
-                it = self.items[n]
-                k = cycle.index(n)
-                path = cycle[k:-1] + cycle[:k] + [n]
-                self._diag(it, error("E0208", f"`{n}` is defined through itself: {' → '.join(path)}",
-                                     it.span(it.name_pos), "this dim's value depends on itself"))
-                self.info[n] = DimInfo(n, it, None, None)
-            return None
-        if isinstance(item, A.BrokenItem):
-            self.info[name] = DimInfo(name, item, None, None)
-            return self.info[name]
-        self._stack.append(name)
-        try:
-            info = self._compute(name, item)
-        finally:
-            self._stack.pop()
-        if name not in self.info:
-            self.info[name] = info
-        return self.info[name]
+    def _deps(self, name: str) -> list:
+        """The dims a dim's value names, left to right (those that are declared)."""
+        item = self.items[name]
+        if isinstance(item, A.BrokenItem) or item.value is None:
+            return []
+        return [e.name for e in A.size_post_order(item.value)
+                if isinstance(e, A.SName) and e.name in self.items]
+
+    def _resolve(self, root: str):
+        """Resolve a dim and every dim it depends on, depth first on an explicit stack
+        (a chain of a thousand dims recurses nowhere). A dim found again while its own
+        value is being resolved closes a cycle: E0208 at every dim on it."""
+        if root in self.info or root not in self.items:
+            return
+        path = [root]  # the dims being resolved, outermost first
+        on_path = {root}
+        work = [iter(self._deps(root))]
+        while work:
+            dep = next(work[-1], None)
+            if dep is not None:
+                if dep in on_path:
+                    self._cycle(path[path.index(dep):] + [dep])
+                elif dep not in self.info:
+                    path.append(dep)
+                    on_path.add(dep)
+                    work.append(iter(self._deps(dep)))
+                continue
+            work.pop()
+            name = path.pop()
+            on_path.discard(name)
+            item = self.items[name]
+            if isinstance(item, A.BrokenItem):
+                info = DimInfo(name, item, None, None)
+            else:
+                info = self._compute(name, item)
+            self.info.setdefault(name, info)  # a dim on a cycle keeps its E0208
+
+    def _cycle(self, cycle: list):
+        for n in cycle[:-1]:
+            if n in self.info:
+                continue
+            it = self.items[n]
+            k = cycle.index(n)
+            path = cycle[k:-1] + cycle[:k] + [n]
+            self._diag(it, error("E0208", f"`{n}` is defined through itself: {' → '.join(path)}",
+                                 it.span(it.name_pos), "this dim's value depends on itself"))
+            self.info[n] = DimInfo(n, it, None, None)
 
     def _compute(self, name: str, item: A.DimItem) -> DimInfo:
         v = item.value
@@ -133,8 +152,14 @@ class DimTable:
             return DimInfo(name, item, None, None)
         return DimInfo(name, item, canon, int(val) if val is not None else None)
 
-    def _eval(self, item, e):
+    def _eval(self, item, root):
         """(canonical, numeric value or None), or None after a diagnostic."""
+        out: dict = {}
+        for e in A.size_post_order(root):
+            out[id(e)] = self._eval_one(item, e, out)
+        return out[id(root)]
+
+    def _eval_one(self, item, e, out: dict):
         if isinstance(e, A.SInt):
             return Size.const(e.value), Fraction(e.value)
         if isinstance(e, A.SName):
@@ -145,12 +170,11 @@ class DimTable:
                     d.help(f"there is a dim with a similar name: `{sug}`")
                 self._diag(item, d)
                 return None
-            info = self._resolve(e.name)
+            info = self.info.get(e.name)  # resolved before this dim (see _resolve)
             if info is None or info.canon is None:
                 return None
             return info.canon, (Fraction(info.value) if info.value is not None else None)
-        l = self._eval(item, e.left)
-        r = self._eval(item, e.right)
+        l, r = out[id(e.left)], out[id(e.right)]
         if l is None or r is None:
             return None
         (lc, lv), (rc, rv) = l, r
@@ -187,6 +211,9 @@ def _num(v: Fraction) -> str:
     return str(v.numerator) if v.denominator == 1 else str(v)
 
 
+_SIZE_OPS = {"+": Size.__add__, "-": Size.__sub__, "*": Size.__mul__, "/": Size.__truediv__}
+
+
 def eval_size_expr(e, item, lookup: Callable, diags: list):
     """Evaluate a size expression in a type: (name, size) Sizes, or None on error.
 
@@ -198,12 +225,15 @@ def eval_size_expr(e, item, lookup: Callable, diags: list):
         return c, c
     if isinstance(e, A.SName):
         return lookup(e.name, e)
-    l = eval_size_expr(e.left, item, lookup, diags)
-    r = eval_size_expr(e.right, item, lookup, diags)
-    if l is None or r is None:
-        return None
-    op = {"+": Size.__add__, "-": Size.__sub__, "*": Size.__mul__, "/": Size.__truediv__}[e.op]
-    return op(l[0], r[0]), op(l[1], r[1])
+    out: dict = {}
+    for n in A.size_post_order(e):
+        if isinstance(n, A.SBin):
+            l, r = out[id(n.left)], out[id(n.right)]
+            op = _SIZE_OPS[n.op]
+            out[id(n)] = None if l is None or r is None else (op(l[0], r[0]), op(l[1], r[1]))
+        else:
+            out[id(n)] = eval_size_expr(n, item, lookup, diags)
+    return out[id(e)]
 
 
 def resolve_type(texpr, item, dims: DimTable, models: set, lookup: Callable, diags: list,

@@ -25,21 +25,35 @@ def side_text(side: A.PSide) -> str:
 
 
 def item_text(i) -> str:
+    """A pattern item as written: `H`, `3`, `(3 H Dh)` (nested groups too, no recursion)."""
     if isinstance(i, A.PName):
         return i.name
     if isinstance(i, A.PInt):
         return str(i.value)
-    return "(" + " ".join(item_text(x) for x in i.items) + ")"
+    parts = ["("]
+    open_groups = [iter(i.items)]  # the groups being written, innermost last
+    first = [True]
+    while open_groups:
+        x = next(open_groups[-1], None)
+        if x is None:
+            open_groups.pop()
+            first.pop()
+            parts.append(")")
+            continue
+        if not first[-1]:
+            parts.append(" ")
+        first[-1] = False
+        if isinstance(x, A.PGroup):
+            parts.append("(")
+            open_groups.append(iter(x.items))
+            first.append(True)
+        else:
+            parts.append(x.name if isinstance(x, A.PName) else str(x.value))
+    return "".join(parts)
 
 
 def flat_names(items) -> list:
-    out = []
-    for i in items:
-        if isinstance(i, A.PName):
-            out.append(i)
-        elif isinstance(i, A.PGroup):
-            out.extend(flat_names(i.items))
-    return out
+    return [i for i in A.pattern_leaves(items) if isinstance(i, A.PName)]
 
 
 class Matcher:

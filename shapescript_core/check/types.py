@@ -66,10 +66,15 @@ class TensorT(Type):
         return [a.name for a in self.axes]
 
     def index_of(self, name: Size) -> int:
-        for i, a in enumerate(self.axes):
-            if a.name == name:
-                return i
-        return -1
+        """The position of the first axis with that name, or -1 (a dict built once)."""
+        try:
+            index = self.__dict__["_index"]
+        except KeyError:
+            index = {}
+            for i, a in enumerate(self.axes):
+                index.setdefault(a.name, i)
+            object.__setattr__(self, "_index", index)
+        return index.get(name, -1)
 
     def with_axes(self, axes) -> "TensorT":
         return TensorT(tuple(axes), self.dtype)

@@ -6,12 +6,11 @@ pass. A function whose call graph has language errors is not checked at all.
 """
 from __future__ import annotations
 
-import os
-
+from ..diagnostics import debugging, internal_error
 from ..syntax import ast as A
 from .attention import check_attention
 from .io_layers import Layers, check_embedding, check_output, check_stray_reads
-from .program import Program, busy, placed_error
+from .program import Program, busy, file_span, placed_error
 from .signature import check_model_first, check_signature
 from .targets import FULL, export_targets
 from .tokens import TokenFlow
@@ -24,10 +23,10 @@ def export_diagnostics(ws, analysis) -> list:
     busy(ws).add(analysis.path)
     try:
         return _diagnostics(ws, analysis)
-    except Exception:  # noqa: BLE001 - an export check's bug must not take the checker down
-        if os.environ.get("SHAPESCRIPT_DEBUG"):
+    except Exception as exc:  # noqa: BLE001 - an export check's bug must not take the checker down
+        if debugging():
             raise
-        return []
+        return [internal_error("the export checks", file_span(analysis.path, 0, 0), exc)]
     finally:
         busy(ws).discard(analysis.path)
 
@@ -39,7 +38,13 @@ def _diagnostics(ws, analysis) -> list:
     prog = Program(ws, analysis)
     out, seen = [], set()
     for item, targets in pairs:
-        for d in check_function(prog, item, targets):
+        try:
+            found = check_function(prog, item, targets)
+        except Exception as exc:  # noqa: BLE001 - shown as E0001 at the function, never as no E33xx
+            if debugging():
+                raise
+            found = [internal_error(f"the export checks of `{item.name}`", item.span(item.name_pos), exc)]
+        for d in found:
             key = (d.code, d.path, d.span.abs_start, d.span.abs_end)
             if key not in seen:
                 seen.add(key)

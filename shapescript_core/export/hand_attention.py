@@ -213,12 +213,7 @@ def _axis_uses(res, item, name: str) -> list:
     out = []
 
     def sizes(e):
-        if isinstance(e, A.SName):
-            if e.name == name:
-                out.append(e.pos)
-        elif isinstance(e, A.SBin):
-            sizes(e.left)
-            sizes(e.right)
+        out.extend(n.pos for n in A.size_post_order(e) if isinstance(n, A.SName) and n.name == name)
 
     for s in A.walk_stmts(item.body):
         if isinstance(s, A.Assign) and isinstance(s.annotation, A.TensorTypeExpr):

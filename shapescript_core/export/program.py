@@ -93,7 +93,8 @@ class Program:
         return out
 
     def has_core_errors(self, fns: list) -> bool:
-        """Language errors (E01xx-E04xx) in these functions or the models they use."""
+        """Language errors (E01xx-E04xx), or a check that could not complete (E0001), in these
+    functions or the models they use."""
         anchors = {id(r.item) for r in fns}
         for r in fns:
             if any(_core(d) for d in r.diags):
@@ -113,7 +114,7 @@ class Program:
 
 
 def _core(d) -> bool:
-    return d.severity == Severity.ERROR and d.code[:3] in ("E01", "E02", "E03", "E04")
+    return d.severity == Severity.ERROR and d.code[:3] in ("E00", "E01", "E02", "E03", "E04")
 
 
 def _calls_broken(res, env) -> bool:
@@ -151,14 +152,15 @@ op_pos = A.op_pos  # re-exported for the export modules
 
 def stmt_of(body: list, pos: A.Pos):
     """The innermost statement of a body whose span holds pos, and the list it is in."""
-    for s in body:
-        if s.pos[0] <= pos[0] and pos[1] <= s.pos[1]:
-            if isinstance(s, A.For):
-                inner = stmt_of(s.body, pos)
-                if inner is not None:
-                    return inner
-            return s, body
-    return None
+    found = None
+    while True:
+        s = next((s for s in body if s.pos[0] <= pos[0] and pos[1] <= s.pos[1]), None)
+        if s is None:
+            return found
+        found = (s, body)
+        if not isinstance(s, A.For):
+            return found
+        body = s.body
 
 
 def file_span(path: str, start: int, end: int) -> Span:

@@ -101,7 +101,8 @@ class TokenRules:
             return True
         return False
 
-    def _arange(self, ctx, e, narg, vals, t) -> Val:
+    def _arange(self, ctx, e, narg, vals, t):
+        """A step of the flow (a generator, see tokens.py): the positions' value."""
         node = narg.value if narg is not None else None
         tags = NONE
         if isinstance(node, A.Name) and node.id not in vals:
@@ -109,7 +110,7 @@ class TokenRules:
             if isinstance(st, ScalarT) and st.size is not None:
                 tags = ctx.size_tags(st.size)
         elif node is not None:
-            self.expr(ctx, node, vals)
+            yield self.expr(ctx, node, vals)
         if tags and id(e) not in self.skip:
             self.report(ctx, op_pos(e), tags, node.id, f"positions computed from `{node.id}`")
         return Val(tuple(tags for _ in t.axes) if isinstance(t, TensorT) else (), bool(tags))
@@ -187,7 +188,7 @@ class TokenRules:
             if isinstance(x, A.PName):
                 return nt.get(x.name, ctx.size_tags(ctx.key(x.name)))
             if isinstance(x, A.PGroup):
-                return frozenset().union(*[tags_of(y) for y in x.items]) if x.items else NONE
+                return frozenset().union(*[tags_of(y) for y in flat_names(x.items)])
             return NONE
 
         one = Val(tuple(tags_of(x) for x in e.pattern.output.items), tainted)

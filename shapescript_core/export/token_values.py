@@ -91,10 +91,25 @@ def fit(v: Val, t) -> Val:
 
 
 def join(a: Optional[Val], b: Val) -> Val:
-    if a is None or a == b:
-        return b
-    if a.items is not None and b.items is not None and len(a.items) == len(b.items):
-        return Val(items=tuple(join(x, y) for x, y in zip(a.items, b.items)), tainted=a.tainted or b.tainted)
-    if len(a.tags) == len(b.tags):
-        return Val(tuple(x | y for x, y in zip(a.tags, b.tags)), a.tainted or b.tainted)
-    return Val(b.tags, a.tainted or b.tainted)
+    """The union of two values' tags (and taint), tuples item by item, at any depth."""
+    out: dict = {}
+    stack = [(a, b, False)]
+    while stack:
+        x, y, expanded = stack.pop()
+        if x is None or x is y:
+            out[id(x), id(y)] = y
+        elif _pairs(x, y) and not expanded:
+            stack.append((x, y, True))
+            stack.extend((p, q, False) for p, q in zip(x.items, y.items))
+        elif _pairs(x, y):
+            items = tuple(out[id(p), id(q)] for p, q in zip(x.items, y.items))
+            out[id(x), id(y)] = Val(items=items, tainted=x.tainted or y.tainted)
+        elif len(x.tags) == len(y.tags):
+            out[id(x), id(y)] = Val(tuple(p | q for p, q in zip(x.tags, y.tags)), x.tainted or y.tainted)
+        else:
+            out[id(x), id(y)] = Val(y.tags, x.tainted or y.tainted)
+    return out[id(a), id(b)]
+
+
+def _pairs(x: Val, y: Val) -> bool:
+    return x.items is not None and y.items is not None and len(x.items) == len(y.items)

@@ -8,9 +8,14 @@ calling context, the tags and taint of its arguments, and its result flows back.
 Elementwise operations align axes by name, as the language does, so an axis of a result
 takes the tags of the operands' axes of that name. The rules themselves are in
 token_rules.py.
+
+The flow follows the user's program as deep as it goes (calls into calls, expressions in
+expressions): its steps are generators driven from an explicit stack (check/trampoline.py),
+where a step that needs a sub-result yields the sub-step.
 """
 from __future__ import annotations
 
+from ..check.trampoline import run
 from ..check.types import ScalarT, TensorT, TupleT
 from ..syntax import ast as A
 from . import messages as M
@@ -41,31 +46,31 @@ class TokenFlow(TokenRules):
         for p in sig.params:
             t = p.type
             vals[p.name] = Val(tuple(ctx.size_tags(a.name) for a in t.axes)) if isinstance(t, TensorT) else CLEAN
-        self._run(ctx, vals)
+        run(self._run(ctx, vals))
         return list(self.reports.values())
 
-    def _run(self, ctx: Ctx, vals: dict) -> Val:
-        self.block(ctx, ctx.item.body, vals)
+    def _run(self, ctx: Ctx, vals: dict):
+        yield self.block(ctx, ctx.item.body, vals)
         return ctx.ret
 
     # ------------------------------------------------------------ statements
     def block(self, ctx, stmts, vals):
         for s in stmts:
             if isinstance(s, A.Assign):
-                vals[s.target] = self.expr(ctx, s.value, vals)
+                vals[s.target] = yield self.expr(ctx, s.value, vals)
             elif isinstance(s, A.TupleAssign):
-                v = self.expr(ctx, s.value, vals)
+                v = yield self.expr(ctx, s.value, vals)
                 for k, (name, _) in enumerate(s.targets):
                     vals[name] = v.items[k] if v.items and k < len(v.items) else Val(tainted=v.tainted)
             elif isinstance(s, A.Return):
-                ctx.ret = self.expr(ctx, s.value, vals)
+                ctx.ret = yield self.expr(ctx, s.value, vals)
             elif isinstance(s, A.For):
-                self.expr(ctx, s.iter, vals)
+                yield self.expr(ctx, s.iter, vals)
                 state = dict(vals)
                 for _ in range(4):  # a stack's iterations, to a fixpoint
                     cur = dict(state)
                     cur[s.var] = CLEAN
-                    self.block(ctx, s.body, cur)
+                    yield self.block(ctx, s.body, cur)
                     new = dict(state)
                     for k, v in cur.items():
                         new[k] = join(state.get(k), v)
@@ -76,11 +81,11 @@ class TokenFlow(TokenRules):
                 vals.update(state)
 
     # ------------------------------------------------------------ expressions
-    def expr(self, ctx, e, vals) -> Val:
+    def expr(self, ctx, e, vals):
         t = ctx.res.types.get(id(e))
-        return fit(self._expr(ctx, e, vals, t), t)
+        return fit((yield from self._expr(ctx, e, vals, t)), t)
 
-    def _expr(self, ctx, e, vals, t) -> Val:
+    def _expr(self, ctx, e, vals, t):
         if isinstance(e, A.Name):
             if e.id in vals:
                 return vals[e.id]
@@ -91,23 +96,27 @@ class TokenFlow(TokenRules):
                     return Val(tainted=True)
             return CLEAN
         if isinstance(e, A.Unop):
-            return self.expr(ctx, e.operand, vals)
+            return (yield self.expr(ctx, e.operand, vals))
         if isinstance(e, A.Binop):
-            lv, rv = self.expr(ctx, e.left, vals), self.expr(ctx, e.right, vals)
+            lv = yield self.expr(ctx, e.left, vals)
+            rv = yield self.expr(ctx, e.right, vals)
             lt, rt = ctx.res.types.get(id(e.left)), ctx.res.types.get(id(e.right))
             tainted = lv.tainted or rv.tainted
             if e.op == "@" and not tainted and id(e) not in self.skip and isinstance(lt, TensorT) and isinstance(rt, TensorT) and rt.axes:
                 tainted = self._contraction(ctx, e, (lt, lv, -1), (rt, rv, -2 if len(rt.axes) > 1 else 0))
             return self.by_name(ctx, t, [(lt, lv), (rt, rv)], tainted)
         if isinstance(e, A.Call):
-            return self.call(ctx, e, vals, t)
+            return (yield from self.call(ctx, e, vals, t))
         if isinstance(e, A.FieldRead):
-            self.expr(ctx, e.obj, vals)
+            yield self.expr(ctx, e.obj, vals)
             return CLEAN
         if isinstance(e, A.Mask):
             return Val(tuple(ctx.size_tags(ctx.key(a.name)) if isinstance(a, A.SName) else NONE for a in e.axes))
         if isinstance(e, A.TupleExpr):
-            items = tuple(self.expr(ctx, x, vals) for x in e.items)
+            items = []
+            for x in e.items:
+                items.append((yield self.expr(ctx, x, vals)))
+            items = tuple(items)
             return Val(items=items, tainted=any(v.tainted for v in items))
         return CLEAN
 
@@ -129,14 +138,14 @@ class TokenFlow(TokenRules):
         return Val(tuple(tags), tainted)
 
     # ------------------------------------------------------------ calls
-    def call(self, ctx, e: A.Call, vals, t) -> Val:
+    def call(self, ctx, e: A.Call, vals, t):
         info = ctx.res.calls.get(id(e))
         if info is None:
             for a in e.args:
-                self.expr(ctx, a.value, vals)
+                yield self.expr(ctx, a.value, vals)
             return CLEAN
         if info.sig is not None:
-            return self.user_call(ctx, e, info, vals, t)
+            return (yield from self.user_call(ctx, e, info, vals, t))
         name = info.target
         b = info.builtin
         over = info.arg_map.get("over") if "over" in b.axis_params else None
@@ -144,7 +153,7 @@ class TokenFlow(TokenRules):
         for a in e.args:
             if a is over or (name == "arange" and a is info.arg_map.get("n")):
                 continue
-            argvals[id(a)] = self.expr(ctx, a.value, vals)
+            argvals[id(a)] = yield self.expr(ctx, a.value, vals)
         types = ctx.res.types
         inputs = [(types.get(id(a.value)), argvals[id(a)]) for a in e.args if id(a) in argvals]
         tainted = any(v.tainted for _, v in inputs)
@@ -152,7 +161,7 @@ class TokenFlow(TokenRules):
         val = lambda a: argvals.get(id(a), CLEAN) if a is not None else CLEAN  # noqa: E731
         typ = lambda a: types.get(id(a.value)) if a is not None else None  # noqa: E731
         if name == "arange":
-            return self._arange(ctx, e, arg("n"), vals, t)
+            return (yield from self._arange(ctx, e, arg("n"), vals, t))
         if name == SDPA:
             self.sites.append(Site(ctx, e, tuple(typ(arg(p)) for p in "qkv"), tuple(val(arg(p)) for p in "qkv"),
                                    tuple(arg(p) for p in "qkv")))
@@ -179,8 +188,10 @@ class TokenFlow(TokenRules):
             return self._pattern_result(ctx, e, inputs, t, tainted or reported)
         return self.by_name(ctx, t, inputs, tainted or reported)
 
-    def user_call(self, ctx, e, info, vals, t) -> Val:
-        argvals = {id(a): self.expr(ctx, a.value, vals) for a in e.args}
+    def user_call(self, ctx, e, info, vals, t):
+        argvals = {}
+        for a in e.args:
+            argvals[id(a)] = yield self.expr(ctx, a.value, vals)
         inputs = [(ctx.res.types.get(id(a.value)), argvals[id(a)]) for a in e.args]
         tainted = any(v.tainted for _, v in inputs)
         sig, callee = self.prog.callee(ctx.res, info)
@@ -206,7 +217,7 @@ class TokenFlow(TokenRules):
         if ret is None:
             self.memo[key] = Val(tainted=True)  # a guard; recursion is an error already
             cctx = Ctx(callee, cenv, names, ctx.stack + ((ctx.item, e),), sizes)
-            ret = self._run(cctx, dict(params))
+            ret = yield self._run(cctx, dict(params))
             self.memo[key] = ret
         if isinstance(t, TensorT) and len(ret.tags) == len(t.axes):
             return ret

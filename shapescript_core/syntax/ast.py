@@ -334,8 +334,41 @@ def walk_expr(e):
 
 
 def walk_stmts(stmts):
-    """Yield every statement, descending into `for` bodies."""
-    for s in stmts:
+    """Yield every statement, descending into `for` bodies (in source order)."""
+    stack = [iter(stmts)]
+    while stack:
+        s = next(stack[-1], None)
+        if s is None:
+            stack.pop()
+            continue
         yield s
         if isinstance(s, For):
-            yield from walk_stmts(s.body)
+            stack.append(iter(s.body))
+
+
+def size_post_order(root) -> list:
+    """The nodes of a size expression, each after its operands (no recursion)."""
+    out = []
+    stack = [(root, False)]
+    while stack:
+        e, expanded = stack.pop()
+        if isinstance(e, SBin) and not expanded:
+            stack += [(e, True), (e.right, False), (e.left, False)]
+        else:
+            out.append(e)
+    return out
+
+
+def pattern_leaves(items) -> list:
+    """The names and numbers of a pattern side's items, groups opened, in source order."""
+    out = []
+    stack = [iter(items)]
+    while stack:
+        i = next(stack[-1], None)
+        if i is None:
+            stack.pop()
+        elif isinstance(i, PGroup):
+            stack.append(iter(i.items))
+        else:
+            out.append(i)
+    return out

@@ -15,7 +15,7 @@ from lark import Lark, Transformer
 from lark.lexer import Lexer
 from lark.parsers.lalr_analysis import Shift
 
-from ..diagnostics import Diagnostic, error
+from ..diagnostics import Diagnostic, debugging, error, internal_error
 from . import ast as A
 from .lexer import LexProblem, Token, tokenize
 
@@ -394,10 +394,11 @@ def parse_item(text: str, path: str, offset: int) -> A.Item:
         # non-fatal layout problems (tabs, dedents) are reported, the item still checks
         item.layout_errors = [_lex_problem(item, p) for p in problems]
         return item
-    except RecursionError:
+    except Exception as exc:  # noqa: BLE001 - a parser bug is shown as E0001, never a clean item
+        if debugging():
+            raise
         item = _broken(text, path, offset)
-        item.syntax_errors = [error("E0101", "expected a shorter expression, found one nested too deeply",
-                                    item.span((0, min(1, len(text)))))]
+        item.syntax_errors = [internal_error("parsing this item", item.span((0, min(1, len(text)))), exc)]
         return item
 
 
