@@ -69,7 +69,7 @@ class ExportContext:
         the request's dtype. The header (every key, shape and offset) is written
         first; a param stored unchanged is copied without holding it in memory.
         """
-        from .weights.convert import FLOATS, stored_dtype, to_stored
+        from .weights.convert import stored_dtype, to_stored
         from .weights.safetensors_format import TO_ST, build_header
         file = file if os.path.isabs(file) else os.path.join(self.tmp, file)
         if not os.path.abspath(file).startswith(os.path.abspath(self.tmp)):

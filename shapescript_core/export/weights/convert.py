@@ -48,4 +48,5 @@ def to_stored(x: np.ndarray, stored: str) -> np.ndarray:
     want = NP[stored]
     if x.dtype == want:
         return np.ascontiguousarray(x)
-    return np.ascontiguousarray(x.astype(want))
+    with np.errstate(over="ignore"):  # out of f16's range gives inf, as torch does
+        return np.ascontiguousarray(x.astype(want))
