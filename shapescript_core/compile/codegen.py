@@ -1,0 +1,742 @@
+"""PyTorch source from the op graph: one nn.Module per model, one method per function.
+
+Every statement of the source becomes one statement of Python, preceded by a comment
+naming its source line. Each builtin's lowering is its row's `torch` template in the
+builtin table (`check/builtins.py`), filled with the operands' code and the positions
+computed from their types (`layout.py`).
+
+Two flavours share everything but attention, the embedding and the output layer:
+- plain: attention is `torch.nn.functional.scaled_dot_product_attention`;
+- language model (the Hugging Face decoder layout): each attention goes through
+  `ALL_ATTENTION_FUNCTIONS` with keys and values at their own head count and a KV cache,
+  the token embedding is the base model's `nn.Embedding`, and the output layer is the
+  `lm_head` of the causal-LM class (`hf/modeling.py` writes those classes).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+from typing import Optional
+
+from ..check.builtins import BUILTINS
+from ..check.sizes import Size
+from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
+from .graph import Bind, CompileError, Loop, Ret
+from .layout import PatternLowering, align, dims_arg, match_positions, positions
+from .plan import Plan, attr_name, models_in_order, py_name, walk_nodes
+from .prelude import HELPERS
+
+TORCH_DTYPES = {"f16": "torch.float16", "bf16": "torch.bfloat16", "f32": "torch.float32",
+                "f64": "torch.float64", "i32": "torch.int32", "i64": "torch.int64", "bool": "torch.bool"}
+OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "eq": "==", "ne": "!=",
+             "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|"}
+REDUCTIONS = {"sum": "{x}.sum({dims})", "mean": "{x}.mean({dims})", "max": "{x}.amax({dims})",
+              "min": "{x}.amin({dims})", "logsumexp": "torch.logsumexp({x}, {dims})"}
+ATTENTION_KWARGS = "attention_mask=attention_mask, past_key_values=past_key_values, **kwargs"
+
+
+def atom(code: str) -> str:
+    """code, parenthesized unless it is already one primary expression."""
+    depth, quote = 0, None
+    for ch in code:
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and ch in " +-*/@<>=!&|~%":
+            return f"({code})"
+    return code
+
+
+class ClassInfo:
+    def __init__(self, model: str, name: str):
+        self.model = model
+        self.name = name
+        self.methods: dict = {}  # fn name -> method name
+        self.sites: list = []  # attention nodes in this class's methods (language model)
+        self.order: list = []  # fn names in the order they were reached
+
+
+class Generator:
+    def __init__(self, prog, plan: Plan, class_names: dict):
+        self.prog = prog
+        self.plan = plan
+        self.lm = plan.lm
+        self.env = prog.env
+        self.helpers: set = set()
+        self.classes: dict = {m: ClassInfo(m, class_names[m]) for m in models_in_order(prog, plan.root)}
+        self.dim_names = self._dim_names()
+        self.attention_fns = self._attention_fns() if self.lm else set()
+        self._assign_methods()
+
+    # ------------------------------------------------------------ naming
+    def _dim_names(self) -> dict:
+        out = {}
+        taken = {c.name for c in self.classes.values()}
+        for name in self.prog.dims:
+            n = py_name(name)
+            if n in taken:
+                n = n + "_"
+            out[name] = n
+        return out
+
+    def dim_constants(self) -> list:
+        lines = []
+        for name, value in self.prog.dims.items():
+            if value is None:
+                continue
+            lines.append(f"{self.dim_names[name]} = {value}")
+        return lines
+
+    def _attention_fns(self) -> set:
+        """Functions that reach an attention: they pass the mask, the cache and kwargs on."""
+        direct, calls = set(), {}
+        for name, g in self.prog.fns.items():
+            order, _ = walk_nodes(g.body)
+            for n in order:
+                if n.op == "scaled_dot_product_attention":
+                    direct.add(name)
+                elif n.op == "call":
+                    calls.setdefault(name, set()).add(n.attrs["fn"])
+        out = set(direct)
+        changed = True
+        while changed:
+            changed = False
+            for name, callees in calls.items():
+                if name not in out and callees & out:
+                    out.add(name)
+                    changed = True
+        return out
+
+    def _assign_methods(self):
+        """Which class holds which function: a function taking a model first is that model's
+        method; any other function is a method of every class that calls it."""
+        entry = self.prog.entry
+        work = [(entry.name, self.plan.root)]
+        while work:
+            fn, model = work.pop(0)
+            cls = self.classes[model]
+            if fn in cls.methods:
+                continue
+            g = self.prog.fns[fn]
+            taken = {fp.attr for (m, _), fp in self.plan.fields.items() if m == model}
+            mname = "forward" if fn == entry.name and model == self.plan.root else attr_name(py_name(fn))
+            while mname in taken or (mname == "forward" and fn != entry.name) or mname in cls.methods.values():
+                mname = mname + "_fn"
+            cls.methods[fn] = mname
+            cls.order.append(fn)
+            order, _ = walk_nodes(g.body)
+            for n in order:
+                if n.op == "call":
+                    callee = self.prog.fns[n.attrs["fn"]]
+                    first = callee.params[0][1] if callee.params else None
+                    work.append((n.attrs["fn"], first.name if isinstance(first, ModelT) else model))
+                elif n.op == "scaled_dot_product_attention" and self.lm:
+                    if not any(s is n for s in cls.sites):
+                        cls.sites.append(n)
+        for cls in self.classes.values():
+            if len(cls.sites) > 1:
+                raise CompileError(f"model `{cls.model}` computes {len(cls.sites)} attentions; the Hugging Face "
+                                   "export supports one attention per model instance", cls.sites[1].where)
+
+    # ------------------------------------------------------------ attention layer indices
+    def attention_count(self, model: str) -> int:
+        cls = self.classes[model]
+        n = len(cls.sites)
+        for fname, f in self.prog.model(model).fields.items():
+            if isinstance(f.type, ModelT):
+                n += self.attention_count(f.type.name)
+            elif isinstance(f.type, StackT):
+                n += self.prog.value_of(f.type.count) * self.attention_count(f.type.model)
+        return n
+
+    # ------------------------------------------------------------ sizes
+    def size_code(self, s: Size, svars: Optional[dict] = None) -> Optional[str]:
+        """A size as Python: a dim's name where it is one, else arithmetic of dims' values
+        and the runtime sizes in `svars` (size variable -> Python name)."""
+        name = self.env.dims.reverse.get(s)
+        if name is not None and name in self.dim_names and self.prog.dims.get(name) is not None:
+            return self.dim_names[name]
+        v = self.prog.value_of(s)
+        if v is not None:
+            return str(v)
+        parts = []
+        for mono, c in s.terms:
+            coeff = Fraction(c)
+            syms = []
+            for sym, e in mono:
+                val = self.prog.dims.get(sym)
+                if val is not None:
+                    coeff *= Fraction(val) ** e
+                elif svars is not None and sym in svars and e > 0:
+                    syms.extend([svars[sym]] * e)
+                else:
+                    return None
+            if coeff.denominator != 1:
+                return None
+            factors = ([str(coeff.numerator)] if coeff != 1 or not syms else []) + syms
+            parts.append(" * ".join(factors))
+        return " + ".join(parts) if parts else "0"
+
+
+class MethodGen:
+    """One function as a method of one class."""
+
+    def __init__(self, gen: Generator, g, cls: ClassInfo):
+        self.gen = gen
+        self.g = g
+        self.cls = cls
+        self.lm = gen.lm
+        self.is_entry = g is gen.prog.entry
+        self.lm_entry = self.is_entry and self.lm is not None
+        self.vars: dict = {}
+        self.used_svars: dict = {}  # size variable -> python name
+        self.svar_names: dict = {}
+        self.elided: dict = {}  # id(Bind) -> code of the value kept instead
+        self.kv_source: dict = {}  # id(sdpa arg node) -> (code node, groups)
+        locals_ = {n for s in _all_binds(g.body) for n in s.targets} | {p for p, _, _ in g.params}
+        for p, _, _ in g.params:
+            self.vars[p] = py_name(p)
+        self.local_names = {py_name(n) for n in locals_}
+        if self.lm_entry:
+            self.vars[self.lm.ids] = "input_ids"
+            if self.lm.positions:
+                self.vars[self.lm.positions] = "position_ids"
+        if g.model_param:
+            self.vars[g.model_param] = "self"
+        self.device = self._device()
+
+    # ------------------------------------------------------------ helpers
+    def var(self, name: str) -> str:
+        return self.vars.get(name) or py_name(name)
+
+    def svar(self, name: str) -> str:
+        if name not in self.svar_names:
+            n = py_name(name)
+            if n in self.local_names or n in self.vars.values():
+                n = f"{n}_size"
+            self.svar_names[name] = n
+        return self.svar_names[name]
+
+    def size(self, s: Size) -> Optional[str]:
+        svars = {}
+        for sym in s.symbols():
+            if self.gen.prog.dims.get(sym) is None:
+                svars[sym] = self.svar(sym)
+        code = self.gen.size_code(s, svars)
+        if code is not None:
+            for sym in svars:
+                if svars[sym] in code:
+                    self.used_svars[sym] = svars[sym]
+        return code
+
+    def need_size(self, s: Size, where) -> str:
+        c = self.size(s)
+        if c is None:
+            raise CompileError("can't compute a size at run time", where)
+        return c
+
+    def _device(self) -> str:
+        for p, t, _ in self.g.params:
+            if isinstance(t, TensorT):
+                return f"{self.var(p)}.device" if not (self.lm_entry and p == self.lm.ids) else "inputs_embeds.device"
+        return "None"
+
+    def svar_bindings(self) -> list:
+        lines = []
+        for sym, pyname in self.used_svars.items():
+            src = None
+            for p, t, _ in self.g.params:
+                if isinstance(t, TensorT):
+                    for i, a in enumerate(t.axes):
+                        if a.size.single_symbol() == sym:
+                            src = (p, i)
+                            break
+                if src:
+                    break
+            if src is None:
+                raise CompileError(f"the size `{sym}` is not known at run time", (self.g.path, self.g.item and 0))
+            p, i = src
+            holder = "inputs_embeds" if self.lm_entry and p == self.lm.ids else self.var(p)
+            lines.append(f"{pyname} = {holder}.shape[{i}]")
+        return lines
+
+    # ------------------------------------------------------------ statements
+    def body(self) -> list:
+        if self.lm:
+            self._find_kv_sources()
+        lines = self.stmts(self.g.body)
+        return self.svar_bindings() + lines
+
+    def stmts(self, body) -> list:
+        out = []
+        for s in body:
+            out.append(f"# line {s.line}: {s.src}")
+            if isinstance(s, Bind):
+                targets = ", ".join(self.var(t) for t in s.targets)
+                if id(s) in self.elided:
+                    code = self.elided[id(s)]
+                    out[-1] += "  (keys and values keep their heads: attention repeats them)"
+                    if code != targets:
+                        out.append(f"{targets} = {code}")
+                    continue
+                out.append(f"{targets} = {self.ex(s.value)}")
+            elif isinstance(s, Loop):
+                it = self.ex(s.iter)
+                out.append(f"for {self.var(s.var)} in {it}:")
+                out.extend("    " + line for line in self.stmts(s.body))
+            elif isinstance(s, Ret):
+                out.extend(self.ret(s))
+        return out
+
+    def ret(self, s: Ret) -> list:
+        if not self.lm_entry:
+            return [f"return {self.ex(s.value)}"]
+        out = self.lm.out_node
+        hidden = self.ex(out.attrs["args"]["x"])
+        return [f"hidden_states = {hidden}  # the output layer `{self.lm.output}` is the lm_head",
+                "if return_dict is False:",
+                "    return (hidden_states, past_key_values)",
+                "return with_cache(BaseModelOutputWithPast, past_key_values, last_hidden_state=hidden_states)"]
+
+    # ------------------------------------------------------------ keys and values before `repeat`
+    def _find_kv_sources(self):
+        """For each attention, the keys and values before a `repeat` to the query heads:
+        the cache and the engine's attention take them at their own head count."""
+        binds = {}
+        last: dict = {}
+        for s in _straight(self.g.body):
+            if isinstance(s, Bind):
+                for t in s.targets:
+                    last[t] = s
+            binds[id(s)] = dict(last)
+        order, uses = walk_nodes(self.g.body)
+        for s in _straight(self.g.body):
+            stmt_nodes, _ = walk_nodes([s]) if not isinstance(s, Loop) else ([], {})
+            for n in stmt_nodes:
+                if n.op != "scaled_dot_product_attention":
+                    continue
+                for role in ("k", "v"):
+                    arg = n.attrs["args"][role]
+                    rep = arg
+                    bind = None
+                    if arg.op == "local":
+                        bind = binds[id(s)].get(arg.attrs["name"])
+                        if bind is None or len(bind.targets) != 1:
+                            continue
+                        rep = bind.value
+                    if rep.op != "repeat" or not _is_head_repeat(rep):
+                        continue
+                    groups = _repeat_groups(rep, self.gen)
+                    if bind is not None:
+                        if not self._only_attention_reads(bind, uses, order):
+                            continue
+                        inner = rep.attrs["args"]["x"]
+                        self.elided[id(bind)] = self.ex(inner)
+                        self.kv_source[id(arg)] = (None, groups)
+                    else:
+                        self.kv_source[id(arg)] = (rep.attrs["args"]["x"], groups)
+
+    def _only_attention_reads(self, bind: Bind, uses, order) -> bool:
+        name = bind.targets[0]
+        seen = False
+        for s in _straight(self.g.body):
+            if s is bind:
+                seen = True
+                continue
+            if not seen:
+                continue
+            nodes, _ = walk_nodes([s])
+            for n in nodes:
+                if n.op == "local" and n.attrs["name"] == name:
+                    if not any(getattr(p, "op", "") == "scaled_dot_product_attention" and r in ("k", "v")
+                               for p, r in uses.get(id(n), [])):
+                        return False
+            if isinstance(s, Bind) and name in s.targets:
+                break
+        return True
+
+    # ------------------------------------------------------------ expressions
+    def ex(self, n) -> str:
+        op = n.op
+        if op == "local":
+            return self.var(n.attrs["name"])
+        if op == "size":
+            return self.need_size(n.attrs["size"], n.where)
+        if op == "const":
+            v = n.attrs["value"]
+            if isinstance(v, bool):
+                return "True" if v else "False"
+            if v == float("inf"):
+                return 'float("inf")'
+            if v == float("-inf"):
+                return 'float("-inf")'
+            return repr(v)
+        if op == "dtype":
+            return TORCH_DTYPES[n.attrs["dtype"]]
+        if op == "string":
+            return repr(n.attrs["value"])
+        if op == "field":
+            return self.field(n)
+        if op == "causal_mask":
+            a, b = n.attrs["axes"]
+            self.gen.helpers.add("causal")
+            return f"causal({self.need_size(a.size, n.where)}, {self.need_size(b.size, n.where)}, {self.device})"
+        if op == "tuple":
+            return "(" + ", ".join(self.ex(i) for i in n.inputs) + ("," if len(n.inputs) == 1 else "") + ")"
+        if op == "neg":
+            return f"-{atom(self.ex(n.inputs[0]))}"
+        if op == "not":
+            x = n.inputs[0]
+            return f"~{atom(self.ex(x))}" if isinstance(x.type, TensorT) else f"not {atom(self.ex(x))}"
+        if op == "matmul":
+            return self.matmul(n, n.inputs[0], n.inputs[1])
+        if op in OPERATORS:
+            return self.elementwise(n, OPERATORS[op], n.inputs[0], n.inputs[1])
+        if op == "call":
+            return self.call(n)
+        if op in BUILTINS:
+            return self.builtin(n)
+        raise CompileError(f"can't compile `{op}`", n.where)
+
+    def field(self, n) -> str:
+        obj = self.ex(n.inputs[0])
+        t = n.inputs[0].type
+        fp = self.gen.plan.fields.get((t.name, n.attrs["name"])) if isinstance(t, ModelT) else None
+        if fp is None:
+            raise CompileError(f"can't read `{n.attrs['name']}`", n.where)
+        if fp.kind in ("linear", "embedding", "lm_head"):
+            return f"{obj}.{fp.attr}.weight"
+        if fp.kind == "bias":
+            owner = self.gen.plan.fields[(t.name, fp.folded_into)]
+            return f"{obj}.{owner.attr}.bias"
+        return f"{obj}.{fp.attr}"
+
+    def _module_field(self, node, kinds) -> Optional[str]:
+        """`obj.attr` when node reads a field that is a module of one of these kinds."""
+        if node.op != "field":
+            return None
+        t = node.inputs[0].type
+        fp = self.gen.plan.fields.get((t.name, node.attrs["name"])) if isinstance(t, ModelT) else None
+        if fp is None or fp.kind not in kinds:
+            return None
+        return f"{self.ex(node.inputs[0])}.{fp.attr}"
+
+    def elementwise(self, n, sym: str, a, b) -> str:
+        t = n.type
+        axes = t.axes if isinstance(t, TensorT) else ()
+        left = align(atom(self.ex(a)), a.type, axes)
+        right = align(atom(self.ex(b)), b.type, axes)
+        return f"{left} {sym} {right}"
+
+    def matmul(self, n, a, b) -> str:
+        lt, rt = a.type, b.type
+        x, w = atom(self.ex(a)), atom(self.ex(b))
+        if len(rt.axes) <= 2:
+            return f"{x} @ {w}"
+        batch = n.type.axes[:-1]
+        x = align(x, lt, tuple(batch) + (lt.axes[-1],))
+        w = align(w, rt, tuple(batch) + tuple(rt.axes[-2:]))
+        return f"{x} @ {w}"
+
+    # ------------------------------------------------------------ user calls
+    def call(self, n) -> str:
+        callee = self.gen.prog.fns[n.attrs["fn"]]
+        args = n.attrs["args"]
+        params = callee.params
+        first = params[0][1] if params else None
+        codes, skipped = [], False
+        start = 1 if isinstance(first, ModelT) else 0
+        for pname, _, _ in params[start:]:
+            a = args.get(pname)
+            if a is None:
+                skipped = True
+                continue
+            c = self.ex(a)
+            codes.append(f"{py_name(pname)}={c}" if skipped else c)
+        if callee.name in self.gen.attention_fns:
+            codes.append(ATTENTION_KWARGS)
+        if isinstance(first, ModelT):
+            owner = atom(self.ex(args[params[0][0]]))
+            cls = self.gen.classes[first.name]
+        else:
+            owner, cls = "self", self.cls
+        method = cls.methods[callee.name]
+        return f"{owner}.{method}({', '.join(codes)})"
+
+    # ------------------------------------------------------------ builtins
+    def arg(self, n, name):
+        return n.attrs["args"].get(name)
+
+    def builtin(self, n) -> str:
+        name = n.op
+        b = BUILTINS[name]
+        x = self.arg(n, "x")
+        lower = getattr(self, "b_" + name, None)
+        if lower is not None:
+            return lower(n)
+        if name in REDUCTIONS:
+            return self.reduction(n, REDUCTIONS[name])
+        if b.torch and "{x}" in b.torch and len(b.params) == 1:  # elementwise
+            if isinstance(x.type, ScalarT):
+                return f"math.{name}({self.ex(x)})" if name not in ("neg", "square", "abs") else \
+                    {"neg": "-{x}", "square": "{x} ** 2", "abs": "abs({x})"}[name].format(x=atom(self.ex(x)))
+            return b.torch.format(x=self.ex(x) if b.torch.startswith(("torch.", "nn.")) else atom(self.ex(x)))
+        raise CompileError(f"can't compile `{name}`", n.where)
+
+    def reduction(self, n, template: str) -> str:
+        x = self.arg(n, "x")
+        over = n.attrs.get("over")
+        code = atom(self.ex(x))
+        if not over:
+            if n.op == "logsumexp":
+                return f"torch.logsumexp({code}.flatten(), 0)"
+            return template.format(x=code, dims="")
+        return template.format(x=code, dims=dims_arg(positions(x.type, over)))
+
+    def _over(self, n):
+        x = self.arg(n, "x")
+        return positions(x.type, n.attrs["over"])
+
+    def b_argmax(self, n):
+        return f"{atom(self.ex(self.arg(n, 'x')))}.argmax({self._over(n)[0]})"
+
+    def b_softmax(self, n):
+        return f"{atom(self.ex(self.arg(n, 'x')))}.softmax({self._over(n)[0]})"
+
+    def b_log_softmax(self, n):
+        return f"{atom(self.ex(self.arg(n, 'x')))}.log_softmax({self._over(n)[0]})"
+
+    def _weight_over(self, n, w, ps) -> str:
+        x = self.arg(n, "x")
+        placed = TensorT(tuple(x.type.axes[p] for p in ps), w.type.dtype)
+        return align(atom(self.ex(w)), placed, x.type.axes)
+
+    def b_rms_norm(self, n):
+        x, w = self.arg(n, "x"), self.arg(n, "w")
+        ps = self._over(n)
+        eps = n.attrs.get("eps", _default("rms_norm", "eps"))
+        self.gen.helpers.add("rms_norm")
+        return f"rms_norm({self.ex(x)}, {self._weight_over(n, w, ps)}, {dims_arg(ps)}, {eps!r})"
+
+    def b_layer_norm(self, n):
+        x, w, b = self.arg(n, "x"), self.arg(n, "w"), self.arg(n, "b")
+        ps = self._over(n)
+        eps = n.attrs.get("eps", _default("layer_norm", "eps"))
+        rank = len(x.type.axes)
+        if ps == list(range(rank - len(ps), rank)):
+            sizes = ", ".join(self.need_size(x.type.axes[p].size, n.where) for p in ps)
+            return f"nn.functional.layer_norm({self.ex(x)}, ({sizes},), {self.ex(w)}, {self.ex(b)}, {eps!r})"
+        self.gen.helpers.add("layer_norm")
+        return (f"layer_norm({self.ex(x)}, {self._weight_over(n, w, ps)}, {self._weight_over(n, b, ps)}, "
+                f"{dims_arg(ps)}, {eps!r})")
+
+    def b_linear(self, n):
+        x, w, b = self.arg(n, "x"), self.arg(n, "W"), self.arg(n, "b")
+        mod = self._module_field(w, ("linear",))
+        if mod is not None:
+            return f"{mod}({self.ex(x)})"
+        parts = [self.ex(x), self.ex(w)] + ([self.ex(b)] if b is not None else [])
+        return f"nn.functional.linear({', '.join(parts)})"
+
+    def b_matmul(self, n):
+        return self.matmul(n, self.arg(n, "x"), self.arg(n, "w"))
+
+    def b_embedding(self, n):
+        ids, table = self.arg(n, "ids"), self.arg(n, "E")
+        if self.lm_entry and n is self.lm.embed_node:
+            return "inputs_embeds"
+        mod = self._module_field(table, ("embedding",))
+        if mod is not None:
+            return f"{mod}({self.ex(ids)})"
+        return f"nn.functional.embedding({self.ex(ids)}, {self.ex(table)})"
+
+    def b_one_hot(self, n):
+        ids = self.arg(n, "ids")
+        v = self.need_size(ids.type.dtype.index, n.where)
+        return f"nn.functional.one_hot({self.ex(ids)}, {v}).float()"
+
+    def b_rope(self, n):
+        x, pos = self.arg(n, "x"), self.arg(n, "pos")
+        theta = n.attrs.get("theta", _default("rope", "theta"))
+        style = n.attrs.get("style", _default("rope", "style"))
+        self.gen.helpers.add("rope")
+        p = align(atom(self.ex(pos)), pos.type, x.type.axes[:-1])
+        return f"rope({self.ex(x)}, {p}, {float(theta)!r}, {style!r})"
+
+    def b_scaled_dot_product_attention(self, n):
+        q, k, v = self.arg(n, "q"), self.arg(n, "k"), self.arg(n, "v")
+        if self.lm:
+            self.gen.helpers.add("attend")
+            ks, vs = self._kv(k), self._kv(v)
+            return f"attend(self, {self.ex(q)}, {ks}, {vs}, {ATTENTION_KWARGS})"
+        parts = [self.ex(q), self.ex(k), self.ex(v)]
+        mask = self.arg(n, "attn_mask")
+        if mask is not None:
+            scores = tuple(q.type.axes[:-1]) + (k.type.axes[-2],)
+            parts.append(f"attn_mask={align(atom(self.ex(mask)), mask.type, scores)}")
+        scale = self.arg(n, "scale")
+        if scale is not None:
+            parts.append(f"scale={self.ex(scale)}")
+        if q.type.axes[-3].size != k.type.axes[-3].size:
+            parts.append("enable_gqa=True")
+        return f"nn.functional.scaled_dot_product_attention({', '.join(parts)})"
+
+    def _kv(self, node) -> str:
+        src = self.kv_source.get(id(node))
+        if src is not None and src[0] is not None:
+            return self.ex(src[0])
+        return self.ex(node)
+
+    def attention_groups(self, n) -> int:
+        """How many query heads each key/value head serves at this attention."""
+        q, k = self.arg(n, "q"), self.arg(n, "k")
+        src = self.kv_source.get(id(k))
+        hq = self.gen.prog.value_of(q.type.axes[-3].size)
+        hk = self.gen.prog.value_of(k.type.axes[-3].size)
+        if src is not None:
+            return src[1]
+        return hq // hk
+
+    def b_masked_fill(self, n):
+        x, mask, value = self.arg(n, "x"), self.arg(n, "mask"), self.arg(n, "value")
+        return f"{atom(self.ex(x))}.masked_fill({align(atom(self.ex(mask)), mask.type, x.type.axes)}, {self.ex(value)})"
+
+    def b_scale(self, n):
+        return self.elementwise(n, "*", self.arg(n, "x"), self.arg(n, "s"))
+
+    def b_to(self, n):
+        return f"{atom(self.ex(self.arg(n, 'x')))}.to({self.ex(self.arg(n, 'dtype'))})"
+
+    def b_maximum(self, n):
+        return self._minmax(n, "maximum", "min")
+
+    def b_minimum(self, n):
+        return self._minmax(n, "minimum", "max")
+
+    def _minmax(self, n, fn, clamp):
+        a, b = self.arg(n, "a"), self.arg(n, "b")
+        if isinstance(a.type, ScalarT) and isinstance(b.type, ScalarT):
+            return f"{fn[:3]}({self.ex(a)}, {self.ex(b)})"
+        if isinstance(b.type, ScalarT) or isinstance(a.type, ScalarT):
+            t, s = (a, b) if isinstance(b.type, ScalarT) else (b, a)
+            return f"torch.clamp({self.ex(t)}, {clamp}={self.ex(s)})"
+        axes = n.type.axes
+        return f"torch.{fn}({align(atom(self.ex(a)), a.type, axes)}, {align(atom(self.ex(b)), b.type, axes)})"
+
+    def b_where(self, n):
+        c, a, b = self.arg(n, "cond"), self.arg(n, "a"), self.arg(n, "b")
+        axes = n.type.axes if isinstance(n.type, TensorT) else ()
+        parts = [align(atom(self.ex(x)), x.type, axes) for x in (c, a, b)]
+        return f"torch.where({', '.join(parts)})"
+
+    def b_concat(self, n):
+        rest = n.attrs["rest"]
+        first = rest[0].type
+        i = first.index_of(n.attrs["over"][0])
+        parts = [self.ex(rest[0])] + [self._same_order(r, first, i) for r in rest[1:]]
+        return f"torch.cat([{', '.join(parts)}], dim={i})"
+
+    def _same_order(self, r, first, i):
+        t = r.type
+        j = t.index_of(first.axes[i].name)
+        others = [k for k in range(len(t.axes)) if k != j]
+        perm = others[:i] + [j] + others[i:]
+        from .layout import permute_code
+        return permute_code(atom(self.ex(r)), perm)
+
+    def b_arange(self, n):
+        size = self.ex(self.arg(n, "n"))
+        return f"torch.arange({size}, device={self.device})"
+
+    def _pattern(self, n) -> PatternLowering:
+        pat = n.attrs["pattern"]
+        env = self.g.env
+
+        def size_of(name):
+            a = pat.bind.get(name)
+            if a is not None:
+                return a.size
+            d = env.dim(name)
+            if d is None:
+                raise CompileError(f"`{name}` has no size", n.where)
+            return d
+        return PatternLowering(pat, size_of, self.size)
+
+    def b_rearrange(self, n):
+        return self._pattern(n).rearrange(atom(self.ex(self.arg(n, "x"))))
+
+    def b_repeat(self, n):
+        return self._pattern(n).repeat(atom(self.ex(self.arg(n, "x"))))
+
+    def b_split(self, n):
+        return self._pattern(n).split(atom(self.ex(self.arg(n, "x"))))
+
+    def b_einsum(self, n):
+        return self._pattern(n).einsum([atom(self.ex(r)) for r in n.attrs["rest"]])
+
+
+def _default(builtin: str, param: str):
+    for p, d in BUILTINS[builtin].params:
+        if p == param:
+            return d
+    return None
+
+
+def _all_binds(body):
+    for s in body:
+        if isinstance(s, Bind):
+            yield s
+        elif isinstance(s, Loop):
+            yield from _all_binds(s.body)
+
+
+def _straight(body):
+    """The statements of a body in order, `for` bodies included after their header."""
+    for s in body:
+        yield s
+        if isinstance(s, Loop):
+            yield from _straight(s.body)
+
+
+def _is_head_repeat(rep) -> bool:
+    """`b Hkv n Dh -> b (Hkv G) n Dh`: one axis grouped with one new name after it."""
+    pat = rep.attrs["pattern"]
+    left = pat.inputs[0].items
+    right = pat.output.items
+    from ..syntax import ast as A
+    if len(left) != len(right) or len(left) < 3:
+        return False
+    changed = [i for i, (l, r) in enumerate(zip(left, right)) if not (
+        isinstance(l, A.PName) and isinstance(r, A.PName) and l.name == r.name)]
+    if len(changed) != 1:
+        return False
+    i = changed[0]
+    l, r = left[i], right[i]
+    return (i == len(left) - 3 and isinstance(l, A.PName) and isinstance(r, A.PGroup) and len(r.items) == 2
+            and isinstance(r.items[0], A.PName) and r.items[0].name == l.name)
+
+
+def _repeat_groups(rep, gen: Generator) -> int:
+    pat = rep.attrs["pattern"]
+    from ..syntax import ast as A
+    for it in pat.output.items:
+        if isinstance(it, A.PGroup):
+            name = it.items[1].name
+            a = pat.bind.get(name)
+            s = a.size if a is not None else rep.attrs.get("_env_dim")
+            if s is None:
+                for g in gen.prog.fns.values():
+                    d = g.env.dim(name)
+                    if d is not None:
+                        s = d
+                        break
+            v = gen.prog.value_of(s) if s is not None else None
+            if v is None:
+                raise CompileError(f"`{name}` has no value", rep.where)
+            return v
+    return 1

@@ -1,0 +1,187 @@
+"""The nn.Module classes: one per model, its fields as parameters and submodules, its
+functions as methods. Targets (hf/) wrap the root class in their own base classes."""
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from ..check.types import ModelT, StackT, TensorT
+from ..syntax import ast as A
+from .codegen import ATTENTION_KWARGS, TORCH_DTYPES, Generator, MethodGen
+from .graph import CompileError
+from .plan import py_name
+
+INDENT = "    "
+
+
+def indent(lines: list, n: int = 1) -> list:
+    pad = INDENT * n
+    return [pad + line if line else "" for line in lines]
+
+
+def where(item) -> str:
+    return f"{os.path.basename(item.path)}"
+
+
+def source_line(prog, item, pos) -> int:
+    f = prog.ws.file(item.path)
+    return f.lines.line_of(item.offset + pos[0]) + 1 if f is not None else 0
+
+
+def field_decl(gen: Generator, model: str, fname: str, f, layer_idx: Optional[str]) -> list:
+    """The __init__ line(s) of one field, or [] when the target holds it elsewhere."""
+    plan = gen.plan
+    fp = plan.fields[(model, fname)]
+    comment = f"  # {fname}: {_field_src(f)}"
+    if fp.kind == "model":
+        sub = gen.classes[f.type.name]
+        arg = ""
+        if layer_idx is not None and gen.attention_count(f.type.name):
+            arg = f", {layer_idx}"
+        return [f"self.{fp.attr} = {sub.name}(config{arg}){comment}"]
+    if fp.kind == "stack":
+        sub = gen.classes[f.type.model]
+        count = gen.size_code(f.type.count)
+        per = gen.attention_count(f.type.model)
+        arg = ""
+        if layer_idx is not None and per:
+            step = "i" if per == 1 else f"i * {per}"
+            arg = f", {step}" if layer_idx == "0" else f", {layer_idx} + {step}"
+        return [f"self.{fp.attr} = nn.ModuleList([{sub.name}(config{arg}) for i in range({count})]){comment}"]
+    if fp.kind in ("lm_head", "bias"):
+        return []
+    t = f.type
+    sizes = field_sizes(gen, f)
+    if fp.kind == "linear":
+        bias = "True" if fp.bias else "False"
+        return [f"self.{fp.attr} = nn.Linear({sizes[1]}, {sizes[0]}, bias={bias}){comment}"]
+    if fp.kind == "embedding":
+        return [f"self.{fp.attr} = nn.Embedding({sizes[0]}, {sizes[1]}){comment}"]
+    return [f"self.{fp.attr} = nn.Parameter({_init_code(f, sizes)}){comment}"]
+
+
+def field_sizes(gen: Generator, f) -> list:
+    """A param's sizes as the source writes them (`Hkv * Dh`), in terms of the dims."""
+    texpr = f.node.type
+    axes = getattr(texpr, "axes", None)
+    if axes is None or len(axes) != len(f.type.axes):
+        return [gen.size_code(a.size) for a in f.type.axes]
+    return [_size_expr(gen, e, top=True) or gen.size_code(a.size) for e, a in zip(axes, f.type.axes)]
+
+
+def _size_expr(gen: Generator, e, top=False):
+    if isinstance(e, A.SInt):
+        return str(e.value)
+    if isinstance(e, A.SName):
+        return gen.dim_names.get(e.name) if gen.prog.dims.get(e.name) is not None else None
+    left, right = _size_expr(gen, e.left), _size_expr(gen, e.right)
+    if left is None or right is None:
+        return None
+    op = "//" if e.op == "/" else e.op
+    text = f"{left} {op} {right}"
+    return text if top else f"({text})"
+
+
+def _field_src(f) -> str:
+    text = f.item.src(f.node.pos)
+    return " ".join(text.split(":", 1)[1].split()) if ":" in text else text
+
+
+def _init_code(f, sizes: list) -> str:
+    t: TensorT = f.type
+    shape = ", ".join(sizes) if sizes else ""
+    dt = t.dtype.name if t.dtype.name != "Index" else "i64"
+    dtype = "" if dt == "f32" else f", dtype={TORCH_DTYPES[dt]}"
+    init = f.node.init
+    grad = "" if dt in ("f16", "bf16", "f32", "f64") else ", requires_grad=False"
+    if isinstance(init, A.Name) and init.id in ("ones", "zeros"):
+        return f"torch.{init.id}({shape}{dtype}){grad}"
+    std = 0.02
+    if isinstance(init, A.Call) and init.args and isinstance(init.args[0].value, A.Number):
+        std = init.args[0].value.value
+    if grad:
+        return f"torch.zeros({shape}{dtype}){grad}"
+    return f"torch.randn({shape}{dtype}) * {std!r}"
+
+
+def site_attrs(gen: Generator, cls, mg_for_site, layer_idx_known: bool = True) -> list:
+    """The attributes an attention function reads off the module (language models)."""
+    if not cls.sites:
+        return []
+    n = cls.sites[0]
+    q = n.attrs["args"]["q"]
+    heads = gen.size_code(q.type.axes[-3].size)
+    width = gen.size_code(q.type.axes[-1].size)
+    scale = n.attrs["args"].get("scale")
+    scaling = f"{width} ** -0.5"
+    if scale is not None:
+        if scale.op == "const":
+            scaling = repr(float(scale.attrs["value"]))
+        else:
+            scaling = mg_for_site.ex(scale)
+            if mg_for_site.used_svars:
+                raise CompileError("an attention's scale must not depend on the token axes", n.where)
+    mg_for_site._find_kv_sources()
+    groups = mg_for_site.attention_groups(n)
+    return [
+        f"self.layer_idx = {'layer_idx' if layer_idx_known else 0}",
+        f"self.head_dim = {width}",
+        f"self.num_key_value_groups = {groups}  # each key/value head serves this many of the {heads} query heads",
+        f"self.scaling = {scaling}",
+        "self.is_causal = True",
+    ]
+
+
+def method_lines(gen: Generator, cls, fn: str) -> list:
+    g = gen.prog.fns[fn]
+    mg = MethodGen(gen, g, cls)
+    body = mg.body()
+    params = []
+    start = 1 if g.model_param else 0
+    for name, t, default in g.params[start:]:
+        params.append(f"{mg.var(name)}={mg.ex(default)}" if default is not None else mg.var(name))
+    if fn in gen.attention_fns:
+        params.append("attention_mask=None, past_key_values=None, **kwargs")
+    line = source_line(gen.prog, g.item, g.item.name_pos)
+    doc = f'"""`fn {g.name}` ({os.path.basename(g.path)}:{line})."""'
+    head = f"def {cls.methods[fn]}(self{''.join(', ' + p for p in params)}):"
+    return [head] + indent([doc] + body)
+
+
+def class_lines(gen: Generator, model: str, base: str = "nn.Module", init_tail=None, root=False,
+                skip_methods=()) -> list:
+    cls = gen.classes[model]
+    m = gen.prog.model(model)
+    item = m.item
+    line = source_line(gen.prog, item, item.name_pos)
+    count = gen.attention_count(model)
+    layer_idx = None
+    if gen.lm and count:
+        layer_idx = "0" if root else "layer_idx"
+    sig = "config" if root or layer_idx is None else "config, layer_idx=0"
+    init = [f"def __init__(self, {sig}):", f"{INDENT}super().__init__({'config' if root else ''})"]
+    body = [] if root else ["self.config = config"]
+    if cls.sites:
+        site_fn = next(fn for fn in cls.order if _has_site(gen.prog.fns[fn], cls.sites[0]))
+        body += site_attrs(gen, cls, MethodGen(gen, gen.prog.fns[site_fn], cls), not root)
+    for fname, f in m.fields.items():
+        body += field_decl(gen, model, fname, f, layer_idx)
+    body += list(init_tail or [])
+    init += indent(body)
+    out = [f"class {cls.name}({base}):", f'{INDENT}"""`model {model}` ({os.path.basename(item.path)}:{line})."""', ""]
+    out += indent(init)
+    for fn in cls.order:
+        if fn in skip_methods:
+            continue
+        out.append("")
+        out += indent(method_lines(gen, cls, fn))
+    return out
+
+
+def _has_site(g, site) -> bool:
+    from .plan import walk_nodes
+    order, _ = walk_nodes(g.body)
+    return any(n is site for n in order)
+
+
+__all__ = ["class_lines", "method_lines", "indent", "ATTENTION_KWARGS", "py_name", "ModelT", "StackT"]

@@ -1,0 +1,107 @@
+"""Helper functions the generated PyTorch files define, each written out only when used.
+
+They are plain PyTorch, so that a generated file imports only torch (and transformers).
+"""
+from __future__ import annotations
+
+HELPERS = {
+    "rms_norm": '''
+def rms_norm(x, weight, dims, eps):
+    """RMS normalization over `dims`, in float32 as Hugging Face Llama does it."""
+    dtype = x.dtype
+    x = x.float()
+    x = x * torch.rsqrt(x.pow(2).mean(dims, keepdim=True) + eps)
+    return weight * x.to(dtype)
+''',
+    "layer_norm": '''
+def layer_norm(x, weight, bias, dims, eps):
+    """Layer normalization over `dims` (which need not be the last axes)."""
+    mean = x.mean(dims, keepdim=True)
+    var = (x - mean).pow(2).mean(dims, keepdim=True)
+    return (x - mean) * torch.rsqrt(var + eps) * weight + bias
+''',
+    "rope": '''
+def rope(x, pos, theta, style):
+    """Rotary position embedding over x's last axis; `pos` broadcasts against its other axes.
+
+    style "half" rotates the two halves (Hugging Face Llama), "interleaved" rotates
+    pairs of neighbours (GPT-J)."""
+    width = x.shape[-1]
+    inv_freq = 1.0 / (theta ** (torch.arange(0, width, 2, dtype=torch.int64, device=x.device).float() / width))
+    angles = pos[..., None].float() * inv_freq
+    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
+    if style == "half":
+        cos, sin = torch.cat((cos, cos), -1), torch.cat((sin, sin), -1)
+        rotated = torch.cat((-x[..., width // 2:], x[..., : width // 2]), -1)
+        return x * cos + rotated * sin
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack((even * cos - odd * sin, even * sin + odd * cos), -1).flatten(-2)
+''',
+    "causal": '''
+def causal(rows, cols, device):
+    """The mask `causal[rows cols]`: true where a query at i may see the key at j <= i."""
+    return torch.ones(rows, cols, dtype=torch.bool, device=device).tril()
+''',
+    "attend": '''
+def eager_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """Attention in plain PyTorch, for attn_implementation="eager"."""
+    key = key.repeat_interleave(module.num_key_value_groups, dim=1)
+    value = value.repeat_interleave(module.num_key_value_groups, dim=1)
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None and attention_mask.dtype == torch.bool:
+        scores = scores.masked_fill(~attention_mask[:, :, :, : key.shape[-2]], float("-inf"))
+    elif attention_mask is not None:
+        scores = scores + attention_mask[:, :, :, : key.shape[-2]]
+    elif query.shape[2] > 1:
+        q, k = query.shape[2], key.shape[2]
+        scores = scores.masked_fill(~torch.ones(q, k, dtype=torch.bool, device=query.device).tril(k - q), float("-inf"))
+    weights = scores.float().softmax(-1).to(query.dtype)
+    return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+
+
+def attend(module, query, key, value, attention_mask, past_key_values, **kwargs):
+    """Causal attention through the engine's attention function.
+
+    Keys and values keep their own number of heads: the cache stores them so, and the
+    attention function repeats them `module.num_key_value_groups` times."""
+    if past_key_values is not None:
+        key, value = past_key_values.update(key, value, module.layer_idx)
+    implementation = module.config._attn_implementation
+    interface = eager_attention if implementation in (None, "eager") else ALL_ATTENTION_FUNCTIONS[implementation]
+    out, _ = interface(module, query, key, value, attention_mask, dropout=0.0, scaling=module.scaling, **kwargs)
+    return out.transpose(1, 2)  # the interface returns [b n H Dh]
+''',
+    "mask": '''
+_MASK_PARAMETERS = set(inspect.signature(create_causal_mask).parameters)
+
+
+def causal_mask(config, inputs_embeds, attention_mask, cache, position_ids):
+    """create_causal_mask, called with the keywords this transformers version takes
+    (5.24 renamed `past_key_values` to `cache`; 5.0 also took `cache_position`)."""
+    kwargs = {"config": config, "attention_mask": attention_mask, "position_ids": position_ids}
+    kwargs["inputs_embeds" if "inputs_embeds" in _MASK_PARAMETERS else "input_embeds"] = inputs_embeds
+    kwargs["cache" if "cache" in _MASK_PARAMETERS else "past_key_values"] = cache
+    if "cache_position" in _MASK_PARAMETERS:
+        past = cache.get_seq_length() if cache is not None else 0
+        kwargs["cache_position"] = torch.arange(past, past + inputs_embeds.shape[1], device=inputs_embeds.device)
+    return create_causal_mask(**kwargs)
+
+
+def with_cache(output_class, cache, **fields):
+    """An output holding the cache under the name this transformers version uses."""
+    names = {f.name for f in dataclasses.fields(output_class)}
+    fields["cache" if "cache" in names else "past_key_values"] = cache
+    return output_class(**fields)
+
+
+def cache_of(output):
+    for name in ("cache", "past_key_values"):
+        value = getattr(output, name, None)
+        if value is not None:
+            return value
+    return None
+''',
+}
+
+# which imports each helper needs beyond torch / nn / F
+NEEDS = {"attend": {"ALL_ATTENTION_FUNCTIONS"}, "mask": {"inspect", "create_causal_mask", "dataclasses"}}

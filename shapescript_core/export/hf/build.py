@@ -1,0 +1,106 @@
+"""Compile an exported function into the files of a Hugging Face model directory."""
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+
+from ...compile.codegen import Generator
+from ...compile.graph import CompileError, build_program
+from ...compile.plan import make_plan, models_in_order
+from ..writers import ExportError
+from .config import config_json, configuration_source
+from .keys import key_map
+from .modeling import Names, modeling_source
+
+log = logging.getLogger("shapescript.export.hf")
+
+
+@dataclass
+class Artifact:
+    names: Names
+    config: dict
+    configuration: str
+    modeling: str
+    sources: dict  # file name -> text (the source and the files it imports)
+    keys: dict  # param path -> state_dict key (None: stored under another key)
+    lm: bool
+    plan: object
+    generator: object
+
+
+def is_language_model(ws, path: str, fn_name: str) -> bool:
+    """True when the function passes E3301 to E3305 (the serving-engine checks)."""
+    from ..analysis import check_function
+    from ..program import Program
+    an = ws.analyze(path)
+    item = an.own.get(fn_name) if an is not None else None
+    if item is None:
+        return False
+    return not check_function(Program(ws, an), item, {"vllm"})
+
+
+def build(ws, path: str, fn_name: str, dtype: str = "f32") -> Artifact:
+    path = ws.norm(path)
+    try:
+        prog = build_program(ws, path, fn_name)
+        lm = is_language_model(ws, path, fn_name)
+        plan = make_plan(prog, lm)
+        names = Names(plan.root, models_in_order(prog, plan.root))
+        gen = Generator(prog, plan, names.classes)
+        source_name = os.path.basename(path)
+        modeling = modeling_source(gen, names, source_name)
+        cfg = config_json(gen, names, dtype, source_name)
+        configuration = configuration_source(gen, names, cfg, source_name)
+    except CompileError as e:
+        where = f" (line {e.where[1]})" if e.where and e.where[1] else ""
+        raise ExportError(f"can't compile `{fn_name}` to PyTorch{where}: {e}") from e
+    for name, text in ((names.modeling, modeling), (names.configuration, configuration)):
+        try:
+            compile(text, f"{name}.py", "exec")
+        except SyntaxError as e:  # a bug of ours: say so, and keep the text for the report
+            log.error("generated %s.py does not parse: %s\n%s", name, e, text)
+            raise ExportError(f"internal error: the generated {name}.py does not parse ({e.msg}, line {e.lineno})") from e
+    sources = _sources(ws, path)
+    keys = key_map(plan, _param_paths(prog, plan.root))
+    return Artifact(names, cfg, configuration, modeling, sources, keys, lm, plan, gen)
+
+
+def _sources(ws, path: str) -> dict:
+    out = {}
+    base = os.path.dirname(path)
+    todo = [path]
+    while todo:
+        p = todo.pop()
+        f = ws.file(p)
+        if f is None:
+            continue
+        rel = os.path.relpath(p, base)
+        if rel.startswith(".."):
+            rel = os.path.basename(p)
+        if rel in out:
+            continue
+        out[rel] = f.text
+        an = ws.analyze(p)
+        if an is not None:
+            todo.extend(an.imports)
+    return out
+
+
+def _param_paths(prog, root: str) -> list:
+    from ...check.types import ModelT, StackT
+    out = []
+
+    def walk(model, prefix):
+        m = prog.model(model)
+        for fname, f in m.fields.items():
+            p = f"{prefix}.{fname}" if prefix else fname
+            if isinstance(f.type, ModelT):
+                walk(f.type.name, p)
+            elif isinstance(f.type, StackT):
+                for i in range(prog.value_of(f.type.count)):
+                    walk(f.type.model, f"{p}.{i}")
+            else:
+                out.append(p)
+    walk(root, "")
+    return out

@@ -1,0 +1,107 @@
+"""The generated `configuration_*.py` and `config.json`.
+
+config.json carries every dim's value, `auto_map` and `architectures`, and the
+conventional names engines read where they apply (`vocab_size`, `hidden_size`,
+`num_attention_heads`, `num_key_value_heads`, `head_dim`, `num_hidden_layers`,
+`tie_word_embeddings`, `max_position_embeddings`).
+"""
+from __future__ import annotations
+
+from ...check.types import TensorT
+from ...compile.plan import walk_nodes
+
+# names a config already has: a dim called so is stored as `dim_<name>`
+CONFIG_ATTRS = {"dtype", "torch_dtype", "architectures", "auto_map", "model_type", "name_or_path",
+                "use_cache", "vocab_size", "hidden_size", "num_attention_heads", "num_key_value_heads",
+                "head_dim", "num_hidden_layers", "tie_word_embeddings", "max_position_embeddings",
+                "transformers_version", "is_encoder_decoder", "pad_token_id", "bos_token_id",
+                "eos_token_id", "return_dict", "output_attentions", "output_hidden_states"}
+
+TORCH_DTYPE_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+
+
+def config_key(dim: str) -> str:
+    return f"dim_{dim}" if dim in CONFIG_ATTRS or not dim.isidentifier() else dim
+
+
+def conventional(gen) -> dict:
+    """The conventional config names that apply to this export."""
+    prog, plan, lm = gen.prog, gen.plan, gen.lm
+    out: dict = {}
+    if lm is None:
+        return out
+    entry = prog.entry
+    ids_t = next(t for n, t, _ in entry.params if n == lm.ids)
+    out["vocab_size"] = prog.value_of(ids_t.dtype.index)
+    table = prog.model(plan.root).fields[lm.table].type
+    out["hidden_size"] = prog.value_of(table.axes[1].size)
+    site = next((c.sites[0] for c in gen.classes.values() if c.sites), None)
+    if site is not None:
+        q, k = site.attrs["args"]["q"], site.attrs["args"]["k"]
+        heads = prog.value_of(q.type.axes[-3].size)
+        out["num_attention_heads"] = heads
+        groups = None
+        for c in gen.classes.values():
+            if c.sites:
+                from ...compile.codegen import MethodGen
+                fn = next(f for f in c.order if any(n is c.sites[0] for n in walk_nodes(prog.fns[f].body)[0]))
+                mg = MethodGen(gen, prog.fns[fn], c)
+                mg._find_kv_sources()
+                groups = mg.attention_groups(c.sites[0])
+                break
+        out["num_key_value_heads"] = heads // (groups or 1)
+        out["head_dim"] = prog.value_of(q.type.axes[-1].size)
+    out["num_hidden_layers"] = gen.attention_count(plan.root)
+    if lm.positions:
+        pt = next(t for n, t, _ in entry.params if n == lm.positions)
+        if isinstance(pt, TensorT) and pt.dtype.name == "Index":
+            out["max_position_embeddings"] = prog.value_of(pt.dtype.index)
+    out["tie_word_embeddings"] = lm.tied
+    return out
+
+
+def config_json(gen, names, dtype: str, source_name: str) -> dict:
+    prog = gen.prog
+    lm = gen.lm
+    auto = {"AutoConfig": f"{names.configuration}.{names.config}",
+            "AutoModel": f"{names.modeling}.{names.base}"}
+    if lm is not None:
+        auto["AutoModelForCausalLM"] = f"{names.modeling}.{names.causal_lm}"
+    cfg = {"architectures": [names.causal_lm if lm is not None else names.base],
+           "auto_map": auto, "model_type": names.model_type}
+    for d, v in prog.dims.items():
+        if v is not None:
+            cfg[config_key(d)] = v
+    cfg.update(conventional(gen))
+    if lm is not None:
+        cfg["use_cache"] = True
+    cfg["dtype"] = TORCH_DTYPE_NAMES.get(dtype, "float32")
+    cfg["torch_dtype"] = cfg["dtype"]
+    cfg["shapescript"] = {"source": source_name, "function": prog.entry.name,
+                          "language_model": lm is not None}
+    return cfg
+
+
+def configuration_source(gen, names, cfg: dict, source_name: str) -> str:
+    skip = {"architectures", "auto_map", "model_type", "dtype", "torch_dtype", "shapescript"}
+    fields = [(k, v) for k, v in cfg.items() if k not in skip]
+    args = ", ".join(f"{k}={v!r}" for k, v in fields)
+    sets = "\n".join(f"        self.{k} = {k}" for k, v in fields if k != "tie_word_embeddings")
+    tie = cfg.get("tie_word_embeddings")
+    lines = [
+        f'"""Configuration of the model ShapeScript exported from `{source_name}`, function `{gen.prog.entry.name}`."""',
+        "from transformers import PretrainedConfig",
+        "",
+        "",
+        f"class {names.config}(PretrainedConfig):",
+        f'    model_type = "{names.model_type}"',
+        "",
+        f"    def __init__(self, {args}{', ' if args else ''}**kwargs):",
+        sets if sets else "        pass",
+    ]
+    if tie is not None:
+        lines += ["        super().__init__(**kwargs)",
+                  "        self.tie_word_embeddings = tie_word_embeddings  # not a base-config field in transformers 5"]
+    else:
+        lines += ["        super().__init__(**kwargs)"]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,74 @@
+"""The `hf` writer: compile the function and write a Hugging Face model directory.
+
+The directory: `config.json`, `configuration_<stem>.py`, `modeling_<stem>.py`, the
+source file(s), `model.safetensors` (keys: the generated model's state_dict), and
+`shapescript-weights.json` mapping each param path to its key.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+
+from ..writers import ExportError
+from .build import build
+from .keys import MAPPING_FILE
+
+log = logging.getLogger("shapescript.export.hf")
+
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
+                   "vocab.json", "merges.txt", "added_tokens.json", "generation_config.json")
+
+
+def write(ctx) -> str:
+    out = write_directory(ctx)
+    return f"wrote {ctx.request.output} (hf: {out['tensors']} tensors, {_size(out['bytes'])}" + \
+        (", language model" if out["lm"] else "") + ")"
+
+
+def write_directory(ctx) -> dict:
+    ctx.progress("compiling to PyTorch", 0, 1)
+    art = build(ctx.ws, ctx.request.path, ctx.fn_item.name, ctx.request.dtype)
+    d = ctx.tmp
+    _text(d, "config.json", json.dumps(art.config, indent=2) + "\n")
+    _text(d, f"{art.names.configuration}.py", art.configuration)
+    _text(d, f"{art.names.modeling}.py", art.modeling)
+    for name, text in art.sources.items():
+        _text(d, name, text)
+    keys = {}
+    entries = []
+    for spec in ctx.params:
+        key = art.keys.get(spec.path)
+        keys[spec.path] = key
+        if key is not None:
+            entries.append((key, spec.path))
+    _text(d, MAPPING_FILE, json.dumps({"format": 1, "source": os.path.basename(ctx.request.path),
+                                       "function": ctx.fn_item.name, "keys": keys}, indent=2) + "\n")
+    tok = getattr(ctx.request, "tokenizer", None)
+    if tok:
+        copy_tokenizer(tok, d)
+    ctx.check_cancelled()
+    size = ctx.write_safetensors("model.safetensors", entries, metadata={"format": "pt"})
+    return {"tensors": len(entries), "bytes": size, "lm": art.lm, "artifact": art}
+
+
+def copy_tokenizer(src: str, dst: str):
+    found = [f for f in TOKENIZER_FILES if os.path.isfile(os.path.join(src, f))]
+    if not any(f in found for f in ("tokenizer.json", "tokenizer.model", "vocab.json")):
+        raise ExportError(f"`{src}` holds no Hugging Face tokenizer (tokenizer.json, tokenizer.model or vocab.json)")
+    for f in found:
+        shutil.copyfile(os.path.join(src, f), os.path.join(dst, f))
+
+
+def _text(d: str, name: str, text: str):
+    with open(os.path.join(d, name), "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n} B"
