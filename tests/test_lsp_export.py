@@ -2,13 +2,16 @@
 a closing message; bad arguments answered with an error."""
 from __future__ import annotations
 
+import asyncio
+import os
+
 import pytest
 import pytest_lsp
 from lsprotocol import types as T
 from pygls.exceptions import JsonRpcInvalidParams
 from pytest_lsp import LanguageClient
 
-from lsp_support import config, initialize, open_doc, uri_of, wait_version
+from lsp_support import ROOT, config, initialize, open_doc, uri_of, wait_version
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -88,3 +91,75 @@ async def test_bad_arguments_get_an_error_answer(client: LanguageClient, tmp_pat
     # and the server goes on
     result = await export(client, uri=uri_of(tmp_path / "missing.ss"), target="hf")
     assert result["ok"] is False and "can't read" in result["message"]
+
+
+LLAMA = open(os.path.join(ROOT, "examples", "llama.ss"), encoding="utf-8").read()  # conformance/ok/llama.ss
+TINY = {"V": 256, "D": 256, "H": 4, "Hkv": 2, "F": 512, "L": 2}
+LONG = {"V": 4096, "D": 512, "H": 8, "Hkv": 4, "F": 1024, "L": 12}  # ~120 MB: a cancel lands mid-write
+
+
+def _leftovers(folder) -> list:
+    return [n for n in os.listdir(folder) if ".shapescript-tmp-" in n]
+
+
+async def test_export_writes_with_progress_moving_per_tensor(client: LanguageClient, tmp_path):
+    uri = uri_of(tmp_path / "llama.ss")
+    open_doc(client, uri, LLAMA)
+    await wait_version(client, uri, 1)
+    token = "export-progress"
+    client.progress_reports.setdefault(token, [])
+    out = tmp_path / "llama-hf"
+    result = await client.workspace_execute_command_async(T.ExecuteCommandParams(
+        command="shapescript.export", arguments=[{"uri": uri, "target": "hf", "dims": TINY,
+                                                 "output": str(out)}], work_done_token=token))
+    assert result["ok"], result["message"]
+    assert result["output"] == str(out) and str(out) in result["message"]
+    assert result["random_weights"] and "random weights (seed 0)" in result["message"]
+    assert "no weights were named" in result["message"]
+    reports = client.progress_reports[token]
+    assert reports[0].kind == "begin" and reports[0].cancellable and reports[-1].kind == "end"
+    assert str(out) in reports[-1].message
+    writing = [r for r in reports if r.kind == "report" and (r.message or "").startswith("writing")]
+    assert len(writing) >= 21  # one per tensor
+    percents = [r.percentage for r in reports if r.kind == "report"]
+    assert percents == sorted(percents) and percents[-1] > 90 and len(set(percents)) > 10
+    assert "model.safetensors" in os.listdir(out) and _leftovers(tmp_path) == []
+    with open(out / "shapescript-weights.json") as fh:
+        assert "layers.1.attn.wq" in fh.read()
+
+
+async def test_a_cancel_leaves_nothing_written(client: LanguageClient, tmp_path):
+    uri = uri_of(tmp_path / "big.ss")
+    open_doc(client, uri, LLAMA)
+    await wait_version(client, uri, 1)
+    token = "export-cancel"
+    client.progress_reports.setdefault(token, [])
+    out = tmp_path / "big-hf"
+    task = asyncio.ensure_future(client.workspace_execute_command_async(T.ExecuteCommandParams(
+        command="shapescript.export", arguments=[{"uri": uri, "target": "hf", "dims": LONG, "output": str(out)}],
+        work_done_token=token)))
+    deadline = asyncio.get_running_loop().time() + 60
+    while not any((r.message or "").startswith("writing") for r in client.progress_reports[token]):
+        assert asyncio.get_running_loop().time() < deadline and not task.done()
+        await asyncio.sleep(0.005)
+    client.window_work_done_progress_cancel(T.WorkDoneProgressCancelParams(token=token))
+    result = await asyncio.wait_for(task, 60)
+    assert result["ok"] is False and result["message"] == "export cancelled: nothing was written"
+    assert not out.exists() and _leftovers(tmp_path) == []
+    assert client.progress_reports[token][-1].kind == "end"
+    # the server goes on: the same export, not cancelled, writes
+    result = await export(client, uri=uri, target="hf", dims=TINY, output=str(out))
+    assert result["ok"] and out.exists()
+
+
+async def test_export_options_are_validated_like_the_cli(client: LanguageClient, tmp_path):
+    uri = uri_of(tmp_path / "good2.ss")
+    open_doc(client, uri, GOOD)
+    await wait_version(client, uri, 1)
+    result = await export(client, uri=uri, target="hf", dtype="q8_0", output=str(tmp_path / "o"))
+    assert result["ok"] is False and "--dtype q8_0 is for gguf only" in result["message"]
+    result = await export(client, uri=uri, target="hf", dims={"Q": 3}, output=str(tmp_path / "o"))
+    assert result["ok"] is False and "`Q` is no dim of good2.ss; its dims are C, D" in result["message"]
+    with pytest.raises(JsonRpcInvalidParams):
+        await export(client, uri=uri, target="hf", seed="x")
+    assert not (tmp_path / "o").exists()
