@@ -15,6 +15,7 @@ it is a model and that model's fields, its signature, and whether it is broken.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import itemgetter
 
 ALL_DIMS = ("all dims",)  # every dim's name, size and value (sizes rendered by name)
 ALL_MODELS = ("all models",)  # the set of model names
@@ -146,22 +147,69 @@ def sig_meaning(sig):
     return sig.fingerprint, tuple(sorted(sig.svars)), sig.broken
 
 
+class _Memo(dict):
+    """Answers by key, each computed on first use."""
+
+    def __init__(self, compute):
+        super().__init__()
+        self._compute = compute
+
+    def __missing__(self, key):
+        v = self[key] = self._compute(key)
+        return v
+
+
 class Meanings:
-    """The answers every read gets in one file's analysis, computed once per name.
+    """The answers every read gets in one file's analysis, computed once per key.
 
     Declarations (fields, signatures) are built before the file's models and signatures
-    exist, and read only dims and model names: their answers are `decl`. Bodies see
-    everything (`full`)."""
+    exist, and read only dims and model names: their answers are in `decl`. Bodies see
+    everything: `full`. A check's reads are kept as a getter of its keys and the answers
+    it got, so seeing whether they still hold is one C-level lookup per key."""
 
     def __init__(self, dims, model_names: set, broken: dict, everything):
         self.dims = dims
         self.model_names = model_names
         self.broken = broken  # name -> declared kind, for the items that didn't parse
-        self.everything = everything  # a fingerprint of every visible name's kind
+        self._everything = everything  # () -> a fingerprint of every visible name's kind
         self.models: dict = {}
         self.sigs: dict = {}
-        self._decl: dict = {}
-        self._full: dict = {}
+        self.decl = _Memo(self._decl)
+        self.full = _Memo(self._full)
+
+    def carry_decl(self, prev: "Meanings | None"):
+        """Take over the declaration answers of the file's last analysis that still hold:
+        all of them while the dims are the same, but for names that became or stopped
+        being models."""
+        if prev is None or prev.dims.fingerprint != self.dims.fingerprint:
+            return
+        memo = dict(prev.decl)
+        moved = prev.model_names ^ self.model_names
+        for k in moved:
+            memo.pop(k, None)
+        memo.pop(EVERYTHING, None)
+        if moved:
+            memo.pop(ALL_MODELS, None)
+        self.decl.update(memo)
+
+    def carry_full(self, prev: "Meanings | None"):
+        """Once models and signatures are built: take over the answers for the names
+        whose model, signature, broken state and model-ness are the same objects as in the
+        last analysis."""
+        if prev is None or prev.dims.fingerprint != self.dims.fingerprint:
+            return
+        changed = prev.model_names ^ self.model_names
+        for mine, theirs in ((self.models, prev.models), (self.sigs, prev.sigs)):
+            changed.update(n for n, v in mine.items() if theirs.get(n) is not v)
+            changed.update(n for n in theirs if n not in mine)
+        changed.update(n for n, k in self.broken.items() if prev.broken.get(n) != k)
+        changed.update(n for n in prev.broken if n not in self.broken)
+        memo = dict(prev.full)
+        for k in changed:
+            memo.pop(k, None)
+        for k in (EVERYTHING, ALL_FNS, ALL_MODELS):
+            memo.pop(k, None)
+        self.full.update(memo)
 
     def _dim(self, name: str):
         d = self.dims
@@ -169,27 +217,18 @@ class Meanings:
             return None
         return d.canon(name), d.values.get(name)
 
-    def decl(self, key):
-        got = self._decl.get(key, self)
-        if got is self:
-            if isinstance(key, str):
-                got = (self._dim(key), key in self.model_names)
-            else:  # models and signatures are not built yet: kinds and dims only
-                got = self._whole(key) if key in (ALL_DIMS, ALL_MODELS) else self.everything
-            self._decl[key] = got
-        return got
+    def _decl(self, key):
+        if isinstance(key, str):
+            return self._dim(key), key in self.model_names
+        # models and signatures are not built yet: dims and kinds only
+        return self._whole(key) if key in (ALL_DIMS, ALL_MODELS) else self._everything()
 
-    def full(self, key):
-        got = self._full.get(key, self)
-        if got is self:
-            if isinstance(key, str):
-                m = self.models.get(key)
-                got = (self._dim(key), key in self.model_names, m.fingerprint if m is not None else None,
-                       sig_meaning(self.sigs.get(key)), self.broken.get(key))
-            else:
-                got = self._whole(key)
-            self._full[key] = got
-        return got
+    def _full(self, key):
+        if isinstance(key, str):
+            m = self.models.get(key)
+            return (self._dim(key), key in self.model_names, m.fingerprint if m is not None else None,
+                    sig_meaning(self.sigs.get(key)), self.broken.get(key))
+        return self._whole(key)
 
     def _whole(self, key):
         if key == ALL_DIMS:
@@ -199,13 +238,18 @@ class Meanings:
         if key == ALL_FNS:
             return tuple(self.sigs)
         # anything else a check may look at: every name's kind, model and signature
-        return (self.everything, tuple((n, m.fingerprint) for n, m in self.models.items()),
+        return (self._everything(), tuple((n, m.fingerprint) for n, m in self.models.items()),
                 tuple((n, sig_meaning(s)) for n, s in self.sigs.items()))
 
     @staticmethod
-    def answers(reads: set, meaning) -> tuple:
-        return tuple((k, meaning(k)) for k in reads)
+    def record(reads: set, memo: _Memo) -> tuple:
+        """(getter, answers) of these reads now."""
+        if not reads:
+            return None, None
+        getter = itemgetter(*reads)
+        return getter, getter(memo)
 
     @staticmethod
-    def still(answers: tuple, meaning) -> bool:
-        return all(meaning(k) == v for k, v in answers)
+    def holds(recorded: tuple, memo: _Memo) -> bool:
+        getter, answers = recorded
+        return getter is None or getter(memo) == answers

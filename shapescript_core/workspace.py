@@ -17,12 +17,13 @@ from typing import Optional
 from .diagnostics import FileAnchor, Span, error, internal_error, warning
 from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature
 from .check.function import FnResult, check_function
+from .check.messages import import_missing, import_not_utf8
 from .check.sizes import Size
 from .check.types import TensorT, Type
 from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
 from .syntax import ast as A
 from .syntax.parser import reparse_file
-from .syntax.source import LineIndex
+from .syntax.source import LineIndex, decode_source, normalize_newlines
 
 
 @contextlib.contextmanager
@@ -55,6 +56,8 @@ class Cancelled(Exception):
 
 
 class SourceFile:
+    decode_error: Optional[str] = None  # read from disk, not UTF-8: where the first bad byte is
+
     def __init__(self, path: str, text: str, version: Optional[int] = None):
         self.path = path
         self.version = version
@@ -64,6 +67,7 @@ class SourceFile:
         self.set_text(text, version)
 
     def set_text(self, text: str, version: Optional[int] = None):
+        text = normalize_newlines(text)  # a bare \r ends a line, as in LSP: same offsets
         with _no_gc():
             self.items = reparse_file(self.items, self.text, text, self.path)
         self.text = text
@@ -144,6 +148,8 @@ class Workspace:
         self._sig_cache: dict = {}
         self._body_cache: dict = {}
         self._analysis: dict = {}
+        self._meanings: dict = {}  # path -> Meanings of its last analysis (answers carried over)
+        self._cycles: dict = {}  # path -> (the body results, E0207 diagnostics) of its last analysis
         self._disk: dict = {}  # path -> (mtime, SourceFile)
         # path -> [(fn name or None, {targets})]: explicit export checks (CLI --target/--fn)
         self.export_requests: dict = {}
@@ -177,6 +183,8 @@ class Workspace:
         f = self.files.pop(path, None)
         if f is not None:
             self._forget(f.items)
+        self._meanings.pop(path, None)
+        self._cycles.pop(path, None)
         self._analysis.clear()
 
     def file(self, path: str) -> Optional[SourceFile]:
@@ -192,11 +200,12 @@ class Workspace:
         if cached and cached[0] == st.st_mtime_ns:
             return cached[1]
         try:
-            with open(path, encoding="utf-8", errors="replace") as fh:
-                text = fh.read()
+            with open(path, "rb") as fh:
+                text, sf_problem = decode_source(fh.read())
         except OSError:
             return None
         sf = SourceFile(path, text)
+        sf.decode_error = sf_problem  # not UTF-8: E0210 at the import that reads it
         if cached:
             self._forget(cached[1].items)
         self._disk[path] = (st.st_mtime_ns, sf)
@@ -205,15 +214,11 @@ class Workspace:
     def _forget(self, items: list, keep: list = ()):
         """Drop the cache entries of items that no longer exist (all of `items` but the
         ones in `keep`, which an edit reused)."""
-        kept = {id(it) for it in keep}
-        for it in items:
-            k = id(it)
-            if k in kept:
-                continue
+        # `items` keeps the old items alive meanwhile: no new object has one of their ids
+        gone = set(map(id, items)).difference(map(id, keep))
+        for k in gone:
             for cache in (self._model_cache, self._sig_cache, self._body_cache):
-                e = cache.get(k)
-                if e is not None and e[0] is it:
-                    del cache[k]
+                cache.pop(k, None)
 
     def cache_sizes(self) -> dict:
         """Entries in each item cache (for tests and benchmarks)."""
@@ -294,8 +299,11 @@ class Workspace:
         diags: list = []
         own: dict = {}
         for it in f.items:
-            diags.extend(it.syntax_errors)
-            diags.extend(getattr(it, "layout_errors", []))
+            if it.syntax_errors:
+                diags.extend(it.syntax_errors)
+            layout = getattr(it, "layout_errors", None)
+            if layout:
+                diags.extend(layout)
             if it.name is None:
                 continue
             if it.name in own:
@@ -311,8 +319,10 @@ class Workspace:
         for it, target in self._import_targets(f):
             tf = self.file(target)
             if tf is None:
-                diags.append(error("E0210", f"can't find `{it.target}`", it.span(it.target_pos),
-                                   "no such file next to this one"))
+                diags.append(import_missing(it))
+                continue
+            if tf.decode_error is not None:
+                diags.append(import_not_utf8(it, tf.decode_error))
                 continue
             imports.append(target)
             cyc = self._import_cycle(f.path, target)
@@ -336,16 +346,20 @@ class Workspace:
         dim_items = [it for it in visible.values() if isinstance(it, A.DimItem)
                      or (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")]
         dims = DimTable(dim_items, self.dim_overrides)
-        for it in own.values():
-            diags.extend(dims.diags.get(id(it), []))
+        if dims.diags:
+            for it in own.values():
+                diags.extend(dims.diags.get(id(it), []))
         broken_kinds = {n: it.declared_kind for n, it in visible.items() if isinstance(it, A.BrokenItem)}
         broken = set(broken_kinds.items())
         model_names = {n for n, it in visible.items() if isinstance(it, A.ModelItem)} | \
                       {n for n, k in broken if k == "model"}
-        everything = (dims.fingerprint, tuple(sorted((n, it.kind) for n, it in visible.items())))
-        meanings = Meanings(dims, model_names, broken_kinds, everything)
+        meanings = Meanings(dims, model_names, broken_kinds,
+                            lambda: (dims.fingerprint, tuple(sorted((n, it.kind) for n, it in visible.items()))))
+        prev = self._meanings.get(f.path)
+        meanings.carry_decl(prev)
         models: dict = {}
         sigs: dict = {}
+        decl = meanings.decl
         for n, it in visible.items():
             if isinstance(it, A.ModelItem):
                 cache, build, into = self._model_cache, build_model, models
@@ -353,20 +367,34 @@ class Workspace:
                 cache, build, into = self._sig_cache, build_signature, sigs
             else:
                 continue
-            into[n], idiags = self._cached(cache, it, meanings, build, dims, model_names)
-            if own.get(n) is it:
-                diags.extend(idiags)
+            e = cache.get(id(it))  # _cached's reuse, inline: this loop sees every item
+            if e is not None and e[0] is it and (e[1][0] is None or e[1][0](decl) == e[1][1]):
+                got = e[2]
+            else:
+                got = self._cached(cache, it, meanings, build, dims, model_names)
+            into[n] = got[0]
+            if got[1] and own.get(n) is it:
+                diags.extend(got[1])
         meanings.models, meanings.sigs = models, sigs
+        meanings.carry_full(prev)
+        self._meanings[f.path] = meanings
         env = FileEnv(dims, models, sigs, broken)
         fns: dict = {}
+        full, bodies = meanings.full, self._body_cache
         for n, it in own.items():
             if isinstance(it, A.FnItem):
-                if cancelled is not None and cancelled():
-                    raise Cancelled(f.path)
-                res = self._body(it, sigs[n], env, meanings)
+                e = bodies.get(id(it))  # _body's reuse, inline: this loop sees every function
+                if e is not None and e[0] is it and e[1] == full[n][3] and \
+                        (e[2][0] is None or e[2][0](full) == e[2][1]):
+                    res = e[3]
+                else:
+                    if cancelled is not None and cancelled():
+                        raise Cancelled(f.path)
+                    res = self._body(it, sigs[n], env, meanings)
                 fns[n] = res
-                diags.extend(res.diags)
-        diags.extend(self._recursion(fns, own))
+                if res.diags:
+                    diags.extend(res.diags)
+        diags.extend(self._cycles_of(f.path, fns, own))
         if any(d.code == "E0210" for d in diags):
             # names the missing file would define are not this file's mistakes
             diags = [d for d in diags if d.code not in UNRESOLVED_NAME_CODES]
@@ -383,22 +411,22 @@ class Workspace:
     def _cached(self, cache: dict, item, meanings: Meanings, build, dims, model_names):
         """A declaration's (fields, signature) build, reused while what it read holds."""
         e = cache.get(id(item))
-        if e is not None and e[0] is item and meanings.still(e[1], meanings.decl):
+        if e is not None and e[0] is item and meanings.holds(e[1], meanings.decl):
             return e[2]
         reads: set = set()
         v = build(item, DimsView(dims, reads), ModelNames(model_names, reads))
-        cache[id(item)] = (item, meanings.answers(reads, meanings.decl), v)
+        cache[id(item)] = (item, meanings.record(reads, meanings.decl), v)
         return v
 
     def _body(self, item: A.FnItem, sig: Signature, env: FileEnv, meanings: Meanings) -> FnResult:
         """A body's check, reused while its signature and every name it read mean the same."""
-        own = sig_meaning(sig)
+        own = meanings.full[sig.name][3]  # sig_meaning(sig), computed once per analysis
         e = self._body_cache.get(id(item))
-        if e is not None and e[0] is item and e[1] == own and meanings.still(e[2], meanings.full):
+        if e is not None and e[0] is item and e[1] == own and meanings.holds(e[2], meanings.full):
             return e[3]
         reads: set = set()
         res = check_function(item, sig, EnvView(env, reads))
-        self._body_cache[id(item)] = (item, own, meanings.answers(reads, meanings.full), res)
+        self._body_cache[id(item)] = (item, own, meanings.record(reads, meanings.full), res)
         return res
 
     def _unread_fields(self, f: SourceFile, own: dict, fns: dict, models: dict) -> list:
@@ -438,6 +466,20 @@ class Workspace:
                 return a.fns[name]
         return None
 
+    def _cycles_of(self, path: str, fns: dict, own: dict) -> list:
+        """E0207. With no cycle in the last analysis, a new one must go through a body
+        whose result changed (only a changed body has new calls): look from those only."""
+        last = self._cycles.get(path)
+        if last is not None and not last[1]:
+            before = last[0]
+            changed = [n for n, r in fns.items() if before.get(n) is not r]
+            if not any(_reaches(fns, n) for n in changed):
+                self._cycles[path] = (dict(fns), [])
+                return []
+        out = self._recursion(fns, own)
+        self._cycles[path] = (dict(fns), out)
+        return out
+
     def _recursion(self, fns: dict, own: dict) -> list:
         graph = {n: {c for c in r.callees if c in fns} for n, r in fns.items()}
         component = _components(graph)
@@ -463,7 +505,7 @@ class Workspace:
 
 def exported_functions(own: dict) -> list:
     """Functions marked `@export`, or else a function named `forward`."""
-    marked = [n for n, it in own.items() if isinstance(it, A.FnItem)
+    marked = [n for n, it in own.items() if isinstance(it, A.FnItem) and it.decorators
               and any(d.name == "export" for d in it.decorators)]
     if marked:
         return marked
@@ -511,6 +553,23 @@ def _components(graph: dict) -> dict:
                     if x == node:
                         break
     return comp
+
+
+def _reaches(fns: dict, name: str) -> bool:
+    """Whether the calls of `name` lead back to it (depth first, on an explicit stack)."""
+    seen = set()
+    stack = [name]
+    while stack:
+        r = fns.get(stack.pop())
+        if r is None:
+            continue
+        for c in r.callees:
+            if c == name:
+                return True
+            if c not in seen and c in fns:
+                seen.add(c)
+                stack.append(c)
+    return False
 
 
 def _path(graph: dict, src: str, dst: str) -> Optional[list]:

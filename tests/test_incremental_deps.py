@@ -216,3 +216,22 @@ def test_incremental_equals_fresh_with_helps_and_fixes(which, edits):
         text = text[:i] + insert + text[i + cut:]
         ws.set_text(P, text)
         assert describe(ws.diagnostics(P)) == describe(fresh(text))
+
+
+def test_a_cycle_made_and_unmade_by_edits():
+    ws = Workspace()
+    steps = [
+        SRC.replace("return softmax(x, over=D)", "return other(x)"),  # third calls other: no cycle
+        SRC.replace("return softmax(x, over=D)", "return other(x)").replace("return y + x", "return third(y)"),
+        SRC.replace("return y + x", "return third(y)"),  # the cycle is broken again
+        SRC.replace("return y + x", "return other(y)"),  # other calls itself
+        SRC,
+    ]
+    cycles = []
+    for text in steps:
+        ws.set_text(P, text)
+        got = ws.diagnostics(P)
+        assert describe(got) == describe(fresh(text))
+        cycles.append(sorted(d.message for d in got if d.code == "E0207"))
+    assert cycles == [[], ["`other` calls itself: other → third → other", "`third` calls itself: third → other → third"],
+                      [], ["`other` calls itself"], []]
