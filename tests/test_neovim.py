@@ -127,14 +127,11 @@ local ok, err = pcall(function()
   results.after = codes(buf)
   results.text = table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), '\n')
 
-  -- :ShapescriptExport's function: the server runs the export and answers
-  local done = false
-  shapescript.export({ target = 'hf' }, function(e, result)
-    results.export = result
-    results.export_error = e and e.message or vim.NIL
-    done = true
-  end)
-  results.export_done = vim.wait(15000, function() return done end, 20)
+  -- :ShapescriptExport itself: the server runs the export (the buffer as edited) and answers
+  shapescript.last_result = nil
+  vim.cmd('ShapescriptExport hf random seed=1 out=' .. os.getenv('SS_EXPORT'))
+  results.export_done = vim.wait(30000, function() return shapescript.last_result ~= nil end, 20)
+  results.export = shapescript.last_result
 end)
 if not ok then
   results.error = tostring(err)
@@ -155,7 +152,8 @@ def test_neovim_diagnostics_hover_quick_fix_export(tmp_path):
     env = dict(os.environ)
     for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
         env[var] = str(tmp_path / var.lower())
-    env.update(SS_OUT=str(out), SS_PLUGIN=PLUGIN, SS_PYTHON=sys.executable, SS_ROOT=ROOT, SS_FILE=str(src))
+    env.update(SS_OUT=str(out), SS_PLUGIN=PLUGIN, SS_PYTHON=sys.executable, SS_ROOT=ROOT, SS_FILE=str(src),
+               SS_EXPORT=str(tmp_path / "classify-hf"))
     proc = subprocess.run(["timeout", "-k", "2", "60", NVIM, "--headless", "--clean", "-n", "-i", "NONE",
                            "-c", f"luafile {probe}"], stdin=subprocess.DEVNULL, capture_output=True,
                           env=env, cwd=str(tmp_path), timeout=90)
@@ -176,4 +174,24 @@ def test_neovim_diagnostics_hover_quick_fix_export(tmp_path):
     assert r["gone"], r["after"]
     assert "fn classify(m: Classifier, x: [b D]) -> [b C]:" in r["text"]
     assert r["export_done"] and r["export"]["target"] == "hf", r
-    assert "hf" in r["export"]["message"]
+    exported = tmp_path / "classify-hf"
+    assert r["export"]["ok"], r["export"]["message"]
+    assert r["export"]["output"] == str(exported) and str(exported) in r["export"]["message"]
+    assert "random weights (seed 1)" in r["export"]["message"]
+    _load_in_transformers(exported)
+
+
+def _load_in_transformers(exported):
+    """The directory Neovim's export wrote loads in transformers and computes the source's function."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModel
+    model = AutoModel.from_pretrained(str(exported), trust_remote_code=True, local_files_only=True).eval()
+    mapping = json.loads((exported / "shapescript-weights.json").read_text())
+    w = load_file(str(exported / "model.safetensors"))[mapping["keys"]["w"]]
+    assert tuple(w.shape) == (10, 64)
+    x = torch.randn(3, 64)
+    with torch.no_grad():
+        out = model(x)
+    out = out if isinstance(out, torch.Tensor) else out[0]
+    torch.testing.assert_close(out, x @ w.T, rtol=1e-5, atol=1e-5)

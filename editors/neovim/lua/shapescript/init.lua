@@ -26,7 +26,7 @@ local function client_for(bufnr)
 end
 
 --- Parse `:ShapescriptExport` arguments: a target, then key=value options.
---- `hf out=DIR weights=FILE random fn=NAME seed=N dtype=f16 force dim=D=512`
+--- `hf out=DIR weights=FILE random fn=NAME seed=N dtype=f16 force dim=D=512 tokenizer=DIR`
 function M.parse_args(fargs)
   local args = { dims = vim.empty_dict() }
   for _, a in ipairs(fargs) do
@@ -129,7 +129,7 @@ function M.setup(opts)
     desc = 'Export the ShapeScript function under the cursor: hf | vllm | gguf [out=DIR] [weights=FILE | random] [dim=N=V]',
     complete = function(lead)
       local words = vim.list_extend(vim.deepcopy(M.targets),
-        { 'out=', 'weights=', 'random', 'fn=', 'seed=', 'dtype=', 'force', 'dim=' })
+        { 'out=', 'weights=', 'random', 'fn=', 'seed=', 'dtype=', 'force', 'dim=', 'tokenizer=' })
       return vim.tbl_filter(function(w)
         return w:sub(1, #lead) == lead
       end, words)
