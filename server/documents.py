@@ -28,8 +28,9 @@ def path_of(uri: str) -> str:
 
 
 def line_starts(text: str) -> list:
-    return [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"] if len(text) < 64 else \
-        LineIndex(text).starts
+    """Line starts; a line ends at \n, \r\n or a bare \r, as LSP counts lines."""
+    return [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"] if len(text) < 64 and "\r" not in text \
+        else LineIndex(text).starts
 
 
 @dataclass
@@ -63,6 +64,10 @@ class Document:
 
     def replace(self, start: int, end: int, new: str):
         """Replace text[start:end], keeping the line starts without a rescan."""
+        if "\r" in new or "\r" in self.text:  # a \r joins or splits line breaks: rescan
+            self.text = self.text[:start] + new + self.text[end:]
+            self.starts = line_starts(self.text)
+            return
         starts = self.starts
         la = bisect.bisect_right(starts, start) - 1
         lb = bisect.bisect_right(starts, end) - 1

@@ -31,7 +31,7 @@ def _load(ws: Workspace, paths) -> list:
     loaded = []
     for p in paths:
         try:
-            with open(p, encoding="utf-8") as fh:
+            with open(p, encoding="utf-8-sig") as fh:  # a byte order mark is no text
                 text = fh.read()
         except FileNotFoundError:
             raise UsageError(f"can't read `{p}`: no such file")

@@ -67,10 +67,18 @@ _tok = Token
 
 
 def _indent_width(ws: str) -> int:
+    """The column an indentation reaches. A form feed starts the count again, as in
+    Python (a page break in the file, not part of the indentation)."""
     col = 0
     for ch in ws:
-        col = (col // TAB_WIDTH + 1) * TAB_WIDTH if ch == "\t" else col + 1
+        if ch == "\f":
+            col = 0
+        else:
+            col = (col // TAB_WIDTH + 1) * TAB_WIDTH if ch == "\t" else col + 1
     return col
+
+
+BOM = "\ufeff"
 
 
 def tokenize(text: str) -> tuple[list[Token], list[LexProblem]]:
@@ -81,8 +89,9 @@ def tokenize(text: str) -> tuple[list[Token], list[LexProblem]]:
     indents = [0]
     line_has_tokens = False  # a logical line is open
     at_line_start = True
-    line_start = 0
-    for m in TOKEN_RE.finditer(text):
+    # a byte order mark opens the file's first item when the file has one: it is no token
+    line_start = 1 if text.startswith(BOM) else 0
+    for m in TOKEN_RE.finditer(text, line_start):
         kind = m.lastgroup
         if kind is None:  # trailing whitespace at the end of the text
             continue

@@ -7,6 +7,7 @@ items whose text changed (`parse_file(..., reuse=...)`).
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 import threading
 from pathlib import Path
@@ -17,7 +18,7 @@ from lark.parsers.lalr_analysis import Shift
 
 from ..diagnostics import Diagnostic, debugging, error, internal_error
 from . import ast as A
-from .lexer import LexProblem, Token, tokenize
+from .lexer import BOM, LexProblem, Token, tokenize
 
 _GRAMMAR = (Path(__file__).parent / "grammar.lark").read_text()
 ITEM_START = re.compile(r"(dim|model|fn|import)\b|@")
@@ -443,8 +444,10 @@ def _build_item(kind: str, c: list, text: str, path: str, offset: int) -> A.Item
 
 
 # ---- splitting a file into items
-_START_LINE = re.compile(r"^(?:(?:dim|model|fn|import)\b|@)", re.M)
-_CODE_LINE = re.compile(r"^[ \t]*[^ \t\r\n#]|^[ \t]+#", re.M)  # not blank, not a column-0 comment
+# an item starts at column 0 (a form feed before it is a page break, as in Python)
+_START_LINE = re.compile(r"^\f*(?:(?:dim|model|fn|import)\b|@)", re.M)
+# not blank, not a column-0 comment (a byte order mark at the file's start is neither)
+_CODE_LINE = re.compile(r"^\ufeff?[ \t\f]*[^ \t\f\r\n#\ufeff]|^[ \t\f]+#", re.M)
 
 
 def split_items(text: str, lo: int = 0, hi: int | None = None) -> list[tuple[int, int, str]]:
@@ -461,8 +464,11 @@ def split_items(text: str, lo: int = 0, hi: int | None = None) -> list[tuple[int
     hi = len(text) if hi is None else hi
     starts: list[int] = []
     decorators_only = False
-    for m in _START_LINE.finditer(text, lo, hi):
-        pos = m.start()
+    found = (m.start() for m in _START_LINE.finditer(text, lo, hi))
+    if lo == 0 and text.startswith(BOM) and ITEM_START.match(text, 1):
+        # the first item starts after the byte order mark, which no `^` matches before
+        found = itertools.chain([1], found)
+    for pos in found:
         is_deco = text.startswith("@", pos)
         if decorators_only and starts and (is_deco or text.startswith("fn", pos)) \
                 and _only_decorators(text, starts[-1], pos):
@@ -513,7 +519,7 @@ def _doc_above(text: str, pos: int) -> str:
     end = pos
     while end > 0:
         ls = text.rfind("\n", 0, end - 1) + 1
-        line = text[ls:end].rstrip("\r\n")
+        line = text[ls:end].rstrip("\r\n").lstrip(BOM)
         if not line.startswith("#"):
             break
         lines.append(line[1:].strip())

@@ -3,13 +3,30 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import re
+
+
+_BREAK = re.compile(r"\r\n?|\n")
+_BARE_CR = re.compile(r"\r(?!\n)")
+
+
+def normalize_newlines(text: str) -> str:
+    """The text with each bare `\r` (a line end, as LSP counts lines) made a `\n`: the
+    same length, so every offset stays, and the parser knows one line end less."""
+    return _BARE_CR.sub("\n", text) if "\r" in text else text
 
 
 class LineIndex:
+    """Line starts of a text. A line ends at `\n`, `\r\n` or a bare `\r`, as in LSP (and
+    as Python's universal newlines read a file, so the CLI and the server agree)."""
+
     def __init__(self, text: str):
         self.text = text
-        # start of each line: 0, then one past each "\n" (split and accumulate run in C)
-        self.starts = list(itertools.accumulate(map((1).__add__, map(len, text.split("\n")[:-1])), initial=0))
+        if "\r" in text:
+            self.starts = [0] + [m.end() for m in _BREAK.finditer(text)]
+        else:
+            # start of each line: 0, then one past each "\n" (split and accumulate run in C)
+            self.starts = list(itertools.accumulate(map((1).__add__, map(len, text.split("\n")[:-1])), initial=0))
 
     def line_of(self, offset: int) -> int:
         """0-based line containing offset."""
@@ -24,9 +41,7 @@ class LineIndex:
     def line_text(self, line: int) -> str:
         if line < 0 or line >= len(self.starts):
             return ""
-        start = self.starts[line]
-        end = self.text.find("\n", start)
-        return self.text[start:] if end < 0 else self.text[start:end]
+        return self.text[self.starts[line]:self._line_end(line)]
 
     def offset(self, line: int, col: int) -> int:
         """Offset of a 0-based line and code-point column (clamped)."""
@@ -36,8 +51,18 @@ class LineIndex:
         return min(self.starts[line] + max(col, 0), self._line_end(line))
 
     def _line_end(self, line: int) -> int:
-        end = self.text.find("\n", self.starts[line])
-        return len(self.text) if end < 0 else end
+        """Where the line's text ends: before its line break."""
+        if line + 1 >= len(self.starts):
+            return len(self.text)
+        end = self.starts[line + 1]
+        text = self.text
+        if text[end - 1] == "\n":
+            end -= 1
+            if end > self.starts[line] and text[end - 1] == "\r":
+                end -= 1
+        elif text[end - 1] == "\r":
+            end -= 1
+        return end
 
     # UTF-16, as LSP requires
     def utf16_position(self, offset: int) -> tuple[int, int]:
@@ -63,3 +88,18 @@ def utf16_len(s: str) -> int:
     if s.isascii():
         return len(s)
     return sum(2 if ord(c) > 0xFFFF else 1 for c in s)
+
+
+def decode_source(data: bytes) -> tuple[str, str | None]:
+    """A file's text from its bytes: UTF-8, a byte order mark at the start dropped (as
+    Python and editors do, so positions agree with the editor's). For bytes that are not
+    UTF-8: the text with replacement characters, and where the first bad byte is, as
+    "byte 0xff at line 3, column 5" (1-based)."""
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError as e:
+        text = data.decode("utf-8-sig", errors="replace")
+        good = data[:e.start].decode("utf-8-sig", errors="replace")
+        line = good.count("\n") + 1
+        col = len(good) - (good.rfind("\n") + 1) + 1
+        return text, f"byte 0x{data[e.start]:02x} at line {line}, column {col}"
