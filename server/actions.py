@@ -6,10 +6,15 @@ come without data, or from an older version, are matched against a fresh check i
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lsprotocol import types as T
 
 from . import convert
-from .app import ShapeScriptServer, guarded
+from .guard import guarded
+
+if TYPE_CHECKING:
+    from .app import ShapeScriptServer
 
 
 def _key(p: T.Position):

@@ -8,24 +8,22 @@ server already knows whether the client has moved on, and drops the result inste
 publishing it. A change's job captures its text and version, so later jobs see the
 workspace exactly as the client had it when it sent them.
 
-Robustness. Every handler is wrapped by `guarded`: an exception is logged (stderr and
-window/logMessage); a request gets an error answer, a notification is dropped, and the
-server goes on. A request whose params don't even deserialize gets an InvalidParams
-answer (pygls alone would drop it silently and leave the client waiting).
+Robustness. Every handler is wrapped by `guarded` (guard.py): an exception is logged
+(stderr and window/logMessage); a request gets an error answer, a notification is
+dropped, and the server goes on. A request whose params don't even deserialize gets an
+InvalidParams answer (pygls alone would drop it silently and leave the client waiting).
 """
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
 import logging
 import traceback
 from typing import Any, Callable, Optional
 
 from lsprotocol import types as T
-from pygls import uris
 from pygls.capabilities import get_capability
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -101,41 +99,6 @@ class Protocol(LanguageServerProtocol):
             self._send_response(message.id, None, err.to_response_error())
             return
         super().handle_message(message)
-
-
-def guarded(kind: str = "request"):
-    """Wrap a handler: log any exception; answer a request with an error; go on."""
-
-    def deco(fn):
-        name = fn.__name__
-
-        def failed(ls, exc):
-            ls.report_failure(name, exc)
-            if kind == "request":
-                raise JsonRpcInternalError(f"{name} failed: {exc!r}") from None
-            return None
-
-        if asyncio.iscoroutinefunction(fn):
-            @functools.wraps(fn)
-            async def wrapper(ls, *args):
-                try:
-                    return await fn(ls, *args)
-                except JsonRpcException:
-                    raise
-                except Exception as exc:
-                    return failed(ls, exc)
-        else:
-            @functools.wraps(fn)
-            def wrapper(ls, *args):
-                try:
-                    return fn(ls, *args)
-                except JsonRpcException:
-                    raise
-                except Exception as exc:
-                    return failed(ls, exc)
-        return wrapper
-
-    return deco
 
 
 class ShapeScriptServer(LanguageServer):
@@ -255,27 +218,3 @@ class ShapeScriptServer(LanguageServer):
     def shutdown_core(self):
         self.core.shutdown(wait=False, cancel_futures=True)
         self.export_pool.shutdown(wait=False, cancel_futures=True)
-
-
-def create_server() -> ShapeScriptServer:
-    from . import actions, completion, diagnostics, export, hover, inlay, navigation, settings, tokens
-
-    ls = ShapeScriptServer()
-    for module in (settings, diagnostics, hover, inlay, navigation, completion, actions, export, tokens):
-        module.register(ls)
-    return ls
-
-
-def root_of(params: T.InitializeParams) -> Optional[str]:
-    if params.workspace_folders:
-        p = uris.to_fs_path(params.workspace_folders[0].uri)
-        if p:
-            return p
-    if params.root_uri:
-        p = uris.to_fs_path(params.root_uri)
-        if p:
-            return p
-    if params.root_path:
-        return params.root_path
-    return None
-

@@ -3,11 +3,15 @@ publishing (push) and `textDocument/diagnostic` (pull)."""
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from lsprotocol import types as T
 
 from . import convert
-from .app import ShapeScriptServer, guarded
+from .guard import guarded
+
+if TYPE_CHECKING:
+    from .app import ShapeScriptServer
 
 log = logging.getLogger("shapescript.server")
 

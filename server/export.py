@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+from typing import TYPE_CHECKING
 
 from lsprotocol import types as T
 from pygls.exceptions import JsonRpcInvalidParams
@@ -25,7 +26,10 @@ from shapescript_core.ide import lens as ide_lens
 from shapescript_core.workspace import Workspace
 
 from . import convert
-from .app import ShapeScriptServer, guarded
+from .guard import guarded
+
+if TYPE_CHECKING:
+    from .app import ShapeScriptServer
 from .documents import path_of
 
 COMMAND = convert.EXPORT_COMMAND

@@ -1,12 +1,17 @@
 """textDocument/definition and textDocument/documentSymbol."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lsprotocol import types as T
 
 from shapescript_core.ide import navigation as ide_nav
 
 from . import convert
-from .app import ShapeScriptServer, guarded
+from .guard import guarded
+
+if TYPE_CHECKING:
+    from .app import ShapeScriptServer
 
 
 def register(ls: ShapeScriptServer):

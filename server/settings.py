@@ -4,13 +4,18 @@ initialize handshake and file watching."""
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING, Optional
 
 from lsprotocol import types as T
+from pygls import uris
 
 from shapescript_core.ide.config import FILE_NAME, load_config, parse_settings
 
-from .app import ShapeScriptServer, guarded, root_of
 from .diagnostics import recheck_all
+from .guard import guarded
+
+if TYPE_CHECKING:
+    from .app import ShapeScriptServer
 
 SECTION = "shapescript"
 
@@ -101,3 +106,18 @@ def register(ls: ShapeScriptServer):
     @guarded("notification")
     def did_save(ls: ShapeScriptServer, params: T.DidSaveTextDocumentParams):
         apply_config(ls)  # clients that watch no files: pick up shapescript.toml on save
+
+
+def root_of(params: T.InitializeParams) -> Optional[str]:
+    """The workspace's root folder: the first workspace folder, else rootUri, else rootPath."""
+    if params.workspace_folders:
+        p = uris.to_fs_path(params.workspace_folders[0].uri)
+        if p:
+            return p
+    if params.root_uri:
+        p = uris.to_fs_path(params.root_uri)
+        if p:
+            return p
+    if params.root_path:
+        return params.root_path
+    return None

@@ -5,12 +5,17 @@ item's LSP encoding alongside, so a request after an edit re-encodes the edited 
 and stitches the rest."""
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from lsprotocol import types as T
 
 from shapescript_core.ide import tokens as ide_tokens
 
 from . import convert
-from .app import ShapeScriptServer, guarded
+from .guard import guarded
+
+if TYPE_CHECKING:
+    from .app import ShapeScriptServer
 
 LEGEND = T.SemanticTokensLegend(token_types=ide_tokens.TYPES, token_modifiers=ide_tokens.MODIFIERS)
 

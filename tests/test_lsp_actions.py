@@ -7,7 +7,7 @@ from lsprotocol import types as T
 from pytest_lsp import LanguageClient
 
 from lsp_support import (codes, config, initialize, open_doc, position, uri_of,
-                         wait_version)
+                         wait_until, wait_version)
 from shapescript_core.syntax.source import LineIndex
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -59,8 +59,18 @@ async def test_quick_fix_spans_the_importing_file(client: LanguageClient, tmp_pa
     open_doc(client, lib, LIB, version=3)
     open_doc(client, main, MAIN, version=8)
     await wait_version(client, main, 8)
-    # opening main.ss, which calls `classify`, republishes lib.ss: its fix now reaches main.ss
-    p = [p for p in client.publishes if p.uri == lib][-1]
+
+    # opening main.ss, which calls `classify`, republishes lib.ss: its fix now reaches
+    # main.ss. That publish comes after main.ss's own (and lib.ss's first one before it
+    # reaches nowhere else): wait for the one that carries it, not the latest at hand.
+    def reaching_main():
+        for q in reversed(client.publishes):
+            if q.uri == lib and q.diagnostics and any(
+                    main in f["edits"] for d in q.diagnostics for f in (d.data or {}).get("fixes", [])):
+                return q
+        return None
+
+    p = await wait_until(client, reaching_main, what="lib.ss's publish whose fix reaches main.ss")
     assert p.version == 3 and codes(p) == ["E3306"]
     (action,) = await actions(client, lib, p.diagnostics[0])
     assert action.title == "Make `m` the first parameter"

@@ -367,3 +367,50 @@ def test_tcp_for_debugging():
     finally:
         proc.kill()
         proc.wait()
+
+
+def _server_imports() -> dict:
+    """module -> the server modules it imports at run time (anywhere in it, functions
+    included; not under `if TYPE_CHECKING:`)."""
+    folder = os.path.join(ROOT, "server")
+    names = {n[:-3] for n in os.listdir(folder) if n.endswith(".py")}
+    graph = {}
+    for name in sorted(names):
+        with open(os.path.join(folder, name + ".py"), encoding="utf-8") as fh:
+            tree = ast.parse(fh.read())
+        skip = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If)
+                and "TYPE_CHECKING" in ast.unparse(node.test) for n in ast.walk(node)}
+        deps = set()
+        for node in ast.walk(tree):
+            if id(node) in skip or not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level == 1 and node.module:
+                deps.add(node.module.split(".")[0])
+            elif node.level == 1:
+                deps.update(a.name for a in node.names)
+            elif node.module and node.module.startswith("shapescript_server."):
+                deps.add(node.module.split(".")[1])
+        graph[name] = sorted(deps & names - {name})
+    return graph
+
+
+def test_the_server_modules_import_each_other_without_a_cycle():
+    graph = _server_imports()
+    assert "app" in graph["features"] and "hover" in graph["features"]  # the graph is read
+    state: dict = {}
+    cycles = []
+
+    def visit(m, path):
+        state[m] = "open"
+        for d in graph[m]:
+            if state.get(d) == "open":
+                cycles.append(path[path.index(d):] + [d] if d in path else [m, d])
+            elif d not in state:
+                visit(d, path + [d])
+        state[m] = "done"
+
+    for m in graph:
+        if m not in state:
+            visit(m, [m])
+    assert cycles == []
+    assert graph["app"] == ["documents"]  # the server object knows no feature
