@@ -1,0 +1,261 @@
+// Starts `shapescript-lsp` over stdio through vscode-languageclient, restarts it on
+// demand and after a crash (with a limit), and tells the user when there is none.
+import * as vscode from 'vscode';
+import {
+  CloseAction,
+  CloseHandlerResult,
+  ErrorAction,
+  ErrorHandler,
+  ErrorHandlerResult,
+  LanguageClient,
+  LanguageClientOptions,
+  MessageType,
+  ServerOptions,
+  ShowMessageNotification,
+  ShowMessageParams,
+  State,
+  TransportKind,
+} from 'vscode-languageclient/node';
+import { ServerCommand, resolveServerCommand, searchedPlaces } from './serverCommand';
+
+export const EXPORT_COMMAND = 'shapescript.export';          // the server's command
+export const EXPORT_UI_COMMAND = 'shapescript.exportFunction'; // the extension's "Export…"
+const CRASH_WINDOW_MS = 3 * 60 * 1000;
+
+/** Restart after a crash, at most `shapescript.server.maxRestarts` times in 3 minutes. */
+class RestartLimit implements ErrorHandler {
+  private crashes: number[] = [];
+
+  constructor(private readonly manager: ServerManager) {}
+
+  error(_error: Error, _message: unknown, count: number | undefined): ErrorHandlerResult {
+    // a broken message now and then is survivable; a stream of them is not
+    return { action: count !== undefined && count <= 3 ? ErrorAction.Continue : ErrorAction.Shutdown };
+  }
+
+  closed(): CloseHandlerResult {
+    const max = vscode.workspace.getConfiguration('shapescript').get<number>('server.maxRestarts', 4);
+    const now = Date.now();
+    this.crashes = this.crashes.filter((t) => now - t < CRASH_WINDOW_MS);
+    if (this.crashes.length >= max) {
+      const n = this.crashes.length + 1;
+      this.manager.log.error(`the server stopped ${n} times within 3 minutes; not restarting it`);
+      void vscode.window.showErrorMessage(
+        `ShapeScript: the language server stopped ${n} times within 3 minutes and was not restarted.`,
+        'Show log', 'Restart server').then((pick) => {
+        if (pick === 'Show log') {
+          this.manager.log.show(true);
+        } else if (pick === 'Restart server') {
+          void this.manager.restart();
+        }
+      });
+      return { action: CloseAction.DoNotRestart, handled: true };
+    }
+    this.crashes.push(now);
+    this.manager.log.warn(`the server stopped unexpectedly; restarting it (${this.crashes.length} of ${max})`);
+    return { action: CloseAction.Restart, handled: true };
+  }
+}
+
+export class ServerManager implements vscode.Disposable {
+  client: LanguageClient | undefined;
+  server: ServerCommand | undefined;
+  /** Exports in flight: their closing server messages are held for the export's own. */
+  private exporting = 0;
+  private held: ShowMessageParams[] = [];
+  private readonly disposables: vscode.Disposable[] = [];
+  private readonly changed = new vscode.EventEmitter<void>();
+  readonly onDidChangeClient = this.changed.event;
+
+  constructor(readonly context: vscode.ExtensionContext, readonly log: vscode.LogOutputChannel) {
+    this.disposables.push(vscode.workspace.onDidChangeConfiguration((e) => {
+      if (e.affectsConfiguration('shapescript.server.command')) {
+        this.log.info('shapescript.server.command changed: restarting the server');
+        void this.restart();
+      }
+    }), this.changed);
+  }
+
+  folders(): string[] {
+    return (vscode.workspace.workspaceFolders || []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
+  }
+
+  async start(): Promise<boolean> {
+    const setting = vscode.workspace.getConfiguration('shapescript').get<unknown>('server.command');
+    const folders = this.folders();
+    this.server = resolveServerCommand(setting, folders);
+    if (!this.server) {
+      this.log.error(`shapescript-lsp was not found; looked in: ${searchedPlaces(folders).join(', ')}`);
+      void this.notifyMissing(folders);
+      return false;
+    }
+    this.log.info(`starting ${[this.server.command, ...this.server.args].join(' ')} (from ${this.server.source})`);
+    const exec = {
+      command: this.server.command,
+      args: this.server.args,
+      transport: TransportKind.stdio,
+      options: { cwd: folders[0] },
+    };
+    const serverOptions: ServerOptions = { run: exec, debug: exec };
+    const clientOptions: LanguageClientOptions = {
+      documentSelector: [{ language: 'shapescript', scheme: 'file' }, { language: 'shapescript', scheme: 'untitled' }],
+      outputChannel: this.log, // vscode-languageclient 11 needs a log channel
+      errorHandler: new RestartLimit(this),
+      initializationOptions: () => ({ settings: settingsObject() }),
+      synchronize: { configurationSection: 'shapescript' },
+      middleware: {
+        // the server's "Export ▸ hf" lenses go through the extension's Export… (progress,
+        // output folder, weights, a result with "Open folder")
+        provideCodeLenses: async (document, token, next) => {
+          const lenses = await next(document, token);
+          for (const lens of lenses || []) {
+            if (lens.command && lens.command.command === EXPORT_COMMAND) {
+              lens.command = { ...lens.command, command: EXPORT_UI_COMMAND };
+            }
+          }
+          return lenses;
+        },
+      },
+    };
+    const client = new LanguageClient('shapescript', 'ShapeScript', serverOptions, clientOptions);
+    client.onNotification(ShowMessageNotification.type, (m) => this.showMessage(m));
+    this.client = client;
+    try {
+      await client.start();
+    } catch (e) {
+      const why = e instanceof Error ? e.message : String(e);
+      this.log.error(`the server did not start: ${why}`);
+      this.client = undefined;
+      void client.dispose().catch(() => undefined);
+      const pick = await vscode.window.showErrorMessage(
+        `ShapeScript: the language server (${this.server.command}) did not start: ${why}`,
+        'Show log', 'Open settings');
+      if (pick === 'Show log') {
+        this.log.show(true);
+      } else if (pick === 'Open settings') {
+        void vscode.commands.executeCommand('workbench.action.openSettings', 'shapescript.server.command');
+      }
+      return false;
+    } finally {
+      this.changed.fire();
+    }
+    return true;
+  }
+
+  async stop(): Promise<void> {
+    const client = this.client;
+    this.client = undefined;
+    if (client) {
+      try {
+        if (client.state !== State.Stopped) {
+          await client.stop(2000);
+        }
+      } catch (e) {
+        this.log.warn(`stopping the server: ${e instanceof Error ? e.message : String(e)}`);
+      }
+      await client.dispose().catch(() => undefined);
+    }
+  }
+
+  async restart(): Promise<boolean> {
+    this.log.info('restarting the server');
+    await this.stop();
+    return this.start();
+  }
+
+  /** The running client, or undefined after telling the user why there is none. */
+  async ready(): Promise<LanguageClient | undefined> {
+    if (this.client && this.client.state === State.Running) {
+      return this.client;
+    }
+    const starting = this.client;
+    if (starting && starting.state === State.Starting) {
+      await new Promise<void>((resolve) => {
+        const d = starting.onDidChangeState(() => { d.dispose(); resolve(); });
+      });
+      if (this.client === starting && (starting.state as State) === State.Running) {
+        return starting;
+      }
+    }
+    const pick = await vscode.window.showErrorMessage('ShapeScript: the language server is not running.',
+      'Restart server', 'Show log');
+    if (pick === 'Restart server') {
+      if (await this.restart()) {
+        return this.client;
+      }
+    } else if (pick === 'Show log') {
+      this.log.show(true);
+    }
+    return undefined;
+  }
+
+  private async notifyMissing(folders: string[]) {
+    const where = searchedPlaces(folders).join(', ');
+    const pick = await vscode.window.showWarningMessage(
+      'ShapeScript: the language server `shapescript-lsp` was not found, so there are no diagnostics, hovers, '
+      + `quick fixes or exports (highlighting works without it). Looked in: ${where}.`,
+      'How to install', 'Open settings', 'Retry');
+    if (pick === 'How to install') {
+      const readme = vscode.Uri.joinPath(this.context.extensionUri, 'README.md');
+      await vscode.commands.executeCommand('markdown.showPreview', readme.with({ fragment: 'installing-the-server' }));
+    } else if (pick === 'Open settings') {
+      await vscode.commands.executeCommand('workbench.action.openSettings', 'shapescript.server.command');
+    } else if (pick === 'Retry') {
+      await this.restart();
+    }
+  }
+
+  /** Run `job` with the server's own closing message held back; `drop` says which to drop. */
+  async holdingMessages<T>(job: () => Promise<T>, drop: (result: T | undefined, m: ShowMessageParams) => boolean): Promise<T> {
+    this.exporting++;
+    let result: T | undefined;
+    try {
+      result = await job();
+      return result;
+    } finally {
+      this.exporting--;
+      const held = this.held;
+      this.held = [];
+      for (const m of held) {
+        if (!drop(result, m)) {
+          this.display(m);
+        } else {
+          this.log.info(`server: ${m.message}`);
+        }
+      }
+    }
+  }
+
+  private showMessage(m: ShowMessageParams) {
+    if (this.exporting > 0 && m.message.startsWith('shapescript: ')) {
+      this.held.push(m);
+      return;
+    }
+    this.display(m);
+  }
+
+  private display(m: ShowMessageParams) {
+    switch (m.type) {
+      case MessageType.Error:
+        void vscode.window.showErrorMessage(m.message);
+        break;
+      case MessageType.Warning:
+        void vscode.window.showWarningMessage(m.message);
+        break;
+      default:
+        void vscode.window.showInformationMessage(m.message);
+    }
+  }
+
+  dispose() {
+    for (const d of this.disposables) {
+      d.dispose();
+    }
+    void this.stop();
+  }
+}
+
+/** The `shapescript` settings as plain data (what the server reads). */
+export function settingsObject(): Record<string, unknown> {
+  return JSON.parse(JSON.stringify(vscode.workspace.getConfiguration('shapescript'))) as Record<string, unknown>;
+}

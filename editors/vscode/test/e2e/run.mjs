@@ -1,0 +1,227 @@
+// Drives code-server's VS Code in headless Chromium (playwright-core) through what a
+// user does with the extension: open a broken .ss file, read the Problems panel, hover,
+// inspect the grammar's scopes, apply the quick fix from the light bulb, export.
+// tests/test_vscode_e2e.py starts code-server, runs this and checks what it wrote.
+//
+// env: SS_URL (the workbench, with ?folder=), SS_OUT (a folder for result.json and
+// screenshots), SS_PROFILE (Chromium's profile folder), SS_CHROMIUM (the browser),
+// SS_FILE (the .ss file's name in the workspace).
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const out = process.env.SS_OUT;
+const fileName = process.env.SS_FILE || 'broken.ss';
+const result = { steps: [], timings: {} };
+const t0 = Date.now();
+let page;
+let context;
+
+function save() {
+  result.total_s = (Date.now() - t0) / 1000;
+  fs.writeFileSync(path.join(out, 'result.json'), JSON.stringify(result, null, 2));
+}
+
+async function step(name, fn) {
+  const t = Date.now();
+  result.current = name;
+  const value = await fn();
+  result.timings[name] = (Date.now() - t) / 1000;
+  result.steps.push(name);
+  return value;
+}
+
+/** Wait until `fn` (run in the page) returns a truthy value; that value. */
+async function until(what, fn, arg, timeout = 20000) {
+  try {
+    const h = await page.waitForFunction(fn, arg, { timeout, polling: 100 });
+    return await h.jsonValue();
+  } catch (e) {
+    throw new Error(`timed out waiting for ${what}: ${e.message.split('\n')[0]}`);
+  }
+}
+
+async function quickInputFocused(label, timeout = 20000) {
+  return until(`a focused quick-input row with "${label}"`, (want) => {
+    const w = document.querySelector('.quick-input-widget');
+    if (!w || w.style.display === 'none') {
+      return false;
+    }
+    const row = w.querySelector('.monaco-list-row.focused');
+    return row && row.textContent.includes(want) ? row.textContent : false;
+  }, label, timeout);
+}
+
+async function runCommand(title) {
+  await page.keyboard.press('F1');
+  await page.waitForSelector('.quick-input-widget .quick-input-box input', { state: 'visible' });
+  await page.keyboard.type(title);
+  await quickInputFocused(title);
+  await page.keyboard.press('Enter');
+}
+
+async function goTo(line, column) {
+  await page.keyboard.press('Control+G');
+  await page.waitForSelector('.quick-input-widget .quick-input-box input', { state: 'visible' });
+  await page.keyboard.type(`${line}:${column}`);
+  await page.keyboard.press('Enter');
+  await until(`the cursor at ${line}:${column}`, ([l, c]) => {
+    const s = document.querySelector('.statusbar-item[id="status.editor.selection"]');
+    return s && s.textContent.includes(`Ln ${l}, Col ${c}`);
+  }, [line, column], 10000);
+}
+
+async function problemRows() {
+  return page.$$eval('.markers-panel .monaco-list-row', (rows) => rows.map((r) => r.textContent));
+}
+
+try {
+  context = await chromium.launchPersistentContext(process.env.SS_PROFILE, {
+    executablePath: process.env.SS_CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1280, height: 800 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  page = context.pages()[0] || await context.newPage();
+  page.setDefaultTimeout(20000);
+
+  await step('workbench', async () => {
+    await page.goto(process.env.SS_URL);
+    await page.waitForSelector('.monaco-workbench', { timeout: 60000 });
+    await page.waitForSelector('.explorer-folders-view, .explorer-viewlet', { timeout: 30000 }).catch(() => undefined);
+  });
+
+  await step('open file', async () => {
+    await page.keyboard.press('Control+P');
+    await page.waitForSelector('.quick-input-widget .quick-input-box input', { state: 'visible' });
+    await page.keyboard.type(fileName);
+    await quickInputFocused(fileName);
+    await page.keyboard.press('Enter');
+    await until('the editor with the file', () => {
+      const v = document.querySelector('.editor-instance .monaco-editor .view-lines');
+      return v && v.textContent.includes('classify');
+    });
+    result.language = await until('the language mode', () => {
+      const s = document.querySelector('.statusbar-item[id="status.editor.mode"]');
+      return s && s.textContent.trim();
+    });
+  });
+
+  await step('diagnostics', async () => {
+    await page.keyboard.press('Control+Shift+M');
+    result.problem = await until('the E3306 row in the Problems panel', () => {
+      for (const row of document.querySelectorAll('.markers-panel .monaco-list-row')) {
+        if (row.textContent.includes('E3306')) {
+          const link = row.querySelector('.marker-code a, a.monaco-link, .code-link');
+          return { text: row.textContent, link: link ? (link.getAttribute('href') || link.getAttribute('title') || link.textContent) : null,
+            linkTag: link ? link.tagName : null };
+        }
+      }
+      return false;
+    }, undefined, 45000);
+    result.squiggles = await page.$$eval('.monaco-editor .squiggly-error', (s) => s.length);
+    result.lenses = await until('the export code lens', () => {
+      const l = [...document.querySelectorAll('.editor-instance .monaco-editor .codelens-decoration')]
+        .map((e) => e.textContent.replace(/\u00a0/g, ' '));
+      return l.length ? l : false;
+    }, undefined, 15000);
+  });
+
+  await step('hover', async () => {
+    // `x` in `y = linear(x, m.w)`: put the cursor there, then hover it with the mouse
+    await goTo(9, 16);
+    const box = await page.locator('.editor-instance .monaco-editor .cursors-layer .cursor').first().boundingBox();
+    await page.mouse.move(box.x + 3, box.y + box.height / 2);
+    await page.mouse.move(box.x + 4, box.y + box.height / 2);
+    result.hover = await until('a hover with the shape of x', () => {
+      const h = [...document.querySelectorAll('.monaco-hover')].find((e) => e.offsetParent !== null);
+      return h && h.textContent.includes('[b D]') ? h.textContent : false;
+    }, undefined, 20000);
+    await page.waitForTimeout(600); // the hover fades in
+    await page.screenshot({ path: path.join(out, 'screenshot.png') });
+    await page.mouse.move(5, 400);
+  });
+
+  await step('grammar', async () => {
+    result.scopes = {};
+    for (const [name, line, col] of [['dim', 1, 1], ['axis', 8, 17]]) {
+      await goTo(line, col);
+      await runCommand('Developer: Inspect Editor Tokens and Scopes');
+      result.scopes[name] = await until('the token inspector', () => {
+        const w = document.querySelector('.token-inspect-widget');
+        return w && w.textContent.includes('textmate scopes') ? w.innerText : false;
+      });
+      await page.keyboard.press('Escape');
+      await until('the token inspector gone', () => !document.querySelector('.token-inspect-widget'), undefined, 5000)
+        .catch(() => undefined);
+    }
+    // the tokenizer's own colours: spans with nothing but mtk classes, several of them
+    result.mtk = await page.$$eval('.editor-instance .view-lines span span', (spans) =>
+      [...new Set(spans.filter((s) => /^(mtk\d+\s*)+$/.test(s.className)).map((s) => s.className))]);
+  });
+
+  await step('quick fix', async () => {
+    await goTo(8, 13);
+    await page.keyboard.press('Control+.');
+    const want = 'Make `m` the first parameter';
+    await page.waitForSelector('.action-widget .monaco-list-row', { state: 'visible' });
+    result.actions = await page.$$eval('.action-widget .monaco-list-row', (rows) => rows.map((r) => r.textContent));
+    for (let i = 0; i < 12; i++) {
+      const focused = await page.$eval('.action-widget .monaco-list-row.focused', (r) => r.textContent).catch(() => '');
+      if (focused.includes(want)) {
+        break;
+      }
+      await page.keyboard.press('ArrowDown');
+    }
+    await page.keyboard.press('Enter');
+    result.fixed_text = await until('the fixed signature in the editor', () => {
+      const v = document.querySelector('.editor-instance .monaco-editor .view-lines');
+      const text = v ? v.textContent.replace(/\u00a0/g, ' ') : '';
+      return text.includes('fn classify(m: Classifier, x: [b D])') ? text : false;
+    });
+    await page.keyboard.press('Control+S');
+    result.problems_after = await until('the E3306 row gone', () => {
+      const rows = [...document.querySelectorAll('.markers-panel .monaco-list-row')].map((r) => r.textContent);
+      return rows.some((t) => t.includes('E3306')) ? false : { rows };
+    }, undefined, 20000);
+  });
+
+  await step('export', async () => {
+    await runCommand('ShapeScript: Export…');
+    await page.waitForSelector('.quick-input-widget .quick-input-box input', { state: 'visible' });
+    result.export_output_default = await until('the output folder box', () => {
+      const w = document.querySelector('.quick-input-widget');
+      const i = w && w.querySelector('.quick-input-box input');
+      return w && w.style.display !== 'none' && i && i.value ? i.value : false;
+    });
+    await page.keyboard.press('Enter');
+    await quickInputFocused('Random weights');
+    await page.keyboard.press('Enter');
+    result.export_message = await until('the export result', () => {
+      for (const n of document.querySelectorAll('.notifications-toasts .notification-list-item')) {
+        const t = n.textContent;
+        if (t.includes('exported classify for hf') || t.includes('classify for hf:')) {
+          return t;
+        }
+      }
+      return false;
+    }, undefined, 90000);
+  });
+  result.ok = true;
+} catch (e) {
+  result.ok = false;
+  result.error = `${result.current}: ${e && e.message ? e.message : String(e)}`;
+  try {
+    await page.screenshot({ path: path.join(out, 'failure.png') });
+    result.notifications = await page.$$eval('.notification-list-item', (n) => n.map((e) => e.textContent));
+  } catch {
+    // the page is gone: the error says why
+  }
+} finally {
+  save();
+  if (context) {
+    await context.close().catch(() => undefined);
+  }
+}
+process.exit(result.ok ? 0 : 1);

@@ -1,0 +1,187 @@
+"""The VS Code extension in a real VS Code: code-server 4.100.3 (VS Code 1.100.3) in
+headless Chromium, driven by editors/vscode/test/e2e/run.mjs (playwright-core).
+
+The extension is built and packaged (.vsix), installed into a private extensions folder,
+and a copy of a workspace with a broken .ss file is opened. Through the UI: the E3306
+diagnostic in the Problems panel with its code and link, the hover's shape, the
+grammar's scopes (Developer: Inspect Editor Tokens and Scopes), the quick fix from the
+light bulb, and "ShapeScript: Export…" writing the output folder to disk.
+
+The toolchain (npm packages, code-server, Chromium) comes from scripts/setup_vscode.sh,
+cached outside the clone. Under CI=true a missing toolchain fails the test.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+
+import pytest
+
+from vscode_support import CODE_SERVER, EXT, chromium_path, kill_tree, leftover, missing_toolchain, server_command
+
+SOURCE = """\
+dim D = 64
+dim C = 10
+
+model Classifier:
+    w: [C D]
+
+@export(hf)
+fn classify(x: [b D], m: Classifier) -> [b C]:
+    y = linear(x, m.w)
+    return y
+"""
+
+SETTINGS = {
+    "security.workspace.trust.enabled": False,
+    "workbench.startupEditor": "none",
+    "workbench.tips.enabled": False,
+    "workbench.enableExperiments": False,
+    "workbench.welcomePage.walkthroughs.openOnInstall": False,
+    "extensions.autoCheckUpdates": False,
+    "extensions.autoUpdate": False,
+    "extensions.ignoreRecommendations": True,
+    "update.mode": "none",
+    "telemetry.telemetryLevel": "off",
+    "chat.commandCenter.enabled": False,
+    "workbench.secondarySideBar.defaultVisibility": "hidden",
+    "editor.minimap.enabled": False,
+    "editor.hover.delay": 200,
+    "files.autoSave": "off",
+    "window.commandCenter": False,
+    "workbench.colorTheme": "Default Dark Modern",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, proc, timeout: float = 30) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if proc.poll() is not None:
+            raise AssertionError(f"code-server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    raise AssertionError(f"code-server did not answer {url} within {timeout} s")
+
+
+@pytest.fixture(scope="module")
+def toolchain():
+    why = missing_toolchain()
+    if why:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the VS Code toolchain is missing under CI: {why}")
+        pytest.skip(f"the VS Code toolchain is missing ({why}): run scripts/setup_vscode.sh")
+
+
+def test_vscode_extension_in_code_server(toolchain, tmp_path):
+    started = time.monotonic()
+    home = tmp_path / "home"
+    for d in ("config", "data", "state", "cache"):
+        (home / d).mkdir(parents=True)
+    env = dict(os.environ, HOME=str(home), XDG_CONFIG_HOME=str(home / "config"),
+               XDG_DATA_HOME=str(home / "data"), XDG_STATE_HOME=str(home / "state"),
+               XDG_CACHE_HOME=str(home / "cache"))
+    env.pop("VSCODE_IPC_HOOK_CLI", None)
+
+    # build and package the extension as a user would
+    vsix = tmp_path / "shapescript.vsix"
+    p = subprocess.run(["npm", "run", "--silent", "package", "--", "--out", str(vsix)], cwd=EXT,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0 and vsix.exists(), p.stdout + p.stderr
+
+    user_data = tmp_path / "user-data"
+    extensions = tmp_path / "extensions"
+    (user_data / "User").mkdir(parents=True)
+    (user_data / "User" / "settings.json").write_text(json.dumps(SETTINGS), encoding="utf-8")
+    common = ["--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
+    p = subprocess.run([CODE_SERVER, *common, "--install-extension", str(vsix)], env=env,
+                       capture_output=True, text=True, timeout=60, start_new_session=True)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert any(d.name.startswith("shapescript.shapescript-") for d in extensions.iterdir()), p.stdout
+
+    # the workspace: a broken file, and the server as the workspace's .venv holds it
+    ws = tmp_path / "ws"
+    (ws / ".venv" / "bin").mkdir(parents=True)
+    src = ws / "broken.ss"
+    src.write_text(SOURCE, encoding="utf-8")
+    os.symlink(server_command(), ws / ".venv" / "bin" / "shapescript-lsp")
+
+    port = free_port()
+    out = tmp_path / "out"
+    out.mkdir()
+    cs_log = open(tmp_path / "code-server.log", "w")
+    cs = subprocess.Popen([CODE_SERVER, *common, "--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
+                           "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
+                           "--disable-getting-started-override", str(ws)],
+                          env=env, stdout=cs_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                          start_new_session=True)
+    driver = None
+    try:
+        wait_http(f"http://127.0.0.1:{port}/healthz", cs)
+        denv = dict(env, SS_URL=f"http://127.0.0.1:{port}/?folder={ws}", SS_OUT=str(out),
+                    SS_PROFILE=str(tmp_path / "chromium"), SS_CHROMIUM=chromium_path(), SS_FILE=src.name)
+        driver = subprocess.Popen(["node", os.path.join(EXT, "test", "e2e", "run.mjs")], cwd=EXT, env=denv,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                  start_new_session=True)
+        try:
+            driver_out, _ = driver.communicate(timeout=150)
+        except subprocess.TimeoutExpired:
+            kill_tree(driver)
+            driver_out, _ = driver.communicate()
+    finally:
+        for proc in (driver, cs):
+            if proc is not None:
+                kill_tree(proc)
+        cs_log.close()
+        kill_tree(None, str(tmp_path))  # anything else that names this run's folders
+    elapsed = time.monotonic() - started
+    assert not leftover(str(tmp_path)), "processes of the run are still alive"
+
+    result_file = out / "result.json"
+    assert result_file.exists(), f"the driver wrote nothing: {driver_out.decode(errors='replace')[-3000:]}"
+    r = json.loads(result_file.read_text(encoding="utf-8"))
+    if os.environ.get("SHAPESCRIPT_UPDATE_SCREENSHOT") == "1" and (out / "screenshot.png").exists():
+        shutil.copy(out / "screenshot.png", os.path.join(EXT, "images", "screenshot.png"))
+    log_tail = (tmp_path / "code-server.log").read_text(errors="replace")[-2000:]
+    assert r.get("ok"), (f"{r.get('error')}\nsteps done: {r.get('steps')}\nnotifications: {r.get('notifications')}\n"
+                         f"{json.dumps(r, indent=1)[:3000]}\ncode-server: {log_tail}\nscreenshot: {out / 'failure.png'}")
+
+    assert r["language"] == "ShapeScript"
+    # the E3306 row, its code and link
+    assert "E3306" in r["problem"]["text"]
+    assert "serving-engines.md#e3306" in (r["problem"]["link"] or ""), r["problem"]
+    assert r["squiggles"] >= 1
+    assert any("Export ▸ hf" in lens for lens in r["lenses"]), r["lenses"]
+    # the hover: x's inferred shape
+    assert "x: [b D] f32" in r["hover"], r["hover"]
+    # the TextMate grammar, not only semantic tokens
+    assert "storage.type.dim.shapescript" in r["scopes"]["dim"], r["scopes"]["dim"]
+    assert "entity.name.type.axis.shapescript" in r["scopes"]["axis"], r["scopes"]["axis"]
+    assert len(r["mtk"]) >= 3, r["mtk"]
+    # the quick fix applied, saved, and the diagnostic gone
+    assert any("Make `m` the first parameter" in a for a in r["actions"]), r["actions"]
+    assert "fn classify(m: Classifier, x: [b D]) -> [b C]:" in src.read_text(encoding="utf-8")
+    assert not any("E3306" in row for row in r["problems_after"]["rows"])
+    # Export…: the folder on disk
+    assert r["export_output_default"] == "exported/classify-hf"
+    exported = ws / "exported" / "classify-hf"
+    assert "exported classify for hf" in r["export_message"], r["export_message"]
+    assert (exported / "config.json").is_file(), sorted(p.name for p in ws.rglob("*"))
+    config = json.loads((exported / "config.json").read_text(encoding="utf-8"))
+    assert isinstance(config, dict) and "model_type" in config, config
+    assert (exported / "model.safetensors").stat().st_size > 64 * 10 * 4
+    assert elapsed < 120, f"the run took {elapsed:.0f} s: {r['timings']}"
