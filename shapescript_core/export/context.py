@@ -34,7 +34,7 @@ class ExportContext:
 
     def stored_dtype(self, path: str) -> str:
         """The dtype `path` is stored in by `write_safetensors`: the request's for floats."""
-        from .weights.convert import stored_dtype
+        from .weights.dtypes import stored_dtype
         return stored_dtype(self._spec[path].dtype, self.request.dtype)
 
     def read(self, path: str):
@@ -69,7 +69,7 @@ class ExportContext:
         the request's dtype. The header (every key, shape and offset) is written
         first; a param stored unchanged is copied without holding it in memory.
         """
-        from .weights.convert import stored_dtype, to_stored
+        from .weights.dtypes import stored_dtype
         from .weights.safetensors_format import TO_ST, build_header
         file = file if os.path.isabs(file) else os.path.join(self.tmp, file)
         if not os.path.abspath(file).startswith(os.path.abspath(self.tmp)):
@@ -110,10 +110,12 @@ class ExportContext:
                     if info.dtype == stored:
                         self._source.copy_into(src, fh, self.check_cancelled)
                     else:
+                        from .weights.convert import to_stored
                         for chunk in self._source.stream_chunks(src, CHUNK_ELEMENTS):
                             self.check_cancelled()
                             _write_array(fh, to_stored(chunk, stored))
                 else:
+                    from .weights.convert import to_stored
                     arr = self.read(src) if isinstance(src, str) else src
                     if transform is not None:
                         arr = transform(arr)

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from .dtypes import FLOATS, stored_dtype  # noqa: F401  (re-exported)
+
 NP = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "i64": np.int64, "i32": np.int32,
       "i16": np.int16, "i8": np.int8, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
       "u64": np.uint64, "bool": np.bool_}
-FLOATS = ("f64", "f32", "f16", "bf16")
 
 
 def bf16_bits(x: np.ndarray) -> np.ndarray:
@@ -29,16 +30,6 @@ def bf16_bits(x: np.ndarray) -> np.ndarray:
 
 def bf16_to_f32(bits: np.ndarray) -> np.ndarray:
     return (bits.astype(np.uint32) << 16).view(np.float32)
-
-
-def stored_dtype(source: str, requested: str) -> str:
-    """The dtype a param is stored in: floats take the requested dtype (q8_0 stores
-    f32 in safetensors), other dtypes keep theirs."""
-    if source in FLOATS and requested in ("f32", "f16", "bf16"):
-        return requested
-    if source in FLOATS:
-        return "f32"
-    return source
 
 
 def to_stored(x: np.ndarray, stored: str) -> np.ndarray:

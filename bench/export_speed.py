@@ -1,0 +1,165 @@
+"""Export speed and memory: a llama with about 2 GB of f32 weights, exported from a
+safetensors file with `shapescript export --TARGET --weights`, against `cp` of the same
+bytes, with a cold page cache (`sync; echo 3 > /proc/sys/vm/drop_caches`, needs root)
+and a warm one, and the export process's peak anonymous memory.
+
+Memory is RssAnon from /proc/PID/status sampled every few milliseconds: the process's
+own (anonymous) pages, not the page cache it reads through or the file pages it maps,
+which VmHWM would count and the kernel can drop at will. Goals (issue 7): at most 1.5x
+`cp` cold, and peak anonymous memory under the largest tensor plus 100 MiB.
+
+    python bench/export_speed.py [--target hf|vllm|gguf] [--layers 8] [--dir DIR] [--keep]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+
+DIMS = {"V": 32000, "D": 2048, "H": 16, "Hkv": 8, "F": 5632}
+MiB = 1024 * 1024
+
+
+def make_weights(ss: str, path: str, dims: dict) -> tuple:
+    """Write random f32 weights for the model, tensor by tensor; (bytes, largest tensor bytes)."""
+    import numpy as np
+    from shapescript_core.export.weights.safetensors_format import build_header
+    from shapescript_core.export.weights.specs import find_function, resolve
+    from shapescript_core.workspace import Workspace
+    ws = Workspace(dims)
+    ws.set_text(ss, open(ss, encoding="utf-8").read())
+    specs = resolve(ws, ss, find_function(ws, ss, None, "hf")).specs
+    header, layout = build_header([(s.path, "F32", s.shape) for s in specs])
+    total = layout[-1][2]
+    largest = max(4 * s.numel for s in specs)
+    if os.path.exists(path) and os.path.getsize(path) == total:
+        return total - len(header), largest
+    rng = np.random.default_rng(0)
+    with open(path + ".part", "wb") as fh:
+        fh.write(header)
+        for s in specs:
+            x = rng.random(s.shape, dtype=np.float32)
+            x -= 0.5
+            x *= 0.04
+            fh.write(memoryview(x.reshape(-1).view(np.uint8)))
+            del x
+    os.replace(path + ".part", path)
+    return total - len(header), largest
+
+
+def drop_caches() -> bool:
+    try:
+        subprocess.run(["sync"], check=True)
+        with open("/proc/sys/vm/drop_caches", "w") as fh:
+            fh.write("3\n")
+        return True
+    except OSError:
+        return False
+
+
+def rss_anon(pid: int):
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def timed(cmd: list, sample: bool = False) -> tuple:
+    """(seconds, peak RssAnon bytes or None, stderr) of a command."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = [0]
+    stop = threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            v = rss_anon(p.pid)
+            if v is not None:
+                peak[0] = max(peak[0], v)
+            time.sleep(0.002)
+
+    t = threading.Thread(target=watch, daemon=True)
+    if sample:
+        t.start()
+    _, err = p.communicate()
+    dt = time.perf_counter() - t0
+    stop.set()
+    if p.returncode != 0:
+        raise SystemExit(f"`{' '.join(cmd)}` failed ({p.returncode}):\n{err.decode(errors='replace')}")
+    return dt, (peak[0] if sample else None), err.decode(errors="replace")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--target", choices=("hf", "vllm", "gguf"), default="hf")
+    ap.add_argument("--layers", type=int, default=8, help="L: 8 gives about 2 GB of f32")
+    ap.add_argument("--dir", help="where to put the model, weights and outputs (default: a temp dir)")
+    ap.add_argument("--keep", action="store_true", help="keep the generated weights for the next run")
+    args = ap.parse_args()
+    work = args.dir or tempfile.mkdtemp(prefix="shapescript-export-bench-")
+    os.makedirs(work, exist_ok=True)
+    dims = {**DIMS, "L": args.layers}
+    ss = os.path.join(work, "llama.ss")
+    shutil.copy(os.path.join(ROOT, "examples", "llama.ss"), ss)
+    weights = os.path.join(work, "weights.safetensors")
+    t0 = time.perf_counter()
+    nbytes, largest = make_weights(ss, weights, dims)
+    print(f"model: examples/llama.ss with {' '.join(f'{k}={v}' for k, v in dims.items())}: "
+          f"{nbytes / 1e9:.2f} GB of f32, largest tensor {largest / MiB:.0f} MiB "
+          f"(weights ready in {time.perf_counter() - t0:.1f} s)")
+    exe = os.path.join(os.path.dirname(sys.executable), "shapescript")
+    out = os.path.join(work, "out.gguf" if args.target == "gguf" else "out")
+    cmd = [exe, "export", ss, f"--{args.target}", "--weights", weights, "-o", out, "--force"]
+    for k, v in dims.items():
+        cmd += ["--dim", f"{k}={v}"]
+    copy = os.path.join(work, "copy.safetensors")
+
+    rows = []
+    can_drop = drop_caches()
+    for cache in ("cold", "warm"):
+        if cache == "cold" and not can_drop:
+            print("cold: skipped (dropping the page cache needs root)")
+            continue
+        if cache == "cold":
+            drop_caches()
+        else:
+            subprocess.run(["cat", weights], stdout=subprocess.DEVNULL)  # in the page cache
+        t_cp, _, _ = timed(["cp", weights, copy])
+        os.unlink(copy)
+        if cache == "cold":
+            drop_caches()
+        t_ex, peak, _ = timed(cmd, sample=True)
+        rows.append((cache, t_ex, t_cp, peak))
+        if args.target == "gguf":
+            os.unlink(out)
+        else:
+            shutil.rmtree(out)
+
+    print(f"{'cache':6} {'export s':>9} {'cp s':>7} {'ratio':>6} {'goal':>6}   peak RssAnon")
+    limit = largest + 100 * MiB
+    for cache, t_ex, t_cp, peak in rows:
+        ratio = t_ex / t_cp
+        goal = "ok" if cache != "cold" or ratio <= 1.5 else "MISS"
+        mem = f"{peak / MiB:.0f} MiB (goal < {limit / MiB:.0f} MiB: {'ok' if peak < limit else 'MISS'})"
+        print(f"{cache:6} {t_ex:9.2f} {t_cp:7.2f} {ratio:6.2f} {goal if cache == 'cold' else '':>6}   {mem}")
+    print(f"export throughput (warm): {nbytes / rows[-1][1] / 1e9:.2f} GB/s" if rows else "")
+    if not args.keep:
+        os.unlink(weights)
+    if not args.dir and not args.keep:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
