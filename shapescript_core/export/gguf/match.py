@@ -490,13 +490,13 @@ class Matcher:
                                   f"{self.arch} has {has(self.arch, 'bias')}")
             style = hp.get("rope_style", "half")
             for p, name, heads in ((q, "ATTN_Q", H), (k, "ATTN_K", Hkv), (v, "ATTN_V", Hkv)):
-                shape = (heads * Dh, D)
-                tp = TensorPlan(name, blk, "weight", self.param(p.W, "weight"), shape,
-                                (p.gather,) if p.gather else ())
+                rows = (p.gather,) if p.gather else ()
+                tp = TensorPlan(name, blk, "weight", self.param(p.W, "weight"), tuple(p.W.shape), rows)
                 tensors.append((tp, heads, style) if name != "ATTN_V" else tp)
-                if any(biases):
-                    b = TensorPlan(name, blk, "bias", self.param(p.b, "bias") if p.b is not None else None,
-                                   (heads * Dh,), (p.gather,) if p.gather else (), kind="vector")
+                if any(biases):  # qwen2: zeros where the source has no bias
+                    b = (TensorPlan(name, blk, "bias", self.param(p.b, "bias"), tuple(p.b.shape), rows,
+                                    kind="vector") if p.b is not None
+                         else TensorPlan(name, blk, "bias", None, (heads * Dh,), kind="vector"))
                     tensors.append((b, heads, style) if name != "ATTN_V" else b)
         cols = (Gather(1, (H, Dh) if dst[-1][0] == src[-3] else (Dh, H), None, col_perm),) if col_perm else ()
         tensors.append(TensorPlan("ATTN_OUT", blk, "weight", self.param(self.arg(wo, "W"), "weight"),
@@ -546,13 +546,14 @@ class Matcher:
                 what = "gelu (exact, erf)" if act.op == "gelu" else f"`{act.op}`"
                 self.depart(act, "mlp", f"the MLP uses {what}")
             up = self.proj(act.inputs[0], h, "MLP's inputs", heads=False)
-            F = self.width(up.lin) if up.gather is None else up.gather.shape[-1]
+            F = self.width(act)
             self._ffn(hp, F, act)
-            tensors.append(TensorPlan("FFN_UP", blk, "weight", self.param(up.W, "weight"), (F, D),
-                                      (up.gather,) if up.gather else ()))
-            b = self.param(up.b, "bias") if up.b is not None else None
-            tensors.append(TensorPlan("FFN_UP", blk, "bias", b, (F,), (up.gather,) if up.gather else (),
-                                      kind="vector"))
+            rows = (up.gather,) if up.gather else ()
+            tensors.append(TensorPlan("FFN_UP", blk, "weight", self.param(up.W, "weight"), tuple(up.W.shape),
+                                      rows))
+            tensors.append(TensorPlan("FFN_UP", blk, "bias", self.param(up.b, "bias"), tuple(up.b.shape), rows,
+                                      kind="vector") if up.b is not None
+                           else TensorPlan("FFN_UP", blk, "bias", None, (F,), kind="vector"))
             tensors.append(TensorPlan("FFN_DOWN", blk, "weight", self.param(down.attrs["args"]["W"], "weight"),
                                       (D, F)))
             self.bias(down, "FFN_DOWN", (D,), tensors, blk)
@@ -577,7 +578,7 @@ class Matcher:
         F = self.width(gate_act)
         self._ffn(hp, F, act)
         for p, name in ((gate, "FFN_GATE"), (up, "FFN_UP")):
-            tensors.append(TensorPlan(name, blk, "weight", self.param(p.W, "weight"), (F, D),
+            tensors.append(TensorPlan(name, blk, "weight", self.param(p.W, "weight"), tuple(p.W.shape),
                                       (p.gather,) if p.gather else ()))
         tensors.append(TensorPlan("FFN_DOWN", blk, "weight", self.param(down.attrs["args"]["W"], "weight"),
                                   (D, F)))

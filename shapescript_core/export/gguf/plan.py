@@ -40,7 +40,8 @@ class TensorPlan:
     block: int | None    # the layer index for per-block tensors
     suffix: str          # "weight" or "bias"
     source: str          # the param path the values come from ("layers.0.attn.wq")
-    shape: tuple         # the tensor's shape as written, PyTorch order ([out, in])
+    shape: tuple         # the source param's shape, PyTorch order ([out, in]); with no
+                         # source (zeros written for a bias the source lacks), the tensor's
     steps: tuple = ()    # Gather / RopePermute, in order
     kind: str = "matrix"  # "matrix" (may be f16/bf16/q8_0) or "vector" (norms, biases: stay f32)
 
