@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .diagnostics import FileAnchor, Span, error, internal_error, warning
-from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature
+from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature, model_cycles
 from .check.function import FnResult, check_function
+from .check.graphs import components as _components, shortest_path as _path
 from .check.messages import import_missing, import_not_utf8
 from .check.sizes import Size
 from .check.types import TensorT, Type
@@ -379,6 +380,7 @@ class Workspace:
         meanings.carry_full(prev)
         self._meanings[f.path] = meanings
         env = FileEnv(dims, models, sigs, broken)
+        diags.extend(model_cycles(models, own))
         fns: dict = {}
         full, bodies = meanings.full, self._body_cache
         for n, it in own.items():
@@ -512,49 +514,6 @@ def exported_functions(own: dict) -> list:
     return ["forward"] if isinstance(own.get("forward"), A.FnItem) else []
 
 
-def _components(graph: dict) -> dict:
-    """Strongly connected components (Tarjan, iterative): node -> component id."""
-    index: dict = {}
-    low: dict = {}
-    comp: dict = {}
-    stack: list = []
-    on_stack: set = set()
-    counter = 0
-    for root in graph:
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, it = work[-1]
-            nxt = next(it, None)
-            if nxt is not None:
-                if nxt not in index:
-                    index[nxt] = low[nxt] = counter
-                    counter += 1
-                    stack.append(nxt)
-                    on_stack.add(nxt)
-                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
-                elif nxt in on_stack:
-                    low[node] = min(low[node], index[nxt])
-                continue
-            work.pop()
-            if work:
-                parent = work[-1][0]
-                low[parent] = min(low[parent], low[node])
-            if low[node] == index[node]:
-                while True:
-                    x = stack.pop()
-                    on_stack.discard(x)
-                    comp[x] = node
-                    if x == node:
-                        break
-    return comp
-
-
 def _reaches(fns: dict, name: str) -> bool:
     """Whether the calls of `name` lead back to it (depth first, on an explicit stack)."""
     seen = set()
@@ -570,24 +529,3 @@ def _reaches(fns: dict, name: str) -> bool:
                 seen.add(c)
                 stack.append(c)
     return False
-
-
-def _path(graph: dict, src: str, dst: str) -> Optional[list]:
-    """A call path src → … → dst, if any (breadth first)."""
-    if src == dst:
-        return [dst]
-    prev = {src: None}
-    queue = [src]
-    while queue:
-        x = queue.pop(0)
-        for y in sorted(graph.get(x, ())):
-            if y in prev:
-                continue
-            prev[y] = x
-            if y == dst:
-                out = [y]
-                while prev[out[-1]] is not None:
-                    out.append(prev[out[-1]])
-                return list(reversed(out))
-            queue.append(y)
-    return None

@@ -1,12 +1,15 @@
 """What a file sees: dims (canonical sizes and values), models, function signatures."""
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable, Optional
 
 from ..diagnostics import Diagnostic, error
 from ..syntax import ast as A
+from .graphs import components, shortest_path
+from .messages import model_contains_itself
 from .sizes import Size
 from .types import DTYPE_NAMES, UNKNOWN, Axis, DType, ModelT, StackT, TensorT, Type
 from .suggest import closest
@@ -328,6 +331,102 @@ def build_model(item: A.ModelItem, dims: DimTable, models: set) -> tuple[ModelIn
         info.fields[f.name] = FieldInfo(f.name, t, f, item)
     info.fingerprint = tuple((n, fi.type) for n, fi in info.fields.items())
     return info, diags
+
+
+def model_cycles(models: dict, own: dict) -> list:
+    """E0211 at each field of this file's models that leads into a cycle of models (a
+    model holding itself, directly, through a stack, or through other models).
+
+    Linear in the models and fields: per strongly connected component, one breadth-first
+    search from a root each way; the cycle shown for a field goes from the model it
+    holds to the root and from the root back (the shortest way when the models form one
+    ring), its first hops written out."""
+    graph: dict = {}
+    for name, m in models.items():
+        graph[name] = {_held_model(f.type) for f in m.fields.values()} & models.keys()
+    comp = components(graph)
+    trees: dict = {}  # component -> RootPaths
+    out = []
+    for name, it in own.items():
+        m = models.get(name)
+        if m is None or m.item is not it:
+            continue
+        for fname, f in m.fields.items():
+            inner = _held_model(f.type)
+            if inner not in graph or comp[inner] != comp[name]:
+                continue  # a field into another component is on no cycle
+            paths = trees.get(comp[name])
+            if paths is None:
+                paths = trees[comp[name]] = RootPaths(graph, comp, comp[name])
+            nodes, total = paths.cycle(name, inner, CYCLE_SHOWN)
+            hops = [(a, _field_to(models[a], b)) for a, b in zip(nodes, nodes[1:])]
+            hops[0] = (name, fname)
+            out.append(model_contains_itself(it, f.node, hops, total))
+    return out
+
+
+CYCLE_SHOWN = 8  # hops of a cycle written out in E0211's headline
+
+
+class RootPaths:
+    """Shortest paths to and from one root in a strongly connected component: every
+    node's next step towards the root, and the first hops of the root's path to it."""
+
+    def __init__(self, graph: dict, comp: dict, cid):
+        members = sorted(n for n in graph if comp[n] == cid)
+        self.root = root = members[0]
+        inside = set(members)
+        back: dict = {n: [] for n in members}
+        for n in members:
+            for t in graph[n]:
+                if t in inside:
+                    back[t].append(n)
+        self.next: dict = {root: None}  # towards the root
+        self.to_root: dict = {root: 0}
+        queue = deque([root])
+        while queue:
+            x = queue.popleft()
+            for y in sorted(back[x]):
+                if y not in self.next:
+                    self.next[y], self.to_root[y] = x, self.to_root[x] + 1
+                    queue.append(y)
+        self.prefix: dict = {root: (root,)}  # the first nodes of the path root → n
+        self.from_root: dict = {root: 0}
+        queue = deque([root])
+        while queue:
+            x = queue.popleft()
+            for y in sorted(graph[x] & inside):
+                if y not in self.prefix:
+                    p = self.prefix[x]
+                    self.prefix[y] = p + (y,) if len(p) <= CYCLE_SHOWN else p
+                    self.from_root[y] = self.from_root[x] + 1
+                    queue.append(y)
+
+    def cycle(self, v: str, u: str, shown: int) -> tuple[list, int]:
+        """The first `shown` + 1 nodes of a cycle v → u → … → v, and its length in hops."""
+        if u == v:
+            return [v, v], 1
+        nodes = [v]
+        x = u
+        while x is not None and len(nodes) <= shown:
+            nodes.append(x)
+            x = None if x == self.root else self.next[x]
+        if v != self.root and len(nodes) <= shown:
+            nodes += list(self.prefix[v][1:])[:shown + 1 - len(nodes)]
+        total = 1 + self.to_root[u] + (self.from_root[v] if v != self.root else 0)
+        return nodes, total
+
+
+def _held_model(t) -> Optional[str]:
+    if isinstance(t, ModelT):
+        return t.name
+    if isinstance(t, StackT):
+        return t.model
+    return None
+
+
+def _field_to(m: ModelInfo, target: str) -> str:
+    return next(n for n, f in sorted(m.fields.items()) if _held_model(f.type) == target)
 
 
 def build_signature(item: A.FnItem, dims: DimTable, models: set) -> tuple[Signature, list]:
