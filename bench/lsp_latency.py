@@ -33,7 +33,7 @@ sys.path.insert(0, HERE)
 import typing_mix  # noqa: E402
 from gen import generate  # noqa: E402
 sys.path.insert(0, ROOT)
-from server.stdio_client import StdioClient  # noqa: E402
+from shapescript_server.stdio_client import StdioClient  # noqa: E402
 
 
 class Server(StdioClient):
@@ -132,9 +132,9 @@ def main(argv=None) -> int:
     if missing > 0:  # the generator stops at a whole copy: pad with comments to the exact count
         text += "".join(f"# padding line {k}\n" for k in range(missing))
     kinds = args.kinds.split(",") if args.kinds else list(typing_mix.KINDS)
-    cmd = [sys.executable, "-m", "server.main"]
+    cmd = [sys.executable, "-m", "shapescript_server.main"]
     if args.profile:
-        cmd = [sys.executable, "-m", "cProfile", "-o", args.profile, "-m", "server.main"]
+        cmd = [sys.executable, "-m", "cProfile", "-o", args.profile, "-m", "shapescript_server.main"]
     srv = Server(cmd)
     root = "/tmp/shapescript-bench"
     uri = f"file://{root}/big.ss"

@@ -23,7 +23,7 @@ from typing import Any, Callable, Optional
 
 from lsprotocol import types as T
 from pygls.capabilities import get_capability
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
@@ -203,9 +203,15 @@ class ShapeScriptServer(LanguageServer):
         return d.path, d.text, d.version
 
     def sync(self, path: str, text: Optional[str], version) -> bool:
-        """On the core thread: make sure the workspace holds this text (it does, jobs
-        run in order; this is the safety net). False when the file can't be read."""
+        """On the core thread: make sure the workspace holds this text (the request's
+        snapshot; change jobs run in order, this is the safety net). False when the file
+        can't be read. A request about a version the client has moved past is answered
+        ContentModified, as LSP provides, instead of checking a text nobody shows any
+        more: its positions are about that text, and the client asks again."""
         if text is not None:
+            uri = self.docs.uri_by_path.get(path)
+            if uri is not None and self.docs.version(uri) != version:
+                raise JsonRpcContentModified(f"{uri} changed (version {version} is gone)")
             f = self.ws.files.get(path)
             if f is None or f.version != version or f.text != text:
                 self.ws.set_text(path, text, version)

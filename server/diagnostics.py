@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as T
 
+from shapescript_core.workspace import Cancelled
+
 from . import convert
 from .guard import guarded
 
@@ -18,17 +20,31 @@ log = logging.getLogger("shapescript.server")
 
 def schedule_check(ls: ShapeScriptServer, uri: str):
     """Check an open document as it is now, on the core thread, and publish the result
-    unless the client has moved past this version by then."""
+    unless the client has moved past this version by then.
+
+    Work for a version the client has moved past is dropped, not finished: a job whose
+    version is no longer the document's does nothing (the newer change's job, queued
+    behind it, parses and checks that text), and a check under way stops between two
+    function bodies when a newer change arrives (what it checked stays cached). So a
+    burst of keystrokes costs one check, of the last text."""
     doc = ls.docs.get(uri)
     if doc is None:
         return
     ls.generation += 1
     path, text, version = doc.path, doc.text, doc.version
 
+    def stale() -> bool:
+        return ls.docs.version(uri) != version
+
     def job():
+        if stale():
+            return  # a newer change is queued behind this job: it checks and publishes
         ls.ws.set_text(path, text, version)
-        if ls.docs.version(uri) != version:
-            return  # a newer change is queued behind this job: it publishes
+        try:
+            ls.ws.analyze(path, cancelled=stale)
+        except Cancelled:
+            log.debug("check of %s version %s dropped: the document moved on", path, version)
+            return
         # the files it imports too: their fixes may reach into this one (calls to reorder)
         importers = ls.ws.importers(path)
         others = importers + [o for o in sorted(ls.ws.open)
@@ -36,6 +52,8 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
         if ls.push:
             publish_file(ls, uri, path, version)
             for other in others:
+                if stale():
+                    return  # the newer change's job republishes them
                 republish(ls, other)
         elif others:
             ls.call_soon(refresh_pull, ls)
