@@ -30,20 +30,38 @@ class Builtin:
     pattern: bool = False
 
     @property
-    def signature(self) -> str:
+    def parts(self) -> list:
+        """[(parameter, text)] as the signature writes them, for hover, completion and
+        signature help alike: "*" stands for a variadic builtin's tensors, "->" for the
+        axis pattern."""
         parts = []
         if self.variadic:
-            parts.append("a, b, …")
+            parts.append(("*", "a, b, …"))
         for n, d in self.params:
             if d is REQUIRED:
-                parts.append(f"{n}=A" if n in self.axis_params else n)
+                parts.append((n, f"{n}=A" if n in self.axis_params else n))
             else:
-                parts.append(f"{n}={_default_text(d)}")
-        if self.pattern and self.name == "einsum":
-            return f"{self.name}({', '.join(parts)}: La, Lb, … -> R)"
+                parts.append((n, f"{n}={_default_text(d)}"))
         if self.pattern:
-            parts.append("L -> R")
-        return f"{self.name}({', '.join(parts)})"
+            parts.append(("->", "La, Lb, … -> R" if self.variadic else "L -> R"))
+        return parts
+
+    @property
+    def signature(self) -> str:
+        return signature_label(self.name, self.parts)[0]
+
+
+def signature_label(name: str, parts: list, ret: str = "") -> tuple[str, list]:
+    """`name(p1, p2, …) ret` and the (start, end) of each part in it. A pattern after a
+    variadic builtin's tensors follows a `:`, as calls write it: `einsum(a, b: … -> R)`."""
+    label = name + "("
+    ranges = []
+    for k, (pname, text) in enumerate(parts):
+        if k:
+            label += ": " if pname == "->" and parts[k - 1][0] == "*" else ", "
+        ranges.append((len(label), len(label) + len(text)))
+        label += text
+    return label + ")" + ret, ranges
 
 
 def _default_text(d) -> str:

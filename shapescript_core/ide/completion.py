@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..check.builtins import BUILTINS, REQUIRED, _default_text
+from ..check.builtins import BUILTINS, signature_label
 from ..check.types import DTYPE_NAMES, ModelT
 from ..syntax import ast as A
 from .hover import fn_header, render_type
@@ -269,24 +269,10 @@ def enclosing_call(text: str, env) -> Optional[CallContext]:
     return None
 
 
-def _builtin_parts(b) -> list:
-    parts = []
-    if b.variadic:
-        parts.append(("*", "a, b, …"))
-    for n, d in b.params:
-        if d is REQUIRED:
-            parts.append((n, f"{n}=A" if n in b.axis_params else n))
-        else:
-            parts.append((n, f"{n}={_default_text(d)}"))
-    if b.pattern:
-        parts.append(("->", "L -> R" if b.name != "einsum" else ": La, Lb -> R"))
-    return parts
-
-
 def _call_params(a, callee: str) -> list:
     b = BUILTINS.get(callee)
     if b is not None:
-        return [(n, text) for n, text in _builtin_parts(b) if n not in ("*", "->")]
+        return [(n, text) for n, text in b.parts if n not in ("*", "->")]
     sig = a.env.sig(callee)
     if sig is None:
         return []
@@ -306,7 +292,7 @@ def signature_help(ws, path: str, offset: int) -> Optional[SignatureHelp]:
         return None
     b = BUILTINS.get(call.callee)
     if b is not None:
-        parts = _builtin_parts(b)
+        parts = b.parts
         doc = b.doc
         ret = ""
     else:
@@ -317,14 +303,7 @@ def signature_help(ws, path: str, offset: int) -> Optional[SignatureHelp]:
         parts = [(p.name, " ".join(it.src(p.pos).split())) for p in it.params]
         ret = " -> " + " ".join(it.src(it.ret.pos).split()) if it.ret is not None else ""
         doc = item_doc(it)
-    label = call.callee + "("
-    ranges = []
-    for k, (_, text) in enumerate(parts):
-        if k:
-            label += ", "
-        ranges.append((len(label), len(label) + len(text)))
-        label += text
-    label += ")" + ret
+    label, ranges = signature_label(call.callee, parts, ret)
     names = [n for n, _ in parts]
     active: Optional[int]
     if call.in_pattern and "->" in names:
