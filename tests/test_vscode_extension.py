@@ -55,7 +55,7 @@ def test_the_lens_command_is_the_servers():
     try:
         from shapescript_server import convert
     except ImportError:
-        from server import convert
+        from shapescript_server import convert
     assert f"EXPORT_COMMAND = '{convert.EXPORT_COMMAND}'" in SOURCES["server.ts"]
 
 
