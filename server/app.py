@@ -35,6 +35,19 @@ from shapescript_core.workspace import Workspace
 from .documents import Documents, path_of
 
 log = logging.getLogger("shapescript.server")
+
+
+class _ExpectedAnswers(logging.Filter):
+    """pygls logs every error answer to a request as an exception, with its traceback.
+    ContentModified is the expected answer to a request about a version the client has
+    moved past (see `sync`), not a failure: it is logged by `sync`, at debug level."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not isinstance(exc, JsonRpcContentModified)
+
+
+logging.getLogger("pygls.protocol.json_rpc").addFilter(_ExpectedAnswers())
 VERSION = "0.1.0"
 
 
@@ -211,6 +224,8 @@ class ShapeScriptServer(LanguageServer):
         if text is not None:
             uri = self.docs.uri_by_path.get(path)
             if uri is not None and self.docs.version(uri) != version:
+                log.debug("a request about %s version %s: the client is at %s", uri, version,
+                          self.docs.version(uri))
                 raise JsonRpcContentModified(f"{uri} changed (version {version} is gone)")
             f = self.ws.files.get(path)
             if f is None or f.version != version or f.text != text:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import operator
 import os
 from dataclasses import dataclass, field
 from typing import Optional
@@ -151,6 +152,7 @@ class Workspace:
         self._analysis: dict = {}
         self._meanings: dict = {}  # path -> Meanings of its last analysis (answers carried over)
         self._cycles: dict = {}  # path -> (the body results, E0207 diagnostics) of its last analysis
+        self._model_cycles: dict = {}  # path -> (the models, E0211 diagnostics) of its last analysis
         self._disk: dict = {}  # path -> (mtime, SourceFile)
         # path -> [(fn name or None, {targets})]: explicit export checks (CLI --target/--fn)
         self.export_requests: dict = {}
@@ -186,6 +188,7 @@ class Workspace:
             self._forget(f.items)
         self._meanings.pop(path, None)
         self._cycles.pop(path, None)
+        self._model_cycles.pop(path, None)
         self._analysis.clear()
 
     def file(self, path: str) -> Optional[SourceFile]:
@@ -380,7 +383,7 @@ class Workspace:
         meanings.carry_full(prev)
         self._meanings[f.path] = meanings
         env = FileEnv(dims, models, sigs, broken)
-        diags.extend(model_cycles(models, own))
+        diags.extend(self._model_cycles_of(f.path, models, own))
         fns: dict = {}
         full, bodies = meanings.full, self._body_cache
         for n, it in own.items():
@@ -467,6 +470,16 @@ class Workspace:
             if a is not None and name in a.fns:
                 return a.fns[name]
         return None
+
+    def _model_cycles_of(self, path: str, models: dict, own: dict) -> list:
+        """E0211, again only when a model's fields changed (a new ModelInfo)."""
+        last = self._model_cycles.get(path)
+        if last is not None and last[0].keys() == models.keys() and \
+                all(map(operator.is_, last[0].values(), models.values())):
+            return last[1]
+        out = model_cycles(models, own)
+        self._model_cycles[path] = (dict(models), out)
+        return out
 
     def _cycles_of(self, path: str, fns: dict, own: dict) -> list:
         """E0207. With no cycle in the last analysis, a new one must go through a body
