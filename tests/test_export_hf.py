@@ -53,8 +53,8 @@ def test_layout_is_a_hugging_face_decoder(exported):
     assert (cfg["V"], cfg["D"], cfg["Dh"], cfg["G"]) == (256, 256, 64, 2)
     assert isinstance(model.model.embed, torch.nn.Embedding)
     assert isinstance(model.model.layers[0].attn.wq, torch.nn.Linear)
-    assert model.model.layers[1].attn.layer_idx == 1
-    assert model.model.layers[0].attn.num_key_value_groups == 2
+    assert model.model.layers[1].attn.attention.layer_idx == 1
+    assert model.model.layers[0].attn.attention.num_key_value_groups == 2
     hidden = model.model(PROMPTS).last_hidden_state
     assert hidden.shape == (3, 9, 256)
     mapping = json.loads((out / "shapescript-weights.json").read_text())["keys"]

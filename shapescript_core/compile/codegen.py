@@ -58,6 +58,7 @@ class ClassInfo:
         self.name = name
         self.methods: dict = {}  # fn name -> method name
         self.sites: list = []  # attention nodes in this class's methods (language model)
+        self.site_attrs: dict = {}  # id(attention node) -> the CausalAttention attribute
         self.order: list = []  # fn names in the order they were reached
 
 
@@ -139,9 +140,13 @@ class Generator:
                     if not any(s is n for s in cls.sites):
                         cls.sites.append(n)
         for cls in self.classes.values():
-            if len(cls.sites) > 1:
-                raise CompileError(f"model `{cls.model}` computes {len(cls.sites)} attentions; the Hugging Face "
-                                   "export supports one attention per model instance", cls.sites[1].where)
+            taken = {fp.attr for (m, _), fp in self.plan.fields.items() if m == cls.model} | set(cls.methods.values())
+            for k, site in enumerate(cls.sites):
+                name = "attention" if len(cls.sites) == 1 else f"attention_{k}"
+                while name in taken:
+                    name += "_"
+                taken.add(name)
+                cls.site_attrs[id(site)] = name
 
     # ------------------------------------------------------------ attention layer indices
     def attention_count(self, model: str) -> int:
@@ -573,7 +578,7 @@ class MethodGen:
         if self.lm:
             self.gen.helpers.add("attend")
             ks, vs = self._kv(k), self._kv(v)
-            return f"attend(self, {self.ex(q)}, {ks}, {vs}, {ATTENTION_KWARGS})"
+            return f"self.{self.cls.site_attrs[id(n)]}({self.ex(q)}, {ks}, {vs}, {ATTENTION_KWARGS})"
         parts = [self.ex(q), self.ex(k), self.ex(v)]
         mask = self.arg(n, "attn_mask")
         if mask is not None:

@@ -104,32 +104,33 @@ def _init_code(f, sizes: list) -> str:
     return f"torch.randn({shape}{dtype}) * {std!r}"
 
 
-def site_attrs(gen: Generator, cls, mg_for_site, layer_idx_known: bool = True) -> list:
-    """The attributes an attention function reads off the module (language models)."""
-    if not cls.sites:
-        return []
-    n = cls.sites[0]
-    q = n.attrs["args"]["q"]
-    heads = gen.size_code(q.type.axes[-3].size)
-    width = gen.size_code(q.type.axes[-1].size)
-    scale = n.attrs["args"].get("scale")
-    scaling = f"{width} ** -0.5"
-    if scale is not None:
-        if scale.op == "const":
-            scaling = repr(float(scale.attrs["value"]))
-        else:
-            scaling = mg_for_site.ex(scale)
-            if mg_for_site.used_svars:
-                raise CompileError("an attention's scale must not depend on the token axes", n.where)
-    mg_for_site._find_kv_sources()
-    groups = mg_for_site.attention_groups(n)
-    return [
-        f"self.layer_idx = {'layer_idx' if layer_idx_known else 0}",
-        f"self.head_dim = {width}",
-        f"self.num_key_value_groups = {groups}  # each key/value head serves this many of the {heads} query heads",
-        f"self.scaling = {scaling}",
-        "self.is_causal = True",
-    ]
+def site_decls(gen: Generator, cls, root: bool) -> list:
+    """One CausalAttention per attention of this class (language models), each with its
+    own layer index: the instance's first index plus the attention's rank."""
+    out = []
+    base = "" if root else "layer_idx + "
+    for k, n in enumerate(cls.sites):
+        fn = next(f for f in cls.order if _has_site(gen.prog.fns[f], n))
+        mg = MethodGen(gen, gen.prog.fns[fn], cls)
+        mg._find_kv_sources()
+        q = n.attrs["args"]["q"]
+        heads = gen.size_code(q.type.axes[-3].size)
+        width = gen.size_code(q.type.axes[-1].size)
+        scale = n.attrs["args"].get("scale")
+        scaling = f"{width} ** -0.5"
+        if scale is not None:
+            if scale.op == "const":
+                scaling = repr(float(scale.attrs["value"]))
+            else:
+                scaling = mg.ex(scale)
+                if mg.used_svars:
+                    raise CompileError("an attention's scale must not depend on the token axes", n.where)
+        groups = mg.attention_groups(n)
+        index = (str(k) if root else ("layer_idx" if k == 0 else f"layer_idx + {k}"))
+        attr = cls.site_attrs[id(n)]
+        out.append(f"self.{attr} = CausalAttention(config, {index}, {groups}, {scaling}, {width})"
+                   f"  # line {n.where[1]}: {heads} query heads, each key/value head serving {groups}")
+    return out
 
 
 def method_lines(gen: Generator, cls, fn: str) -> list:
@@ -161,11 +162,11 @@ def class_lines(gen: Generator, model: str, base: str = "nn.Module", init_tail=N
     sig = "config" if root or layer_idx is None else "config, layer_idx=0"
     init = [f"def __init__(self, {sig}):", f"{INDENT}super().__init__({'config' if root else ''})"]
     body = [] if root else ["self.config = config"]
-    if cls.sites:
-        site_fn = next(fn for fn in cls.order if _has_site(gen.prog.fns[fn], cls.sites[0]))
-        body += site_attrs(gen, cls, MethodGen(gen, gen.prog.fns[site_fn], cls), not root)
+    body += site_decls(gen, cls, root)
+    offset = len(cls.sites)
     for fname, f in m.fields.items():
-        body += field_decl(gen, model, fname, f, layer_idx)
+        body += field_decl(gen, model, fname, f, _plus(layer_idx, offset))
+        offset += _count(gen, f)
     body += list(init_tail or [])
     init += indent(body)
     out = [f"class {cls.name}({base}):", f'{INDENT}"""`model {model}` ({os.path.basename(item.path)}:{line})."""', ""]
@@ -176,6 +177,22 @@ def class_lines(gen: Generator, model: str, base: str = "nn.Module", init_tail=N
         out.append("")
         out += indent(method_lines(gen, cls, fn))
     return out
+
+
+def _plus(layer_idx, offset: int):
+    if layer_idx is None:
+        return None
+    if offset == 0:
+        return layer_idx
+    return str(offset) if layer_idx == "0" else f"{layer_idx} + {offset}"
+
+
+def _count(gen: Generator, f) -> int:
+    if isinstance(f.type, ModelT):
+        return gen.attention_count(f.type.name)
+    if isinstance(f.type, StackT):
+        return gen.prog.value_of(f.type.count) * gen.attention_count(f.type.model)
+    return 0
 
 
 def _has_site(g, site) -> bool:

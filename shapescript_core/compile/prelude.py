@@ -59,17 +59,33 @@ def eager_attention(module, query, key, value, attention_mask, scaling=None, dro
     return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
 
 
-def attend(module, query, key, value, attention_mask, past_key_values, **kwargs):
-    """Causal attention through the engine's attention function.
+class CausalAttention(nn.Module):
+    """Causal attention through the engine's attention function (sdpa, eager, vLLM's ...).
 
     Keys and values keep their own number of heads: the cache stores them so, and the
-    attention function repeats them `module.num_key_value_groups` times."""
-    if past_key_values is not None:
-        key, value = past_key_values.update(key, value, module.layer_idx)
-    implementation = module.config._attn_implementation
-    interface = eager_attention if implementation in (None, "eager") else ALL_ATTENTION_FUNCTIONS[implementation]
-    out, _ = interface(module, query, key, value, attention_mask, dropout=0.0, scaling=module.scaling, **kwargs)
-    return out.transpose(1, 2)  # the interface returns [b n H Dh]
+    attention function repeats each `num_key_value_groups` times. Takes and returns
+    [b H n Dh] tensors, as the source's `scaled_dot_product_attention` does."""
+
+    def __init__(self, config, layer_idx, num_key_value_groups, scaling, head_dim):
+        super().__init__()
+        self.config = config
+        self.layer_idx = layer_idx
+        self.num_key_value_groups = num_key_value_groups
+        self.scaling = scaling
+        self.head_dim = head_dim
+        self.is_causal = True
+
+    def forward(self, query, key, value, attention_mask=None, past_key_values=None, **kwargs):
+        if past_key_values is not None:
+            key, value = past_key_values.update(key, value, self.layer_idx)
+        attention_interface = eager_attention
+        if self.config._attn_implementation not in (None, "eager"):
+            attention_interface = ALL_ATTENTION_FUNCTIONS[self.config._attn_implementation]
+        out, _ = attention_interface(self, query, key, value, attention_mask, dropout=0.0,
+                                     scaling=self.scaling, **kwargs)
+        # [b n H Dh] from transformers' functions, [n H*Dh] from vLLM's: back to [b H n Dh]
+        batch, heads, tokens = query.shape[0], query.shape[1], query.shape[2]
+        return out.reshape(batch, tokens, heads, -1).transpose(1, 2)
 ''',
     "mask": '''
 _MASK_PARAMETERS = set(inspect.signature(create_causal_mask).parameters)

@@ -1,0 +1,1 @@
+"""The vLLM target: the Hugging Face directory, made to run in vLLM."""

@@ -1,0 +1,57 @@
+"""The `vllm` writer: the `hf` directory plus a README saying how vLLM serves it.
+
+vLLM's Transformers backend runs the generated model as it is: the base model takes
+vLLM's flattened tokens as a batch of one and honours the positions it is given, each
+attention goes through `ALL_ATTENTION_FUNCTIONS` (vLLM substitutes its paged attention)
+with an integer `layer_idx`, and the keyword arguments reach it.
+"""
+from __future__ import annotations
+
+import os
+
+from ..hf.writer import _size, write_directory
+from ..writers import ExportError
+
+README = """# {name}: a ShapeScript export for vLLM
+
+Exported by ShapeScript from `{source}` (function `{fn}`). The directory is a Hugging
+Face model (`config.json`, `modeling_{stem}.py`, `model.safetensors`) that vLLM's
+Transformers backend serves:
+
+```
+vllm serve {out} --trust-remote-code --model-impl transformers{tok}
+```
+
+or, from Python:
+
+```python
+from vllm import LLM, SamplingParams
+
+llm = LLM(model="{out}", trust_remote_code=True, model_impl="transformers"{tok_py})
+outputs = llm.generate({prompt}, SamplingParams(max_tokens=16, temperature=0))
+```
+
+{tok_note}vLLM packs the tokens of many requests along one axis; the export checks
+(E3301 to E3306) are what make that safe for this model: see "Serving engines" in the
+ShapeScript docs.
+"""
+
+
+def write(ctx) -> str:
+    out = write_directory(ctx)
+    if not out["lm"]:
+        raise ExportError(f"`{ctx.fn_item.name}` isn't a language model, so vLLM can't serve it: "
+                          "export it with --hf")
+    art = out["artifact"]
+    has_tok = any(os.path.isfile(os.path.join(ctx.tmp, f)) for f in ("tokenizer.json", "tokenizer.model"))
+    text = README.format(
+        name=os.path.basename(ctx.request.output), source=os.path.basename(ctx.request.path),
+        fn=ctx.fn_item.name, stem=art.names.stem, out=ctx.request.output,
+        tok="" if has_tok else " --skip-tokenizer-init",
+        tok_py="" if has_tok else ", skip_tokenizer_init=True",
+        prompt='["Hello"]' if has_tok else '[{"prompt_token_ids": [1, 2, 3]}]',
+        tok_note="" if has_tok else ("This export has no tokenizer (export with `--tokenizer DIR` to ship one): "
+                                     "give vLLM token ids, and `detokenize=False` in SamplingParams.\n\n"))
+    with open(os.path.join(ctx.tmp, "README.md"), "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return f"wrote {ctx.request.output} (vllm: {out['tensors']} tensors, {_size(out['bytes'])}; README.md says how to serve it)"
