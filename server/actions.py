@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as T
 
+from shapescript_core.export.fixes import model_first_at
+
 from . import convert
 from .guard import guarded
 
@@ -38,6 +40,27 @@ def _current(fix: dict, uri: str, version) -> bool:
     return versions.get(uri, version) == version
 
 
+async def _workspace_wide(ls: ShapeScriptServer, path, text, version, diagnostics) -> list:
+    """E3306's fix, recomputed to reach every file of the workspace folder that imports
+    this one, open or not (a diagnostic's own copy reaches the open files only)."""
+    wanted = [d for d in diagnostics if str(d.code) == "E3306" and d.source in (None, convert.SOURCE)]
+    if not wanted or not ls.root:
+        return []
+
+    def job():
+        if not ls.sync(path, text, version):
+            return []
+        lines = ls.lines_for(path)
+        out = []
+        for d in wanted:
+            fix = model_first_at(ls.ws, path, convert.offset(lines, d.range.start), [ls.root])
+            if fix is not None:
+                out.append((convert.fix_data(fix, ls.lines_for, ls.docs.uri_for, ls.docs.version), d))
+        return out
+
+    return await ls.query(job)
+
+
 def register(ls: ShapeScriptServer):
     @ls.feature(T.TEXT_DOCUMENT_CODE_ACTION,
                 T.CodeActionOptions(code_action_kinds=[T.CodeActionKind.QuickFix], resolve_provider=False))
@@ -59,6 +82,8 @@ def register(ls: ShapeScriptServer):
             titles.add(fix["title"])
             actions.append(convert.code_action(fix, diag, doc_changes, first))
 
+        for fix, d in await _workspace_wide(ls, path, text, version, params.context.diagnostics):
+            add(fix, d, True)  # before the diagnostic's own copy, which has the same title
         recheck = []
         for d in params.context.diagnostics:
             fixes = _fixes(d)

@@ -246,6 +246,10 @@ class Workspace:
                 out.append((it, os.path.normpath(os.path.join(os.path.dirname(f.path), it.target))))
         return out
 
+    def import_closure(self, path: str) -> list:
+        """The files `path` imports, directly or through others (read from disk if need be)."""
+        return self._import_closure(self.norm(path))
+
     def _import_closure(self, path: str) -> list:
         seen: list = []
         stack = [path]

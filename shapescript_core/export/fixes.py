@@ -4,7 +4,9 @@ Hand-written attention (E3304) is recognised in hand_attention.py.
 """
 from __future__ import annotations
 
-from ..check.types import DTypeValue, TensorT
+import os
+
+from ..check.types import DTypeValue, ModelT, TensorT
 from ..diagnostics import Edit, Fix
 from ..syntax import ast as A
 from . import edits as ED
@@ -13,6 +15,31 @@ from .program import file_span, stmt_of
 
 # ---------------------------------------------------------------- E3306
 def model_first(prog, item, sig, model) -> Fix | None:
+    """The fix as the checks carry it: the call sites in the function's file and in the
+    open files that import it (the server widens it to the workspace: model_first_at)."""
+    return _model_first(prog.ws, item, model, prog.ws.importers(item.path))
+
+
+def model_first_at(ws, path: str, offset: int, roots) -> Fix | None:
+    """The E3306 fix for the function whose parameter list holds `offset` in `path`,
+    rewriting the calls in every `.ss` file under `roots` (the editor's workspace
+    folders) that imports `path`, directly or not, open in the editor or not."""
+    a = ws.analyze(path)
+    if a is None:
+        return None
+    item = next((it for it in a.own.values() if isinstance(it, A.FnItem)
+                 and it.offset + it.params_pos[0] <= offset <= it.offset + it.params_pos[1]), None)
+    sig = a.env.sig(item.name) if item is not None else None
+    if sig is None or sig.item is not item:
+        return None
+    model = next((p for p in sig.params if isinstance(p.type, ModelT)), None)
+    if model is None or (sig.params and sig.params[0] is model):
+        return None
+    importers = set(ws.importers(path)) | set(workspace_importers(ws, path, roots))
+    return _model_first(ws, item, model, sorted(importers))
+
+
+def _model_first(ws, item, model, importers) -> Fix | None:
     names = [p.name for p in item.params]
     if model.name not in names or len(set(names)) != len(names):
         return None
@@ -20,7 +47,7 @@ def model_first(prog, item, sig, model) -> Fix | None:
     order = [k] + [i for i in range(len(names)) if i != k]
     edits = [Edit(item.span(item.params[i].pos), item.src(item.params[j].pos))
              for i, j in enumerate(order) if i != j]
-    for fitem in _callers(prog, item):
+    for fitem in _callers(ws, item, importers):
         for s in A.walk_stmts(fitem.body):
             root = s.iter if isinstance(s, A.For) else s.value
             for node in A.walk_expr(root):
@@ -29,18 +56,35 @@ def model_first(prog, item, sig, model) -> Fix | None:
     return Fix.safe(f"Make `{model.name}` the first parameter", *edits)
 
 
-def _callers(prog, item) -> list:
-    """Function items that call `item` by its name: in its file and in files importing it."""
+def _callers(ws, item, importers) -> list:
+    """Function items that call `item` by its name: in its file and in the importers."""
     out = []
-    paths = [item.path] + [p for p in prog.ws.importers(item.path) if p != item.path]
-    for p in paths:
-        f = prog.ws.file(p)
+    for p in [item.path] + [p for p in importers if p != item.path]:
+        f = ws.file(p)
         if f is None:
             continue
         own = {it.name for it in f.items if it.name is not None}
         if p != item.path and item.name in own:
             continue  # that file's own function of the same name
         out += [it for it in f.items if isinstance(it, A.FnItem)]
+    return out
+
+
+SKIPPED_DIRS = {"node_modules", "__pycache__", "venv", "site-packages"}
+
+
+def workspace_importers(ws, path: str, roots) -> list:
+    """The `.ss` files under `roots` (hidden folders and the like skipped) that import
+    `path`, directly or through other files; read from disk where they are not open."""
+    path = ws.norm(path)
+    out = []
+    for root in roots or ():
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+            for name in sorted(files):
+                p = ws.norm(os.path.join(folder, name))
+                if name.endswith(".ss") and p != path and path in ws.import_closure(p):
+                    out.append(p)
     return out
 
 

@@ -1,0 +1,97 @@
+"""E3306's quick fix rewrites the calls in every file of the workspace folder that
+imports the function's file, directly or not, open in the editor or not."""
+from __future__ import annotations
+
+import pytest_lsp
+from lsprotocol import types as T
+from pytest_lsp import LanguageClient
+
+from lsp_support import codes, config, initialize, open_doc, uri_of, wait_version
+from shapescript_core.syntax.source import LineIndex
+from support import check
+
+LIB = """\
+dim D = 64
+dim C = 10
+
+model Classifier:
+    w: [C D]
+
+@export(hf)
+fn classify(x: [b D], m: Classifier) -> [b C]:
+    return linear(x, m.w)
+"""
+
+MAIN = """\
+import "lib.ss"
+
+fn run(m: Classifier, x: [b D]) -> [b C]:
+    return classify(x, m)
+"""
+
+DEEP = """\
+import "../main.ss"
+
+fn twice(m: Classifier, x: [b D]) -> [b C]:
+    y = classify(x, m=m)
+    return x |> classify(m) |> softmax(over=C)
+"""
+
+UNRELATED = """\
+dim D = 4
+
+fn classify(x: [b D], m: [b D]) -> [b D]:
+    return x
+
+fn use(x: [b D]) -> [b D]:
+    return classify(x, x)
+"""
+
+
+@pytest_lsp.fixture(config=config())
+async def client(lsp_client: LanguageClient):
+    yield
+    await lsp_client.shutdown_session()
+
+
+def apply(text: str, edits) -> str:
+    lines = LineIndex(text)
+    spans = [(lines.offset_utf16(e.range.start.line, e.range.start.character),
+              lines.offset_utf16(e.range.end.line, e.range.end.character), e.new_text) for e in edits]
+    for s, e, new in sorted(spans, reverse=True):
+        text = text[:s] + new + text[e:]
+    return text
+
+
+async def test_the_fix_reaches_importers_that_are_not_open(client: LanguageClient, tmp_path):
+    files = {"lib.ss": LIB, "main.ss": MAIN, "sub/deep.ss": DEEP, "unrelated.ss": UNRELATED,
+             ".hidden/copy.ss": MAIN}
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    await initialize(client, root=str(tmp_path))
+    lib = uri_of(tmp_path / "lib.ss")
+    open_doc(client, lib, LIB, version=5)  # only lib.ss is open
+    p = await wait_version(client, lib, 5)
+    assert codes(p) == ["E3306"]
+    (action,) = await client.text_document_code_action_async(T.CodeActionParams(
+        text_document=T.TextDocumentIdentifier(lib), range=p.diagnostics[0].range,
+        context=T.CodeActionContext(diagnostics=[p.diagnostics[0]])))
+    assert action.title == "Make `m` the first parameter" and action.is_preferred
+    edits = {dc.text_document.uri: dc for dc in action.edit.document_changes}
+    main, deep = uri_of(tmp_path / "main.ss"), uri_of(tmp_path / "sub" / "deep.ss")
+    assert set(edits) == {lib, main, deep}  # not the unrelated file, not the hidden folder
+    assert edits[lib].text_document.version == 5
+    assert edits[main].text_document.version is None and edits[deep].text_document.version is None
+    new = {"lib.ss": apply(LIB, edits[lib].edits), "main.ss": apply(MAIN, edits[main].edits),
+           "sub/deep.ss": apply(DEEP, edits[deep].edits)}
+    assert "fn classify(m: Classifier, x: [b D]) -> [b C]:" in new["lib.ss"]
+    assert "    return classify(m, x)\n" in new["main.ss"]
+    assert "    y = classify(m=m, x=x)\n" in new["sub/deep.ss"] or "    y = classify(m, x)\n" in new["sub/deep.ss"]
+    assert "    return classify(m, x) |> softmax(over=C)\n" in new["sub/deep.ss"]
+    # the fixed files check clean, each as the CLI sees it
+    for name, text in new.items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    for name in new:
+        ws, diags = check((tmp_path / name).read_text(), path=str(tmp_path / name))
+        assert [d.code for d in diags if d.severity == 1] == [], name
