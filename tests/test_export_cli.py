@@ -61,7 +61,7 @@ fn attend(a: Attn, x: [b n D], pos: [b n] i64) -> [b n D]:
     o = scaled_dot_product_attention(q, k, v, attn_mask=causal[n n])
     return o |> rearrange(b H n Dh -> b n (H Dh)) |> linear(a.wo)
 
-@export(hf, vllm, gguf)
+@export(hf, vllm)
 fn forward(m: Lm, ids: [b n] Index[V], pos: [b n] i64) -> [b n V]:
     x = embedding(ids, m.embed)
     for layer in m.layers:

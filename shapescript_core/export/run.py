@@ -132,6 +132,8 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
 
     from .atomic import atomic_output
     from .context import ExportContext
+    if source is not None:
+        source.start_reading()
     with atomic_output(request.output, KIND[request.target], request.force) as tmp:
         ctx = ExportContext(ws, request, resolved, source, tmp, progress, cancelled)
         ctx.check_cancelled()

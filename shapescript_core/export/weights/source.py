@@ -17,6 +17,24 @@ from .safetensors_format import HeaderInfo, TensorInfo, read_header
 INDEX = "model.safetensors.index.json"
 SINGLE = "model.safetensors"
 CHUNK = 16 * 1024 * 1024
+AHEAD = 512 * 1024 * 1024  # how far the kernel reads ahead of the tensor being copied
+
+
+def prefetch(file: str, start: int, length: int):
+    """Ask the kernel to read a range into the page cache in the background, so that a
+    cold read overlaps the work before it (compiling, the previous tensor's copy)."""
+    if not hasattr(os, "posix_fadvise") or length <= 0:
+        return
+    try:
+        fd = os.open(file, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.posix_fadvise(fd, start, length, os.POSIX_FADV_WILLNEED)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 class WeightSource:
@@ -40,6 +58,17 @@ class WeightSource:
         if len(self.headers) == 1:
             return f"`{os.path.basename(self.headers[0].file)}`"
         return f"the {len(self.headers)} shards of `{os.path.basename(self.path)}`"
+
+    def start_reading(self):
+        """Begin reading the first tensors ahead (called once the checks pass)."""
+        for h in self.headers[:1]:
+            first = next(iter(h.tensors.values()), None)
+            if first is not None:
+                prefetch(h.file, first.start, AHEAD)
+
+    def _ahead(self, key: str):
+        t = self.info(key)
+        prefetch(self.where[key].file, t.end, AHEAD)
 
     def _single(self, file: str):
         h = read_header(file)
@@ -92,6 +121,7 @@ class WeightSource:
             raise ExportError(unreadable(key, os.path.basename(h.file), f"its dtype {t.dtype} can't be exported"))
         dt = np.uint16 if t.dtype == "bf16" else NP[t.dtype]
         count = t.nbytes // np.dtype(dt).itemsize
+        self._ahead(key)
         try:
             with open(h.file, "rb") as fh:
                 fh.seek(t.start)
@@ -107,7 +137,7 @@ class WeightSource:
         """Append the tensor's bytes to the open binary file `out`; the bytes copied."""
         t = self.info(key)
         h = self.where[key]
-        out.flush()
+        self._ahead(key)
         with open(h.file, "rb") as src:
             remaining = t.nbytes
             pos = t.start
@@ -126,8 +156,9 @@ class WeightSource:
                 if not fast:
                     src.seek(pos)
                     buf = src.read(min(CHUNK, remaining))
-                    out.write(buf)
-                    out.flush()
+                    view = memoryview(buf)
+                    while view:
+                        view = view[out.write(view):]
                     done = len(buf)
                 if done == 0:
                     raise ExportError(unreadable(key, os.path.basename(h.file), "the file ends inside it (truncated)"))
@@ -144,6 +175,7 @@ class WeightSource:
         dt = np.uint16 if t.dtype == "bf16" else NP[t.dtype]
         item = np.dtype(dt).itemsize
         total = t.nbytes // item
+        self._ahead(key)
         with open(h.file, "rb") as fh:
             fh.seek(t.start)
             done = 0
