@@ -53,8 +53,10 @@ def test_layout_is_a_hugging_face_decoder(exported):
     assert (cfg["V"], cfg["D"], cfg["Dh"], cfg["G"]) == (256, 256, 64, 2)
     assert isinstance(model.model.embed, torch.nn.Embedding)
     assert isinstance(model.model.layers[0].attn.wq, torch.nn.Linear)
-    assert model.model.layers[1].attn.attention.layer_idx == 1
-    assert model.model.layers[0].attn.attention.num_key_value_groups == 2
+    cores = [m for m in model.modules() if type(m).__name__ == "CausalAttention"]
+    assert [c.layer_idx for c in cores] == [0, 1]
+    assert model.model.layers[1].attn.attention_core is cores[1]
+    assert cores[0].num_key_value_groups == 2
     hidden = model.model(PROMPTS).last_hidden_state
     assert hidden.shape == (3, 9, 256)
     mapping = json.loads((out / "shapescript-weights.json").read_text())["keys"]

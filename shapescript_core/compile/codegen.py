@@ -143,6 +143,8 @@ class Generator:
             taken = {fp.attr for (m, _), fp in self.plan.fields.items() if m == cls.model} | set(cls.methods.values())
             for k, site in enumerate(cls.sites):
                 name = "attention" if len(cls.sites) == 1 else f"attention_{k}"
+                if name in taken:
+                    name += "_core"
                 while name in taken:
                     name += "_"
                 taken.add(name)
