@@ -15,6 +15,7 @@ from lsp_support import ROOT, RawServer, uri_of
 from shapescript_server import diagnostics as D
 from shapescript_server.app import ShapeScriptServer
 from shapescript_server.documents import Documents
+from shapescript_server.transport import Framer, ParseError
 from shapescript_core.syntax.source import LineIndex
 
 TEXT = "dim D = 4\n\nfn f(x: [b D]) -> [b D]:\n    return x\n"
@@ -414,3 +415,46 @@ def test_the_server_modules_import_each_other_without_a_cycle():
             visit(m, [m])
     assert cycles == []
     assert graph["app"] == ["documents"]  # the server object knows no feature
+
+
+# ---------------------------------------------------------------- framing (server/transport.py)
+_TEXT = st.lists(st.sampled_from(list("ab {}[]:,\"\\\r\n\té😀") + ["Content-Length: 12\r\n\r\n"]),
+                 max_size=20).map("".join)
+_MESSAGE = st.builds(lambda k, t: {"jsonrpc": "2.0", "id": k, "method": "m", "params": {"text": t, "n": [k]}},
+                     st.integers(0, 10 ** 6), _TEXT)
+
+
+def _frame(msg: dict, delta: int = 0, name: bytes = b"Content-Length") -> bytes:
+    body = json.dumps(msg, ensure_ascii=False).encode()
+    return name + b": %d\r\n\r\n" % max(len(body) + delta, 1) + body
+
+
+def _feed(stream: bytes, cuts: list) -> list:
+    framer = Framer()
+    out, last = [], 0
+    for cut in sorted(set(c % (len(stream) + 1) for c in cuts)) + [len(stream)]:
+        out += framer.feed(stream[last:cut])
+        last = cut
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(_MESSAGE, min_size=1, max_size=5), st.lists(st.integers(0, 10 ** 6), max_size=8),
+       st.sampled_from([b"Content-Length", b"content-length", b"CONTENT-LENGTH"]))
+def test_the_framer_reads_every_message_however_the_bytes_arrive(messages, cuts, name):
+    stream = b"".join(_frame(m, name=name) for m in messages)
+    assert _feed(stream, cuts) == messages
+
+
+@settings(max_examples=150, deadline=None)
+@given(_MESSAGE, st.integers(-30, 10 ** 6).filter(lambda d: d != 0), st.lists(_MESSAGE, min_size=1, max_size=3),
+       st.lists(st.integers(0, 10 ** 6), max_size=8), st.booleans())
+def test_a_wrong_length_loses_at_most_its_own_message(bad, delta, after, cuts, junk):
+    stream = _frame(bad, delta) + (b"junk without a header\r\n" if junk else b"") + b"".join(_frame(m) for m in after)
+    out = _feed(stream, cuts)
+    assert out[-len(after):] == after  # every later message arrives whole
+    first = out[:-len(after)]
+    if delta > 0:  # overstated: the message itself is read too
+        assert first == [bad]
+    else:  # understated: read whole when the rest had arrived, else a parse error answer
+        assert len(first) <= 2 and all(m == bad or isinstance(m, ParseError) for m in first)
