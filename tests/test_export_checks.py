@@ -129,7 +129,7 @@ model Tied:
     attn: Attn
     norm: [D] = ones
 
-@export(hf, vllm, gguf)
+@export(hf, vllm)
 fn forward(m: Tied, tokens: [s t] Index[V], where: [s t] i32) -> [s t V]:
     x = embedding(tokens, m.tok)
     x = x + attend(m.attn, rms_norm(x, m.norm, over=D))

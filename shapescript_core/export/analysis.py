@@ -84,6 +84,9 @@ def check_function(prog, item: A.FnItem, targets: set) -> list:
     e3304 = flow.run_exported(res, a.env)
     out += e3304
     out += check_attention(prog, flow, res, si, bool(e3304))
+    if "gguf" in targets and not out:  # E3313 once E3301-E3306 pass
+        from .gguf.diagnostic import check_gguf
+        out += check_gguf(prog, item)
     return out
 
 

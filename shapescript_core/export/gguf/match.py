@@ -543,8 +543,8 @@ class Matcher:
         D = hp["embedding_length"]
         if self.arch == "gpt2":
             if act.op != "gelu_tanh":
-                what = "gelu (exact, erf)" if act.op == "gelu" else f"`{act.op}`"
-                self.depart(act, "mlp", f"the MLP uses {what}")
+                what = "gelu (exact, erf)" if act.op == "gelu" else act.op
+                self.depart(act, "mlp", f"the MLP's activation is {what}")
             up = self.proj(act.inputs[0], h, "MLP's inputs", heads=False)
             F = self.width(act)
             self._ffn(hp, F, act)
@@ -559,8 +559,8 @@ class Matcher:
             self.bias(down, "FFN_DOWN", (D,), tensors, blk)
             return
         if act.op != "mul":
-            what = f"`{act.op}`" if act.op not in UNARY else f"{act.op} alone"
-            self.depart(act, "mlp", f"the MLP uses {what}")
+            what = f"{act.op} with no gate" if act.op in UNARY else f"`{act.op}`"
+            self.depart(act, "mlp", f"the MLP's activation is {what}")
         a, b = act.inputs
         gate_act, up_n = (a, b) if a.op == "silu" else (b, a) if b.op == "silu" else (None, None)
         if gate_act is None:

@@ -1,0 +1,81 @@
+"""E3313 as a diagnostic: for a `gguf` target, once E3301 to E3306 pass (analysis.py).
+
+Only where gguf was asked for: `@export(…, gguf)`, a check or export request for gguf
+(`check --target gguf`, `export --gguf`, the editor's Export), or the settings' default
+targets. A plain `forward` of a language model (rule 2 of SERVING-ENGINES.md, which
+implies every target) is not held to llama.cpp's short list of architectures: vLLM and
+Hugging Face run it whatever it computes (docs/serving-engines.md records this).
+
+The exported function is traced (`compile.graph.trace`) and matched (`match`); a
+departure is reported at the node where the model leaves the closest architecture,
+with a label saying which architecture that is. A node in another file is reported at
+the exported function's name, the label naming the place. A trace that can't be built
+(a construct the compiler does not support yet) or params without sizes (E3312 at export)
+give no E3313: the export reports those itself. No numpy and no gguf here.
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+from ...diagnostics import error
+from .match import match
+from .messages import E3313_HELP, e3313
+from .plan import Departure
+
+log = logging.getLogger("shapescript.export")
+
+
+def requested(prog, item) -> bool:
+    """Did the user ask for gguf for this function (not only rule 2's implied targets)?"""
+    from ..targets import decorated_targets
+    named = decorated_targets(item)
+    if named is not None and "gguf" in named:
+        return True
+    for name, targets in (getattr(prog.ws, "export_requests", None) or {}).get(prog.path) or ():
+        if name in (None, item.name) and "gguf" in targets:
+            return True
+    return named is None and "gguf" in (getattr(prog.ws, "default_targets", None) or ())
+
+
+def check_gguf(prog, item) -> list:
+    from ...compile.graph import CompileError, trace
+    if not requested(prog, item):
+        return []
+    try:
+        tr = trace(prog.ws, prog.path, item.name)
+    except CompileError as e:
+        log.debug("no E3313 check for `%s`: %s", item.name, e)
+        return []
+    if any(None in (n.shape or ()) for n in tr.params.values()):
+        return []
+    found = match(tr)
+    if not isinstance(found, Departure):
+        return []
+    at = _item_of(prog, tr, found.where)
+    label = f"no {found.arch} has this"
+    if at is not None and prog.local(at) and found.where.ast is not None:
+        d = error("E3313", e3313(found.reason), at.span(found.where.ast.pos), label)
+    else:
+        where = ""
+        if found.where is not None and found.where.where:
+            path, line = found.where.where
+            where = f" (the first departure is at {os.path.basename(path)}:{line})"
+        d = error("E3313", e3313(found.reason), item.span(item.name_pos), label + where)
+    return [d.help(E3313_HELP)]
+
+
+def _item_of(prog, tr, node):
+    """The function item a trace node comes from (by its file and line)."""
+    if node is None or not node.where or node.ast is None:
+        return None
+    path, line = node.where
+    for g in tr.program.fns.values():
+        it = g.item
+        if it.path != path:
+            continue
+        first = prog.line(it, (0, 0))
+        last = prog.line(it, (len(it.text), len(it.text)))
+        if first <= line <= last:
+            return it
+    return None

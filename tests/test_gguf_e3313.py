@@ -1,0 +1,96 @@
+"""E3313: a model outside llama, qwen2 and gpt2 is refused, naming its first departure,
+as the editor types (workspace diagnostics, the language server), in `check --target
+gguf`, and in `export --gguf` (exit 1, nothing written). Each case is a program of
+tests/programs/gguf/e3313_*.ss with the line and the words of its departure."""
+import json
+import os
+
+import pytest
+import pytest_lsp
+from pytest_lsp import LanguageClient
+
+from gguf_support import program, run_cli
+from lsp_support import codes, config, initialize, open_doc, uri_of, wait_version
+from shapescript_core.diagnostics import Severity
+from shapescript_core.workspace import Workspace
+
+HEAD = "no llama.cpp architecture runs this model: "
+CASES = [
+    ("e3313_tanh.ss", 32, "`tanh` on the residual stream (line 32), where llama adds each sublayer's "
+                          "output to the residual stream and nothing else"),
+    ("e3313_gelu_mlp.ss", 43, "the MLP's activation is gelu with no gate (line 43), where llama has "
+                              "silu(gate(h)) * up(h) into a down projection (SwiGLU)"),
+    ("e3313_gpt2_rope.ss", 33, "rope is applied to the queries (line 33), where gpt2 has learned position "
+                               "embeddings, no rope"),
+]
+
+
+def errors(path, text=None, requests=None):
+    ws = Workspace()
+    ws.set_text(path, text if text is not None else open(path, encoding="utf-8").read())
+    if requests:
+        ws.export_requests[path] = requests
+    return [d for d in ws.diagnostics(path) if d.severity == Severity.ERROR]
+
+
+@pytest.mark.parametrize("name,line,reason", CASES, ids=[c[0] for c in CASES])
+def test_the_editor_shows_the_first_departure(name, line, reason):
+    path = program(name)
+    (d,) = errors(path)
+    assert (d.code, d.message) == ("E3313", HEAD + reason)
+    text = open(path, encoding="utf-8").read()
+    assert text.count("\n", 0, d.span.abs_start) + 1 == line
+    assert "--hf" in d.helps[0]
+
+
+@pytest.mark.parametrize("name,line,reason", CASES, ids=[c[0] for c in CASES])
+def test_check_target_gguf_reports_it_at_its_line(name, line, reason):
+    r = run_cli("check", "--format", "json", "--target", "gguf", program(name))
+    assert r.returncode == 1
+    found = [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+    assert [(f["code"], f["range"]["start"]["line"], f["message"]) for f in found] == \
+        [("E3313", line, HEAD + reason)]
+
+
+@pytest.mark.parametrize("name,line,reason", CASES, ids=[c[0] for c in CASES])
+def test_export_gguf_refuses_and_writes_nothing(tmp_path, name, line, reason):
+    out = tmp_path / "m.gguf"
+    r = run_cli("export", program(name), "--gguf", "-o", out, "--random-weights")  # refused before any weight
+    assert r.returncode == 1
+    assert "E3313" in r.stdout + r.stderr and reason in r.stdout + r.stderr
+    assert sorted(os.listdir(tmp_path)) == []
+
+
+def test_only_where_gguf_was_asked_for():
+    # the same model for vLLM is fine; a plain `forward` (rule 2: every target implied) is
+    # not held to llama.cpp's list; asking for gguf (check --target gguf) holds it
+    path = program("e3313_tanh.ss")
+    src = open(path, encoding="utf-8").read()
+    assert [d.code for d in errors(path, src.replace("@export(hf, vllm, gguf)", "@export(hf, vllm)"))] == []
+    plain = src.replace("@export(hf, vllm, gguf)\n", "")
+    assert [d.code for d in errors(path, plain)] == []
+    assert [d.code for d in errors(path, plain, [(None, {"gguf"})])] == ["E3313"]
+
+
+def test_supported_models_check_clean():
+    for name in ("llama_variant.ss", "llama_fused.ss", "llama_qkv.ss", "llama_interleaved_tied.ss", "qwen2.ss"):
+        assert [(d.code, d.message) for d in errors(program(name))] == [], name
+
+
+@pytest_lsp.fixture(config=config(), scope="module")
+async def client(lsp_client: LanguageClient):
+    await initialize(lsp_client)
+    yield
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_the_language_server_publishes_it(client: LanguageClient, tmp_path):
+    src = open(program("e3313_gelu_mlp.ss"), encoding="utf-8").read()
+    uri = uri_of(tmp_path / "lm.ss")
+    open_doc(client, uri, src)
+    p = await wait_version(client, uri, 1)
+    assert codes(p) == ["E3313"]
+    (d,) = p.diagnostics
+    assert d.range.start.line == 42 and d.message.startswith(HEAD + CASES[1][2])
+    assert d.code_description.href.endswith("E3313.md") or "e3313" in d.code_description.href.lower()
