@@ -413,3 +413,30 @@ def test_help_says_what_each_flag_does(capsys):
     for flag, text in flags.items():
         assert text and len(text) > 15, flag
         assert " ".join(text.split()) in out, flag
+
+
+def test_progress_is_a_bar_on_a_terminal_and_lines_otherwise(src, tmp_path):
+    import pty
+    env = {**os.environ, "SS_TINY_DELAY": "0.02", "TERM": "xterm", "COLUMNS": "100"}
+    cmd = [sys.executable, "-c", WRAPPER, "export", str(src), "--hf", "--random-weights", "-o"]
+    master, slave = pty.openpty()
+    p = subprocess.Popen(cmd + [str(tmp_path / "tty")], env=env, stdin=subprocess.DEVNULL,
+                         stdout=subprocess.DEVNULL, stderr=slave)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    p.wait()
+    os.close(master)
+    shown = b"".join(chunks).decode(errors="replace")
+    assert p.returncode == 0, shown
+    assert "━" in shown and "writing model.safetensors" in shown  # rich's bar, moving per tensor
+    r = subprocess.run(cmd + [str(tmp_path / "pipe")], env=env, capture_output=True, text=True)
+    assert r.returncode == 0 and "━" not in r.stderr and "\x1b[" not in r.stderr
+    assert "shapescript: 100% wrote model.safetensors" in r.stderr
