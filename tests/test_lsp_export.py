@@ -102,16 +102,24 @@ def _leftovers(folder) -> list:
     return [n for n in os.listdir(folder) if ".shapescript-tmp-" in n]
 
 
-async def test_export_writes_with_progress_moving_per_tensor(client: LanguageClient, tmp_path):
-    uri = uri_of(tmp_path / "llama.ss")
+async def _export_llama(client, tmp_path, name: str, dims: dict, token: str):
+    """Open a llama as NAME.ss and send its hf export with a client token; (the request's
+    future, the output folder)."""
+    uri = uri_of(tmp_path / f"{name}.ss")
     open_doc(client, uri, LLAMA)
     await wait_version(client, uri, 1)
-    token = "export-progress"
     client.progress_reports.setdefault(token, [])
-    out = tmp_path / "llama-hf"
-    result = await client.workspace_execute_command_async(T.ExecuteCommandParams(
-        command="shapescript.export", arguments=[{"uri": uri, "target": "hf", "dims": TINY,
-                                                 "output": str(out)}], work_done_token=token))
+    out = tmp_path / f"{name}-hf"
+    sent = client.workspace_execute_command_async(T.ExecuteCommandParams(
+        command="shapescript.export", arguments=[{"uri": uri, "target": "hf", "dims": dims, "output": str(out)}],
+        work_done_token=token))
+    return asyncio.ensure_future(sent), out, uri
+
+
+async def test_export_writes_with_progress_moving_per_tensor(client: LanguageClient, tmp_path):
+    token = "export-progress"
+    sent, out, _ = await _export_llama(client, tmp_path, "llama", TINY, token)
+    result = await sent
     assert result["ok"], result["message"]
     assert result["output"] == str(out) and str(out) in result["message"]
     assert result["random_weights"] and "random weights (seed 0)" in result["message"]
@@ -129,15 +137,8 @@ async def test_export_writes_with_progress_moving_per_tensor(client: LanguageCli
 
 
 async def test_a_cancel_leaves_nothing_written(client: LanguageClient, tmp_path):
-    uri = uri_of(tmp_path / "big.ss")
-    open_doc(client, uri, LLAMA)
-    await wait_version(client, uri, 1)
     token = "export-cancel"
-    client.progress_reports.setdefault(token, [])
-    out = tmp_path / "big-hf"
-    task = asyncio.ensure_future(client.workspace_execute_command_async(T.ExecuteCommandParams(
-        command="shapescript.export", arguments=[{"uri": uri, "target": "hf", "dims": LONG, "output": str(out)}],
-        work_done_token=token)))
+    task, out, uri = await _export_llama(client, tmp_path, "big", LONG, token)
     deadline = asyncio.get_running_loop().time() + 60
     while not any((r.message or "").startswith("writing") for r in client.progress_reports[token]):
         assert asyncio.get_running_loop().time() < deadline and not task.done()
