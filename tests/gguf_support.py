@@ -42,6 +42,25 @@ def export_gguf(source: str, out: str, weights: str | None = None, dims: dict | 
     return r
 
 
+def export_hf(source: str, out: str, weights: str, dims: dict | None = None,
+              tokenizer: str | None = None) -> str:
+    """The same model through `--hf` (issue 7's writer), for comparing against its export."""
+    args = ["export", source, "--hf", "-o", out, "--weights", weights, "--force"]
+    for k, v in (dims or {}).items():
+        args += ["--dim", f"{k}={v}"]
+    if tokenizer:
+        args += ["--tokenizer", tokenizer]
+    r = run_cli(*args)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out
+
+
+def load_hf_export(out: str):
+    import torch
+    from transformers import AutoModelForCausalLM
+    return AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True, dtype=torch.float32).eval()
+
+
 def save_weights(path: str, tensors: dict) -> str:
     from safetensors.numpy import save_file
     save_file({k: np.ascontiguousarray(v, dtype=np.float32) for k, v in tensors.items()}, path)
@@ -65,7 +84,7 @@ def state(model) -> dict:
 
 
 def hf_llama(seed=0, V=256, D=256, H=4, Hkv=2, F=512, L=2, theta=500000.0, eps=1e-5, tied=False,
-             qwen2=False):
+             qwen2=False, scale=0.08):
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
     torch.manual_seed(seed)
@@ -80,7 +99,7 @@ def hf_llama(seed=0, V=256, D=256, H=4, Hkv=2, F=512, L=2, theta=500000.0, eps=1
         cfg = LlamaConfig(**kw, head_dim=D // H, attention_bias=False, mlp_bias=False)
         model = LlamaForCausalLM(cfg)
     cfg._attn_implementation = "eager"
-    return randomize(model.eval(), seed)
+    return randomize(model.eval(), seed, scale)
 
 
 def hf_gpt2(seed=0, V=256, D=256, H=4, P=64, L=2):

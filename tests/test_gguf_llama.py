@@ -11,8 +11,8 @@ import os
 import numpy as np
 import pytest
 
-from gguf_support import (CONFORMANCE, LLAMA_DIMS, TOKENS, export_gguf, hf_llama, hf_logits,
-                          llama_cpp_logits, llama_to_source, max_diff, save_weights, state)
+from gguf_support import (CONFORMANCE, LLAMA_DIMS, TOKENS, export_gguf, export_hf, hf_llama, hf_logits,
+                          llama_cpp_logits, llama_to_source, load_hf_export, max_diff, save_weights, state)
 
 # documented in docs/serving-engines.md ("GGUF"); measured 7.7e-6, 5.1e-3, 5.1e-2, 0.20
 TOLERANCE = {"f32": 1e-4, "f16": 2e-2, "bf16": 1.2e-1, "q8_0": 4e-1}
@@ -28,7 +28,8 @@ def exported(tmp_path_factory):
         files[dtype] = str(d / f"llama-{dtype}.gguf")
         outputs[dtype] = export_gguf(os.path.join(CONFORMANCE, "llama.ss"), files[dtype], weights,
                                      LLAMA_DIMS, dtype=dtype)
-    return {"model": model, "ref": hf_logits(model, TOKENS), "files": files, "out": outputs, "dir": d}
+    return {"model": model, "ref": hf_logits(model, TOKENS), "files": files, "out": outputs, "dir": d,
+            "weights": weights}
 
 
 @pytest.mark.parametrize("dtype", list(TOLERANCE))
@@ -36,6 +37,14 @@ def test_llama_cpp_logits_match_transformers(exported, dtype):
     got = llama_cpp_logits(exported["files"][dtype], TOKENS)
     assert got.shape == (len(TOKENS), LLAMA_DIMS["V"])
     assert max_diff(got, exported["ref"]) < TOLERANCE[dtype]
+
+
+def test_llama_cpp_matches_the_hf_export(exported):
+    hf = load_hf_export(export_hf(os.path.join(CONFORMANCE, "llama.ss"), str(exported["dir"] / "hf"),
+                                  exported["weights"], LLAMA_DIMS))
+    ref = hf_logits(hf, TOKENS)
+    assert max_diff(ref, exported["ref"]) < 1e-4  # the hf export is the same model
+    assert max_diff(llama_cpp_logits(exported["files"]["f32"], TOKENS), ref) < 1e-4
 
 
 def test_summary_names_the_architecture_and_the_missing_tokenizer(exported):
