@@ -16,6 +16,7 @@ from .safetensors_format import HeaderInfo, TensorInfo, read_header
 
 INDEX = "model.safetensors.index.json"
 SINGLE = "model.safetensors"
+MAPPING = "shapescript-weights.json"  # an earlier export's param path -> checkpoint key
 CHUNK = 16 * 1024 * 1024
 AHEAD = 512 * 1024 * 1024  # how far the kernel reads ahead of the tensor being copied
 
@@ -42,6 +43,7 @@ class WeightSource:
         self.path = path
         self.headers: list = []           # [HeaderInfo]
         self.where: dict = {}             # key -> HeaderInfo
+        self.file_key: dict = {}          # key -> the file's key, where a mapping renames it
         if os.path.isdir(path):
             if os.path.isfile(os.path.join(path, INDEX)):
                 self._index(os.path.join(path, INDEX))
@@ -49,6 +51,8 @@ class WeightSource:
                 self._single(os.path.join(path, SINGLE))
             else:
                 raise ExportError(f"the weights directory `{path}` has neither {SINGLE} nor {INDEX}")
+            if os.path.isfile(os.path.join(path, MAPPING)):
+                self._mapping(os.path.join(path, MAPPING))
         elif path.endswith(".json"):
             self._index(path)
         else:
@@ -69,6 +73,27 @@ class WeightSource:
     def _ahead(self, key: str):
         t = self.info(key)
         prefetch(self.where[key].file, t.end, AHEAD)
+
+    def _mapping(self, file: str):
+        """Read an exported directory back through its mapping: keys become param paths."""
+        try:
+            with open(file, encoding="utf-8") as fh:
+                keys = json.load(fh).get("keys")
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError) as e:
+            raise ExportError(f"can't read {MAPPING} in `{self.path}`: {getattr(e, 'strerror', None) or e}")
+        if not isinstance(keys, dict):
+            raise ExportError(f"{MAPPING} in `{self.path}` has no `keys` of param paths to checkpoint keys")
+        where = {}
+        mapped = set()
+        for param, key in keys.items():
+            if isinstance(key, str) and key in self.where:
+                where[param] = self.where[key]
+                self.file_key[param] = key
+                mapped.add(key)
+        for key, h in self.where.items():  # keys no param maps to stay, to be warned about
+            if key not in mapped and key not in where:
+                where[key] = h
+        self.where = where
 
     def _single(self, file: str):
         h = read_header(file)
@@ -105,11 +130,11 @@ class WeightSource:
         return list(self.where)
 
     def info(self, key: str) -> TensorInfo:
-        return self.where[key].tensors[key]
+        return self.where[key].tensors[self.file_key.get(key, key)]
 
     def truncated(self, key: str):
         """Why the tensor can't be read whole, or None."""
-        return self.where[key].truncated.get(key)
+        return self.where[key].truncated.get(self.file_key.get(key, key))
 
     def read(self, key: str):
         """The tensor as a numpy array of its dtype (bf16 as float32)."""
