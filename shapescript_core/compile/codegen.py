@@ -14,6 +14,7 @@ Two flavours share everything but attention, the embedding and the output layer:
 """
 from __future__ import annotations
 
+from collections import Counter
 from fractions import Fraction
 from typing import Optional
 
@@ -32,6 +33,13 @@ OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "eq": 
 REDUCTIONS = {"sum": "{x}.sum({dims})", "mean": "{x}.mean({dims})", "max": "{x}.amax({dims})",
               "min": "{x}.amin({dims})", "logsumexp": "torch.logsumexp({x}, {dims})"}
 ATTENTION_KWARGS = "attention_mask=attention_mask, past_key_values=past_key_values, **kwargs"
+# the elementwise builtins on plain numbers (`sqrt(Dh)`): Python's math
+SCALAR_FUNCTIONS = {"exp": "math.exp({x})", "log": "math.log({x})", "sqrt": "math.sqrt({x})",
+                    "rsqrt": "1 / math.sqrt({x})", "tanh": "math.tanh({x})", "sigmoid": "1 / (1 + math.exp(-{x}))",
+                    "relu": "max({x}, 0.0)", "gelu": "{x} * (1 + math.erf({x} / math.sqrt(2))) / 2",
+                    "gelu_tanh": "{x} * (1 + math.tanh(math.sqrt(2 / math.pi) * ({x} + 0.044715 * {x} ** 3))) / 2",
+                    "silu": "{x} / (1 + math.exp(-{x}))", "abs": "abs({x})", "neg": "-{x}", "square": "{x} ** 2",
+                    "sin": "math.sin({x})", "cos": "math.cos({x})"}
 
 
 def atom(code: str) -> str:
@@ -445,10 +453,21 @@ class MethodGen:
         x, w = atom(self.ex(a)), atom(self.ex(b))
         if len(rt.axes) <= 2:
             return f"{x} @ {w}"
-        batch = n.type.axes[:-1]
-        x = align(x, lt, tuple(batch) + (lt.axes[-1],))
-        w = align(w, rt, tuple(batch) + tuple(rt.axes[-2:]))
-        return f"{x} @ {w}"
+        batch = tuple(n.type.axes[:-1])
+        rbatch = Counter(a.name for a in rt.axes[:-2])
+        if batch == tuple(lt.axes[:-1]) and len(lt.axes) >= 2 and \
+                not rbatch - Counter(a.name for a in lt.axes[:-2]):
+            # the right's batch axes are among the left's (not its rows): torch's matmul
+            # broadcasts them once they stand where the left has them
+            return f"{x} @ {align(w, rt, tuple(lt.axes[:-2]) + tuple(rt.axes[-2:]))}"
+        # otherwise one einsum over the result's axes, each operand's batch axes by name
+        letters = "abcdefghijklmnopqrstuvwxyz"
+        if len(n.type.axes) + 1 > len(letters):
+            raise CompileError("`@` has too many axes", n.where)
+        out, k = letters[:len(n.type.axes)], letters[len(n.type.axes)]
+        left = "".join(out[p] for p in match_positions(lt.axes[:-1], batch)) + k
+        right = "".join(out[p] for p in match_positions(rt.axes[:-2], batch)) + k + out[-1]
+        return f'torch.einsum("{left},{right}->{out}", {x}, {w})'
 
     # ------------------------------------------------------------ user calls
     def call(self, n) -> str:
@@ -490,8 +509,9 @@ class MethodGen:
             return self.reduction(n, REDUCTIONS[name])
         if b.torch and "{x}" in b.torch and len(b.params) == 1:  # elementwise
             if isinstance(x.type, ScalarT):
-                return f"math.{name}({self.ex(x)})" if name not in ("neg", "square", "abs") else \
-                    {"neg": "-{x}", "square": "{x} ** 2", "abs": "abs({x})"}[name].format(x=atom(self.ex(x)))
+                template = SCALAR_FUNCTIONS[name]
+                call = template.endswith("({x})") and template.count("{x}") == 1
+                return template.format(x=self.ex(x) if call else atom(self.ex(x)))
             return b.torch.format(x=self.ex(x) if b.torch.startswith(("torch.", "nn.")) else atom(self.ex(x)))
         raise CompileError(f"can't compile `{name}`", n.where)
 
@@ -537,7 +557,8 @@ class MethodGen:
         rank = len(x.type.axes)
         if ps == list(range(rank - len(ps), rank)):
             sizes = ", ".join(self.need_size(x.type.axes[p].size, n.where) for p in ps)
-            return f"nn.functional.layer_norm({self.ex(x)}, ({sizes},), {self.ex(w)}, {self.ex(b)}, {eps!r})"
+            sizes += "," if len(ps) == 1 else ""
+            return f"nn.functional.layer_norm({self.ex(x)}, ({sizes}), {self.ex(w)}, {self.ex(b)}, {eps!r})"
         self.gen.helpers.add("layer_norm")
         return (f"layer_norm({self.ex(x)}, {self._weight_over(n, w, ps)}, {self._weight_over(n, b, ps)}, "
                 f"{dims_arg(ps)}, {eps!r})")
@@ -546,7 +567,10 @@ class MethodGen:
         x, w, b = self.arg(n, "x"), self.arg(n, "W"), self.arg(n, "b")
         mod = self._module_field(w, ("linear",))
         if mod is not None:
-            return f"{mod}({self.ex(x)})"
+            folded = self.gen.plan.fields[(w.inputs[0].type.name, w.attrs["name"])].bias is not None
+            if b is None or folded:
+                return f"{mod}({self.ex(x)})"
+            return f"{mod}({self.ex(x)}) + {atom(self.ex(b))}"  # an nn.Linear without a bias of its own
         parts = [self.ex(x), self.ex(w)] + ([self.ex(b)] if b is not None else [])
         return f"nn.functional.linear({', '.join(parts)})"
 
