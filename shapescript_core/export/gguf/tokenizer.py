@@ -92,8 +92,8 @@ def add_tokenizer(w: "gguf.GGUFWriter", directory: str | None, n_vocab: int) -> 
         w.add_tokenizer_model("none")
         return "no tokenizer embedded (tokenizer.ggml.model = \"none\"): pass --tokenizer DIR"
     tok = read_json(os.path.join(directory, "tokenizer.json"))
-    pre = pre_name(tok.get("pre_tokenizer"))
     tokens, types = vocab_entries(tok, n_vocab)
+    pre = pre_name(tok.get("pre_tokenizer"))
     special = gguf.SpecialVocab(directory, load_merges=True, n_vocab=n_vocab)
     if not special.merges:
         raise TokenizerError("the tokenizer has no merges")
