@@ -156,7 +156,7 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
                          dims={**settings.dims, **given}, tokenizer=tok, explicit_dims=tuple(given))
 
 
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")  # what the writers copy or read
 
 
 def check_tokenizer_dir(d: str):
@@ -164,7 +164,7 @@ def check_tokenizer_dir(d: str):
         raise RequestError(f"--tokenizer takes a Hugging Face tokenizer directory; `{d}` is not a directory")
     if not any(os.path.isfile(os.path.join(d, n)) for n in TOKENIZER_FILES):
         raise RequestError(f"`{d}` holds no tokenizer: a Hugging Face tokenizer directory has "
-                           f"{' or '.join(TOKENIZER_FILES)}")
+                           f"{', '.join(TOKENIZER_FILES[:-1])} or {TOKENIZER_FILES[-1]}")
 
 
 def unknown_dims(ws, paths, names) -> Optional[str]:
