@@ -93,3 +93,24 @@ def test_vllm_serves_it_with_the_same_greedy_tokens(llama_vllm):
     assert r["classes"] == ["TransformersForCausalLM"]
     assert [len(g) for g in r["got"]] == [8, 8, 8]
     assert r["got"] == r["want"]
+
+
+VLLM_NATIVE = VLLM_SERVES.replace('model_impl="transformers", ', '').replace(
+    "type(m).__name__", 'type(m).__module__ + "." + type(m).__name__')
+
+
+def test_vllm_runs_the_native_model_from_the_plugin(llama_vllm):
+    import subprocess
+    python = require_vllm()
+    plugin = llama_vllm / "vllm_plugin"
+    assert (plugin / "pyproject.toml").exists()
+    pip = [python, "-m", "pip", "--disable-pip-version-check", "-q"]
+    subprocess.run(pip + ["install", "--no-deps", "--no-build-isolation", str(plugin)], check=True,
+                   capture_output=True, text=True, timeout=300)
+    try:
+        r = run_in_env(python, VLLM_NATIVE, llama_vllm, timeout=480).result
+    finally:
+        subprocess.run(pip + ["uninstall", "-y", "shapescript-vllm-llama"], capture_output=True, timeout=120)
+    assert r["classes"] == ["shapescript_vllm_llama.model.ShapeScriptLlamaForCausalLM"]
+    assert [len(g) for g in r["got"]] == [8, 8, 8]
+    assert r["got"] == r["want"]

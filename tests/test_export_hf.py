@@ -44,7 +44,7 @@ def test_layout_is_a_hugging_face_decoder(exported):
     _, out = exported("llama")
     model, _ = load_causal_lm(out)
     cfg = json.loads((out / "config.json").read_text())
-    assert cfg["architectures"] == ["LlamaForCausalLM"]
+    assert cfg["architectures"] == ["ShapeScriptLlamaForCausalLM"]
     assert set(cfg["auto_map"]) == {"AutoConfig", "AutoModel", "AutoModelForCausalLM"}
     assert {k: cfg[k] for k in ("vocab_size", "hidden_size", "num_attention_heads", "num_key_value_heads",
                                 "head_dim", "num_hidden_layers", "tie_word_embeddings")} == {

@@ -71,7 +71,8 @@ class ClassInfo:
 
 
 class Generator:
-    def __init__(self, prog, plan: Plan, class_names: dict):
+    def __init__(self, prog, plan: Plan, class_names: dict, flavor: str = "hf"):
+        self.flavor = flavor  # "hf" (transformers) or "vllm" (a native vLLM model)
         self.prog = prog
         self.plan = plan
         self.lm = plan.lm
@@ -264,21 +265,30 @@ class MethodGen:
     def svar_bindings(self) -> list:
         lines = []
         for sym, pyname in self.used_svars.items():
-            src = None
-            for p, t, _ in self.g.params:
-                if isinstance(t, TensorT):
-                    for i, a in enumerate(t.axes):
-                        if a.size.single_symbol() == sym:
-                            src = (p, i)
-                            break
-                if src:
-                    break
+            src = self._axis_holding(sym)
             if src is None:
                 raise CompileError(f"the size `{sym}` is not known at run time", (self.g.path, self.g.item and 0))
-            p, i = src
+            p, i, factor = src
             holder = "inputs_embeds" if self.lm_entry and p == self.lm.ids else self.var(p)
-            lines.append(f"{pyname} = {holder}.shape[{i}]")
+            lines.append(f"{pyname} = {holder}.shape[{i}]" + (f" // {factor}" if factor != 1 else ""))
         return lines
+
+    def _axis_holding(self, sym: str):
+        """(parameter, axis, k) of a parameter's axis of size k * sym (k from the dims),
+        an axis of size exactly sym first."""
+        found = None
+        values = self.gen.env.dims.values
+        for p, t, _ in self.g.params:
+            if not isinstance(t, TensorT):
+                continue
+            for i, a in enumerate(t.axes):
+                if a.size.single_symbol() == sym:
+                    return p, i, 1
+                if found is None and a.size.is_monomial() and dict(a.size.terms[0][0]).get(sym) == 1:
+                    k = a.size.evaluate({**values, sym: 1})
+                    if k is not None and k.denominator == 1 and k > 0:
+                        found = (p, i, int(k))
+        return found
 
     # ------------------------------------------------------------ statements
     def body(self) -> list:
@@ -313,6 +323,9 @@ class MethodGen:
             return [f"return {self.ex(s.value)}"]
         out = self.lm.out_node
         hidden = self.ex(out.attrs["args"]["x"])
+        if self.gen.flavor == "vllm":
+            return [f"hidden_states = {hidden}  # the output layer `{self.lm.output}` is the lm_head",
+                    "return hidden_states[0]  # back to vLLM's flat tokens"]
         return [f"hidden_states = {hidden}  # the output layer `{self.lm.output}` is the lm_head",
                 "if return_dict is False:",
                 "    return (hidden_states, past_key_values)",

@@ -147,6 +147,8 @@ class PatternLowering:
         perm = [self._index(left, n) for n in rnames]
         perm += [i for i, e in enumerate(left) if e.name is None]  # literal axes (size 1) go last
         code = permute_code(code, perm)
+        if any(e.name is None for e in left + right):  # size-1 axes stand where the output has them
+            return self.merge_groups(code, pat.output, -1)
         return self.merge_groups(code, pat.output, len(left))
 
     def repeat(self, code: str) -> str:

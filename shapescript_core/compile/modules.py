@@ -55,6 +55,9 @@ def field_decl(gen: Generator, model: str, fname: str, f, layer_idx: Optional[st
     if fp.kind == "linear":
         bias = "True" if fp.bias else "False"
         return [f"self.{fp.attr} = nn.Linear({sizes[1]}, {sizes[0]}, bias={bias}){comment}"]
+    if fp.kind == "embedding" and gen.flavor == "vllm" and gen.lm is not None and \
+            (model, fname) == (gen.plan.root, gen.lm.table):
+        return [f"self.{fp.attr} = VocabParallelEmbedding({sizes[0]}, {sizes[1]}){comment}"]
     if fp.kind == "embedding":
         return [f"self.{fp.attr} = nn.Embedding({sizes[0]}, {sizes[1]}){comment}"]
     return [f"self.{fp.attr} = nn.Parameter({_init_code(f, sizes)}){comment}"]
@@ -128,7 +131,7 @@ def site_decls(gen: Generator, cls, root: bool) -> list:
         groups = mg.attention_groups(n)
         index = (str(k) if root else ("layer_idx" if k == 0 else f"layer_idx + {k}"))
         attr = cls.site_attrs[id(n)]
-        out.append(f"self.{attr} = CausalAttention(config, {index}, {groups}, {scaling}, {width})"
+        out.append(f"self.{attr} = CausalAttention(config, {index}, {heads}, {groups}, {scaling}, {width})"
                    f"  # line {n.where[1]}: {heads} query heads, each key/value head serving {groups}")
     return out
 

@@ -26,6 +26,9 @@ RESERVED = {
     "GenerationMixin", "PreTrainedModel", "BaseModelOutputWithPast", "CausalLMOutputWithPast",
     "input_ids", "attention_mask", "position_ids", "past_key_values", "inputs_embeds", "use_cache",
     "cache", "return_dict", "labels", "logits_to_keep", "layer_idx", "hidden_states",
+    "CausalAttention", "PagedAttention", "LogitsProcessor", "ParallelLMHead", "VocabParallelEmbedding",
+    "default_weight_loader", "get_current_vllm_config", "PretrainedConfig", "positions",
+    "intermediate_tensors",
     # Python keywords
     "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else",
     "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",

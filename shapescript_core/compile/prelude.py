@@ -66,10 +66,11 @@ class CausalAttention(nn.Module):
     attention function repeats each `num_key_value_groups` times. Takes and returns
     [b H n Dh] tensors, as the source's `scaled_dot_product_attention` does."""
 
-    def __init__(self, config, layer_idx, num_key_value_groups, scaling, head_dim):
+    def __init__(self, config, layer_idx, num_heads, num_key_value_groups, scaling, head_dim):
         super().__init__()
         self.config = config
         self.layer_idx = layer_idx
+        self.num_heads = num_heads
         self.num_key_value_groups = num_key_value_groups
         self.scaling = scaling
         self.head_dim = head_dim
@@ -118,6 +119,30 @@ def cache_of(output):
     return None
 ''',
 }
+
+# the vLLM flavour of the attention: vLLM's paged Attention, over its flattened tokens
+VLLM_ATTENTION = '''
+class CausalAttention(nn.Module):
+    """Causal attention as vLLM runs it: its paged `Attention` with its own KV cache.
+
+    Keys and values keep their own number of heads (`num_kv_heads`). Takes and returns
+    [b H n Dh] tensors, as the source's `scaled_dot_product_attention` does; vLLM's
+    tokens come as a batch of one."""
+
+    def __init__(self, config, layer_idx, num_heads, num_key_value_groups, scaling, head_dim):
+        super().__init__()
+        vllm_config = get_current_vllm_config()
+        self.layer_idx = layer_idx
+        self.attn = PagedAttention(num_heads, head_dim, scaling, num_kv_heads=num_heads // num_key_value_groups,
+                              cache_config=vllm_config.cache_config, quant_config=vllm_config.quant_config,
+                              prefix=f"layers.{layer_idx}.attention")
+
+    def forward(self, query, key, value, attention_mask=None, past_key_values=None, **kwargs):
+        batch, heads, tokens = query.shape[0], query.shape[1], query.shape[2]
+        flat = [x.transpose(1, 2).reshape(batch * tokens, -1) for x in (query, key, value)]
+        out = self.attn(*flat)
+        return out.reshape(batch, tokens, heads, -1).transpose(1, 2)
+'''
 
 # which imports each helper needs beyond torch / nn / F
 NEEDS = {"attend": {"ALL_ATTENTION_FUNCTIONS"}, "mask": {"inspect", "create_causal_mask", "dataclasses"}}

@@ -28,7 +28,9 @@ class Names:
     """The generated module, class and config names for a root model."""
 
     def __init__(self, root: str, models: list):
-        base = py_name(root)
+        # prefixed, so that no engine takes the architecture for one of its own (vLLM
+        # would run its native Llama for an architecture called LlamaForCausalLM)
+        base = "ShapeScript" + root[:1].upper() + root[1:]
         stem = "".join(ch if ch.isalnum() else "_" for ch in root).lower()
         self.stem = stem
         self.model_type = f"shapescript_{stem}"

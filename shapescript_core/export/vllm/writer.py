@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 
 from ..hf.writer import _size, write_directory
+from ...compile.graph import CompileError
 from ..writers import ExportError
+from .native import plugin_files
 
 README = """# {name}: a ShapeScript export for vLLM
 
@@ -21,6 +23,21 @@ Transformers backend serves:
 ```
 vllm serve {out} --trust-remote-code --model-impl transformers{tok}
 ```
+
+## The native vLLM model
+
+`vllm_plugin/` is a pip-installable vLLM plugin: it registers a native vLLM model of
+the same source (vLLM's paged attention, `VocabParallelEmbedding`, `ParallelLMHead`),
+so that vLLM runs it without the Transformers backend:
+
+```
+pip install {out}/vllm_plugin
+vllm serve {out} --trust-remote-code{tok}
+```
+
+(`--model-impl vllm` insists on it; `pip uninstall {dist}` removes it.)
+
+## Serving
 
 or, from Python:
 
@@ -43,9 +60,22 @@ def write(ctx) -> str:
         raise ExportError(f"`{ctx.fn_item.name}` isn't a language model, so vLLM can't serve it: "
                           "export it with --hf")
     art = out["artifact"]
+    ctx.progress("generating the native vLLM model", 0, 1)
+    try:
+        files = plugin_files(art.plan.prog, art.plan, art.names, os.path.basename(ctx.request.path))
+    except CompileError as e:
+        raise ExportError(f"can't generate the native vLLM model: {e}") from e
+    for rel, text in files.items():
+        path = os.path.join(ctx.tmp, "vllm_plugin", rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if rel.endswith(".py"):
+            compile(text, rel, "exec")
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
     has_tok = any(os.path.isfile(os.path.join(ctx.tmp, f)) for f in ("tokenizer.json", "tokenizer.model"))
     text = README.format(
         name=os.path.basename(ctx.request.output), source=os.path.basename(ctx.request.path),
+        dist=f"shapescript-vllm-{art.names.stem}",
         fn=ctx.fn_item.name, stem=art.names.stem, out=ctx.request.output,
         tok="" if has_tok else " --skip-tokenizer-init",
         tok_py="" if has_tok else ", skip_tokenizer_init=True",
