@@ -15,8 +15,6 @@ Each architecture is told apart by what its graph computes, never by names:
 """
 from __future__ import annotations
 
-LLAMA_FAMILY = ("llama", "qwen2")
-
 # rope style llama.cpp applies per architecture: "interleaved" (LLAMA_ROPE_TYPE_NORM)
 # or "half" (LLAMA_ROPE_TYPE_NEOX)
 ROPE_STYLE = {"llama": "interleaved", "qwen2": "half"}

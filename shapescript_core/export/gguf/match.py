@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 
-from .archs import LLAMA_FAMILY, ROPE_STYLE, has
+from .archs import ROPE_STYLE, has
 from .plan import Departure, Gather, Plan, RopePermute, TensorPlan
 
 DEFAULT_CONTEXT = 4096  # llama-family sources take positions as a tensor; see docs
@@ -64,8 +64,6 @@ class Matcher:
         self.index = {id(n): i for i, n in enumerate(tr.nodes)}
         self.found: list = []  # [_Depart] collected along the residual stream
         self.arch = "llama"
-        pos = [n for name, n in tr.inputs.items()]
-        self.inputs = {id(n) for n in pos}
 
     # ------------------------------------------------------------ helpers
     def depart(self, node, place: str, what: str):
@@ -269,7 +267,7 @@ class Matcher:
         stack, seen, found = [branch], set(), []
         while stack:
             n = stack.pop()
-            if res in n.inputs and n is not branch or (n is branch and res in n.inputs):
+            if any(i is res for i in n.inputs):
                 found.append(n)
             for i in n.inputs:
                 if id(i) not in seen and i is not res:

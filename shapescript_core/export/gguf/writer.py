@@ -13,7 +13,7 @@ import os
 
 import gguf
 import numpy as np
-from gguf.quants import QuantError, quant_shape_to_byte_shape, quantize
+from gguf.quants import quant_shape_to_byte_shape, quantize
 
 from ..writers import ExportError
 from . import layout, metadata
