@@ -440,3 +440,20 @@ def test_progress_is_a_bar_on_a_terminal_and_lines_otherwise(src, tmp_path):
     r = subprocess.run(cmd + [str(tmp_path / "pipe")], env=env, capture_output=True, text=True)
     assert r.returncode == 0 and "━" not in r.stderr and "\x1b[" not in r.stderr
     assert "shapescript: 100% wrote model.safetensors" in r.stderr
+
+
+def test_tokenizer_ships_with_the_real_hf_export(tmp_path, capsys):
+    from tokenizers import Tokenizer, models, pre_tokenizers, trainers
+    from transformers import AutoTokenizer
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.train_from_iterator(["the cat sat on the mat"] * 20, trainers.BpeTrainer(vocab_size=60, special_tokens=["<unk>"]))
+    tdir = tmp_path / "tok"
+    tdir.mkdir()
+    tok.save(str(tdir / "tokenizer.json"))
+    src = os.path.join(ROOT, "examples", "llama.ss")
+    dims = ["--dim", "V=64", "--dim", "D=64", "--dim", "H=2", "--dim", "Hkv=1", "--dim", "F=64", "--dim", "L=1"]
+    code, err = export(capsys, src, "--hf", "--tokenizer", tdir, "-o", tmp_path / "out", *dims)
+    assert code == 0, err
+    loaded = AutoTokenizer.from_pretrained(str(tmp_path / "out"))
+    assert loaded("the cat")["input_ids"] == tok.encode("the cat").ids
