@@ -93,3 +93,14 @@ def test_an_output_that_would_replace_the_source_is_refused(src, tmp_path):
         make_request(src, "hf", output=src)
     with pytest.raises(RequestError, match="would replace the source"):
         make_request(src, "hf", output=str(tmp_path / "models"))
+
+
+def test_the_export_front_ends_import_no_numpy_or_torch():
+    import subprocess
+    import sys
+    code = ("import sys; import shapescript_core.cli, shapescript_core.exporting, shapescript_server.export; "
+            "from shapescript_core.export import request, run, writers, atomic; "
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'torch', 'safetensors', 'rich')); "
+            "print(heavy); sys.exit(1 if heavy else 0)")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
