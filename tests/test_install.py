@@ -49,10 +49,18 @@ class Install:
                               timeout=timeout)
 
 
-def _setuptools_new_enough() -> bool:
+def _can_build_here() -> bool:
+    """Whether this environment's setuptools builds the wheel (>= 61 for pyproject
+    metadata; bdist_wheel is its own from 70.1, before that the `wheel` package's)."""
     try:
-        major = int(importlib.metadata.version("setuptools").split(".")[0])
+        major, minor = (int(x) for x in importlib.metadata.version("setuptools").split(".")[:2])
     except (importlib.metadata.PackageNotFoundError, ValueError):
+        return False
+    if (major, minor) >= (70, 1):
+        return True
+    try:
+        importlib.metadata.version("wheel")
+    except importlib.metadata.PackageNotFoundError:
         return False
     return major >= 61
 
@@ -75,7 +83,7 @@ def installed(tmp_path_factory) -> Install:
         else:
             shutil.copy2(ROOT / name, src / name)
     # the build backend of this environment when it is recent enough: no download
-    isolation = ["--no-build-isolation"] if _setuptools_new_enough() else []
+    isolation = ["--no-build-isolation"] if _can_build_here() else []
     _step("pip wheel", [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", *isolation, str(src),
                         "-w", str(work / "dist")], timeout=300)
     (wheel,) = (work / "dist").glob("shapescript-*.whl")
