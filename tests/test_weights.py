@@ -77,6 +77,17 @@ def test_random_weights_deterministic_per_seed_and_path():
     assert np.array_equal(bf16_bits(b), bf16_bits(a))
 
 
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16", "f64"])
+def test_random_weights_in_pieces_join_to_the_whole(dtype):
+    from shapescript_core.export.weights.random_init import random_chunks
+    spec = _spec(shape=(301, 77), dtype=dtype)
+    whole = random_tensor(spec, 11).reshape(-1)
+    for n in (12345, 4096, 301 * 77):
+        assert np.array_equal(np.concatenate(list(random_chunks(spec, 11, n))), whole)
+    ones = _spec(init=("ones",), dtype=dtype)
+    assert np.array_equal(np.concatenate(list(random_chunks(ones, 0, 100))), random_tensor(ones, 0).reshape(-1))
+
+
 def test_an_unknown_initializer_is_a_clear_error():
     with pytest.raises(ExportError, match=r"`layers.0.w`'s initializer `uniform\(1\)` can't make random weights"):
         random_tensor(_spec(init=("unknown", "uniform(1)")), 0)

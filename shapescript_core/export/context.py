@@ -114,6 +114,13 @@ class ExportContext:
                         for chunk in self._source.stream_chunks(src, CHUNK_ELEMENTS):
                             self.check_cancelled()
                             _write_array(fh, to_stored(chunk, stored))
+                elif isinstance(src, str) and transform is None:
+                    # random weights, generated and written piece by piece
+                    from .weights.convert import to_stored
+                    from .weights.random_init import random_chunks
+                    for chunk in random_chunks(self._spec[src], self.request.seed, CHUNK_ELEMENTS):
+                        self.check_cancelled()
+                        _write_array(fh, to_stored(chunk, stored))
                 else:
                     from .weights.convert import to_stored
                     arr = self.read(src) if isinstance(src, str) else src

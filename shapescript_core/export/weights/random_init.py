@@ -38,3 +38,29 @@ def random_tensor(spec: ParamSpec, seed: int) -> np.ndarray:
     if spec.dtype == "bf16":
         return bf16_to_f32(bf16_bits(x))
     return x
+
+
+def random_chunks(spec: ParamSpec, seed: int, elements: int):
+    """The same values as `random_tensor(spec, seed)`, flat, in pieces of at most
+    `elements`: the generator draws in sequence, so the pieces join to the whole."""
+    check_init(spec)
+    kind = spec.init[0]
+    dt = np.float32 if spec.dtype == "bf16" else NP[spec.dtype]
+    total = spec.numel
+    gen = rng_for(seed, spec.path) if kind == "normal" else None
+    done = 0
+    while done < total:
+        n = min(elements, total - done)
+        done += n
+        if kind == "ones":
+            yield np.ones(n, dtype=dt)
+        elif kind == "zeros":
+            yield np.zeros(n, dtype=dt)
+        else:
+            x = gen.standard_normal(n, dtype=np.float64 if dt == np.float64 else np.float32)
+            x *= spec.init[1]
+            if spec.dtype == "f16":
+                x = x.astype(np.float16)
+            elif spec.dtype == "bf16":
+                x = bf16_to_f32(bf16_bits(x))
+            yield x
