@@ -330,23 +330,35 @@ WRAPPER = (f"import sys; sys.path.insert(0, {HERE!r}); sys.path.insert(0, {ROOT!
            "from shapescript_core.cli import main; sys.exit(main(sys.argv[1:]))")
 
 
-def test_killed_export_leaves_a_temporary_the_next_export_removes(src, tmp_path):
-    out = tmp_path / "out"
+def _start_and_signal(src, out, sig):
+    """Start an export in a process of its own, and send it `sig` mid-write."""
     env = {**os.environ, "SS_TINY_DELAY": "0.2"}
     p = subprocess.Popen([sys.executable, "-c", WRAPPER, "export", str(src), "--hf", "-o", str(out)],
                          env=env, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
-    while not leftovers(tmp_path) and time.monotonic() < deadline and p.poll() is None:
+    while not leftovers(out.parent) and time.monotonic() < deadline and p.poll() is None:
         time.sleep(0.02)
     time.sleep(0.3)  # mid-write
-    p.send_signal(signal.SIGKILL)
+    p.send_signal(sig)
     p.wait()
+    return p.returncode
+
+
+def test_killed_export_leaves_a_temporary_the_next_export_removes(src, tmp_path):
+    out = tmp_path / "out"
+    assert _start_and_signal(src, out, signal.SIGKILL) == -signal.SIGKILL
     stale = leftovers(tmp_path)
     assert len(stale) == 1 and not out.exists()
     r = subprocess.run([sys.executable, "-c", WRAPPER, "export", str(src), "--hf", "-o", str(out)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     assert leftovers(tmp_path) == [] and sorted(os.listdir(out)) == ["config.json", "model.safetensors"]
+
+
+def test_terminated_export_cleans_up(src, tmp_path):
+    out = tmp_path / "out"
+    assert _start_and_signal(src, out, signal.SIGTERM) == 128 + signal.SIGTERM
+    assert leftovers(tmp_path) == [] and not out.exists()
 
 
 def test_a_running_exports_temporary_is_left_alone(tiny, src, tmp_path, capsys):

@@ -4,7 +4,8 @@
 - An existing output is refused unless `force`; with `force` the old output is moved
   aside, the new one renamed in, and the old one removed, so a failure before the
   rename keeps the old output whole.
-- An exception, Ctrl-C (KeyboardInterrupt), a cancel or a full disk removes the
+- An exception, Ctrl-C (KeyboardInterrupt), SIGTERM (the CLI turns it into SystemExit),
+  a cancel or a full disk removes the
   temporary before the error goes on: no output, no temporary.
 - A killed export can't clean up: it leaves only its temporary. The next export to the
   same output removes temporaries whose process is gone (the PID in the name), and

@@ -4,6 +4,7 @@ closing lines. Exit 0 written, 1 diagnostics or weights errors, 2 usage."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import time
 
@@ -21,14 +22,23 @@ def run_export_command(ws, path: str, target: str, args, dims: dict, usage_error
     if request.random_weights and request.random_reason:
         print(f"shapescript: {request.random_reason}: exporting random weights (seed {request.seed})",
               file=sys.stderr)
-    with progress_display() as progress:
-        result = run_export(ws, request, progress)
+    previous = signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGTERM, _terminated)  # a `kill` cleans up as Ctrl-C does
+    try:
+        with progress_display() as progress:
+            result = run_export(ws, request, progress)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if result.diagnostics:
         print_diags(result.diagnostics)
     for w in result.warnings:
         print(f"shapescript: warning: {w}", file=sys.stderr)
     print(f"shapescript: {result.message}", file=sys.stderr)
     return result.status
+
+
+def _terminated(signum, frame):
+    raise SystemExit(128 + signum)
 
 
 class progress_display:
