@@ -5,8 +5,8 @@
   aside, the new one renamed in, and the old one removed, so a failure before the
   rename keeps the old output whole.
 - An exception, Ctrl-C (KeyboardInterrupt), SIGTERM (the CLI turns it into SystemExit),
-  a cancel or a full disk removes the
-  temporary before the error goes on: no output, no temporary.
+  a cancel or a full disk removes the temporary before the error goes on: no output,
+  no temporary.
 - A killed export can't clean up: it leaves only its temporary. The next export to the
   same output removes temporaries whose process is gone (the PID in the name), and
   leaves those of an export still running.
