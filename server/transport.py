@@ -175,16 +175,25 @@ def dispatch(ls, msg) -> None:
     protocol = ls.protocol
     if isinstance(msg, ParseError):
         log.warning("a message that is not JSON (%s): %r", msg.reason, msg.body)
-        protocol._send_data({"jsonrpc": "2.0", "id": None,
-                             "error": {"code": -32700, "message": f"Parse error: {msg.reason}"}})
+        _error(protocol, None, -32700, f"Parse error: {msg.reason}")
+        return
+    if not isinstance(msg, dict) or msg.get("jsonrpc") != "2.0":
+        log.warning("a message that is not a JSON-RPC 2.0 object: %.200r", msg)
+        msg_id = msg.get("id") if isinstance(msg, dict) and "method" in msg else None
+        _error(protocol, msg_id if isinstance(msg_id, (int, str)) else None, -32600,
+               "Invalid Request: not a JSON-RPC 2.0 object (batches are not supported)")
         return
     try:
-        protocol.handle_message(protocol.structure_message(msg) if isinstance(msg, dict) else msg)
+        protocol.handle_message(protocol.structure_message(msg))
     except (SystemExit, KeyboardInterrupt):
         raise
     except Exception as exc:
         log.exception("unable to handle a message")
         ls._report_server_error(exc, JsonRpcException)
+
+
+def _error(protocol, msg_id, code: int, message: str) -> None:
+    protocol._send_data({"jsonrpc": "2.0", "id": msg_id, "error": {"code": code, "message": message}})
 
 
 async def pump(ls, read: Callable[[], Any]) -> None:
