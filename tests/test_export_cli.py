@@ -309,14 +309,16 @@ def test_interrupted_or_failed_write_leaves_nothing(tiny, src, tmp_path, capsys,
     assert code == status and os.listdir(tmp_path / "out") == ["old.txt"] and leftovers(tmp_path) == []
 
 
-def test_full_disk_leaves_nothing(tiny, src, tmp_path, capsys):
+@pytest.mark.parametrize("weights", [False, True], ids=["random", "copied"])
+def test_full_disk_leaves_nothing(tiny, src, tmp_path, capsys, weights):
+    w = ["--weights", good_weights(tmp_path)] if weights else []
     mnt = tmp_path / "small"
     mnt.mkdir()
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True)
     if r.returncode != 0:
         pytest.skip("needs a small tmpfs (root): " + r.stderr.decode().strip())
     try:
-        code, err = export(capsys, src, "--hf", "-o", mnt / "out")
+        code, err = export(capsys, src, "--hf", *w, "-o", mnt / "out")
         assert code == 1, err
         assert f"no space left on the device writing `{mnt / 'out'}`: nothing was written" in err
         assert os.listdir(mnt) == []

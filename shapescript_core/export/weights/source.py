@@ -7,6 +7,7 @@ system has one), so peak memory stays near one tensor however large the model.
 """
 from __future__ import annotations
 
+import errno
 import json
 import os
 
@@ -18,6 +19,7 @@ INDEX = "model.safetensors.index.json"
 SINGLE = "model.safetensors"
 MAPPING = "shapescript-weights.json"  # an earlier export's param path -> checkpoint key
 CHUNK = 16 * 1024 * 1024
+_NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF, errno.EPERM}
 AHEAD = 512 * 1024 * 1024  # how far the kernel reads ahead of the tensor being copied
 
 
@@ -175,8 +177,10 @@ class WeightSource:
                 if fast:
                     try:
                         done = os.copy_file_range(src.fileno(), out.fileno(), n, pos)
-                    except OSError:
-                        fast = False
+                    except OSError as e:
+                        if e.errno not in _NO_KERNEL_COPY:
+                            raise  # a full disk, an I/O error: the export stops
+                        fast = False  # another filesystem, or no support: copy by hand
                         done = 0
                 if not fast:
                     src.seek(pos)
