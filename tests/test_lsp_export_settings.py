@@ -12,18 +12,7 @@ from safetensors import safe_open
 from safetensors.numpy import save_file
 
 from lsp_support import config, initialize, open_doc, uri_of, wait_version
-
-CLASSIFIER = """\
-dim D = 64
-dim C = 10
-
-model Classifier:
-    w: [C D]
-
-@export(hf)
-fn classify(m: Classifier, x: [b D]) -> [b C]:
-    return linear(x, m.w)
-"""
+from test_lsp_export import GOOD as CLASSIFIER, export
 
 SETTINGS = {"export": {"dtype": "bf16"}}  # over the file's f16
 
@@ -39,11 +28,6 @@ async def client(lsp_client: LanguageClient, tmp_path):
     await initialize(lsp_client, root=str(tmp_path), options={"settings": SETTINGS})
     yield
     await lsp_client.shutdown_session()
-
-
-async def export(client, **args):
-    return await client.workspace_execute_command_async(T.ExecuteCommandParams(
-        command="shapescript.export", arguments=[args]))
 
 
 async def test_defaults_come_from_the_settings(client: LanguageClient):
