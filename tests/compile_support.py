@@ -13,8 +13,10 @@ declare, so that a wrong permutation or a wrong axis cannot pass by accident.
 """
 from __future__ import annotations
 
+import atexit
 import importlib
 import itertools
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -37,6 +39,7 @@ def _package_root() -> Path:
     global _root
     if _root is None:
         _root = Path(tempfile.mkdtemp(prefix="shapescript-compiled-"))
+        atexit.register(shutil.rmtree, _root, True)
         sys.path.insert(0, str(_root))
     return _root
 

@@ -24,6 +24,13 @@ dim F = 11
 model M:
     g: [D] = ones
     wf: [H Dh F]
+
+fn heads(x: [b n H*Dh]) -> [b H n Dh]:
+    return rearrange(x, b n (H Dh) -> b H n Dh)
+
+fn merge_heads(m: M, x: [b H n Dh]) -> [b n H*Dh]:
+    y = softmax(x, over=n)
+    return rearrange(y, b H n Dh -> b n (H Dh))
 """
 
 B, N, HKV, GR, HH, DH, D, F = 2, 5, 3, 4, 12, 6, 8, 11
@@ -159,11 +166,18 @@ BROADCAST = [
     ("bc_mask_logic_or", "x: [b n D], p: [D b] bool, q: [b] bool -> [b n D]",
      "masked_fill(x, q or p, 1.5)", lambda t: t["x"].masked_fill((t["q"] | t["p"]).T[:, None, :], 1.5)),
     ("bc_scalars", "x: [b n D] -> [b n D]", "2.0 * x - 1.0 / D", lambda t: 2.0 * t["x"] - 1.0 / D),
+    ("bc_unary_minus", "x: [b n D], y: [n D] -> [b n D]", "-x + -y", lambda t: -t["x"] - t["y"]),
     ("bc_chain", "x: [b n D], y: [b n], z: [D] -> [b n D]", "(x - y) * z + y",
      lambda t: (t["x"] - t["y"][..., None]) * t["z"] + t["y"][..., None]),
 ]
 
-CASES = REARRANGE + SPLIT + REPEAT + EINSUM + BROADCAST
+CALLS = [
+    # patterns in the functions a case calls: a plain function, and one taking the model (a method of its class)
+    ("calls", "x: [t s H*Dh] -> [t s H*Dh]", "merge_heads(m, heads(x))",
+     lambda t: t["x"].reshape(17, 13, HH, DH).transpose(1, 2).softmax(2).transpose(1, 2).reshape(17, 13, HH * DH)),
+]
+
+CASES = REARRANGE + SPLIT + REPEAT + EINSUM + BROADCAST + CALLS
 
 
 @pytest.fixture(scope="module")
