@@ -68,6 +68,18 @@ def convert(arr: np.ndarray, qtype) -> np.ndarray:
     return quantize(arr, qtype)
 
 
+def _copy_unchanged(ctx, t, qtype, fout) -> bool:
+    """Copy an f32 param stored f32 with no layout change straight from the weights file
+    (the kernel's copy_file_range, as `cp` does); False when it must be converted."""
+    source = getattr(ctx, "_source", None)  # the backbone's WeightSource; None for random weights
+    if source is None or t.source is None or t.steps or qtype != Q.F32 or source.info(t.source).dtype != "f32":
+        return False
+    fout.flush()
+    source.copy_into(t.source, fout, ctx.check_cancelled)
+    fout.seek(0, os.SEEK_END)
+    return True
+
+
 def write(ctx) -> str:
     plan = plan_for(ctx)
     dtype = ctx.request.dtype
@@ -102,21 +114,24 @@ def write(ctx) -> str:
         w.write_header_to_file()
         w.write_kv_data_to_file()
         w.write_ti_data_to_file()
+        fout = w.fout[0]
         total = sum(r[4] for r in rows)
         done = 0
         for t, name, shape, qtype, nbytes in rows:
             ctx.check_cancelled()
             ctx.progress(f"writing {os.path.basename(ctx.request.output)}: {name}", done, total)
-            if t.source is None:
-                arr = np.zeros(shape, dtype=np.float32)
-            else:
-                arr = layout.apply(ctx.read(t.source), t.steps)
-            out = convert(arr, qtype)
-            del arr
-            if out.nbytes != nbytes:
-                raise ExportError(f"internal: `{name}` came out {out.nbytes} bytes, not {nbytes}")
-            w.write_tensor_data(out)
-            del out
+            w.write_padding(fout, fout.tell())
+            start = fout.tell()
+            if not _copy_unchanged(ctx, t, qtype, fout):
+                arr = np.zeros(shape, dtype=np.float32) if t.source is None else \
+                    layout.apply(ctx.read(t.source), t.steps)
+                out = convert(arr, qtype)
+                del arr
+                out.tofile(fout)
+                del out
+            if fout.tell() - start != nbytes:
+                raise ExportError(f"internal: `{name}` came out {fout.tell() - start} bytes, not {nbytes}")
+            w.write_padding(fout, nbytes)
             done += nbytes
         ctx.progress(f"wrote {os.path.basename(ctx.request.output)}", total, total)
     finally:
