@@ -3,10 +3,8 @@ workspace root (paths relative to it) under the editor's `shapescript` section."
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import pytest_lsp
 import torch
-from lsprotocol import types as T
 from pytest_lsp import LanguageClient
 from safetensors import safe_open
 from safetensors.numpy import save_file

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import os
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 

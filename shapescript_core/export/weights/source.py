@@ -12,8 +12,8 @@ import json
 import os
 
 from ..writers import ExportError
-from .messages import corrupt_file, unreadable
-from .safetensors_format import HeaderInfo, TensorInfo, read_header
+from .messages import unreadable
+from .safetensors_format import TensorInfo, read_header
 
 INDEX = "model.safetensors.index.json"
 SINGLE = "model.safetensors"
