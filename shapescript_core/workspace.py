@@ -19,7 +19,7 @@ from .diagnostics import FileAnchor, Span, error, internal_error, warning
 from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature, model_cycles
 from .check.function import FnResult, check_function
 from .check.graphs import components as _components, shortest_path as _path
-from .check.messages import import_missing, import_not_utf8
+from .check.messages import defined_twice, import_missing, import_not_utf8
 from .check.sizes import Size
 from .check.types import TensorT, Type
 from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
@@ -316,8 +316,7 @@ class Workspace:
                 continue
             if it.name in own:
                 first = own[it.name]
-                diags.append(error("E0203", f"`{it.name}` is defined twice", it.span(it.name_pos),
-                                   "defined again here").label(first.span(first.name_pos), "first defined here")
+                diags.append(defined_twice(it.span(it.name_pos), it.name, first.span(first.name_pos))
                              .help(f"rename one of the two `{it.name}`"))
                 continue
             own[it.name] = it

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from ..syntax import ast as A
-from . import ops
+from . import messages as M, ops
 from .patterns import check_pattern_call
 from .sizes import Size
 from .types import (BOOL, F32, I64, UNKNOWN, Axis, DType, DTypeValue, ScalarT, TensorT,
@@ -97,7 +97,7 @@ def _tensor(ck, b: Bound, name: str, allow_scalar=False):
         return None
     if isinstance(t, TensorT) or (allow_scalar and isinstance(t, ScalarT)):
         return t
-    ck.err("E0301", f"expected a tensor, found {ck.kind_word(t)}", b.n(name).pos, "not a tensor")
+    ck.add(M.not_a_tensor(ck.span(b.n(name).pos), ck.kind_word(t)))
     return None
 
 
@@ -120,8 +120,8 @@ def _by_name2(ck, call, b: Bound):
 def _where(ck, call, b: Bound):
     c = b.t("cond")
     if isinstance(c, TensorT) and c.dtype != BOOL:
-        ck.err("E0304", f"`{ops.operand_text(ck, b.n('cond'))}` must be bool, found {ck.dtype_text(c.dtype)}",
-               b.n("cond").pos, "not a mask")
+        ck.add(M.must_be(ck.span(b.n("cond").pos), ops.operand_text(ck, b.n("cond")), "bool", ck.dtype_text(c.dtype),
+                         "not a mask"))
         return UNKNOWN
     ab = ops.align(ck, "where", b.n("a"), b.n("b"), b.t("a"), b.t("b"), A.op_pos(call))
     if is_unknown(ab) or is_unknown(c):
@@ -167,8 +167,8 @@ def _norm(ck, call, b: Bound, with_bias=False):
         if w is None:
             return UNKNOWN
         if [a.size for a in w.axes] != [a.size for a in want.axes]:
-            ck.err("E0401", f"expected {ck.render(want)}, found {ck.render(w)}", b.n(p).pos,
-                   f"the {'weight' if p == 'w' else 'bias'} must span the normalized axes")
+            ck.add(M.shape(ck.span(b.n(p).pos), ck.render(want), ck.render(w),
+                           f"the {'weight' if p == 'w' else 'bias'} must span the normalized axes"))
             return UNKNOWN
     return t
 
@@ -178,7 +178,7 @@ def _linear(ck, call, b: Bound):
     if x is None or w is None:
         return UNKNOWN
     if len(w.axes) != 2:
-        ck.err("E0401", f"expected a weight [O I], found {ck.render(w)}", b.n("W").pos, "a weight has 2 axes")
+        ck.add(M.shape(ck.span(b.n("W").pos), "a weight [O I]", ck.render(w), "a weight has 2 axes"))
         return UNKNOWN
     wt = TensorT((w.axes[1], w.axes[0]), w.dtype)  # linear is x @ Wᵀ
     r = ops.matmul(ck, "linear", A.op_pos(call), b.n("x"), b.n("W"), x, wt)
@@ -189,8 +189,8 @@ def _linear(ck, call, b: Bound):
         if bias is None:
             return UNKNOWN
         if [a.size for a in bias.axes] != [w.axes[0].size]:
-            ck.err("E0401", f"expected [{ck.name(w.axes[0].name)}], found {ck.render(bias)}", b.n("b").pos,
-                   "the bias must have the weight's output axis")
+            ck.add(M.shape(ck.span(b.n("b").pos), f"[{ck.name(w.axes[0].name)}]", ck.render(bias),
+                           "the bias must have the weight's output axis"))
             return UNKNOWN
     return r
 
@@ -206,15 +206,15 @@ def _embedding(ck, call, b: Bound):
     if not isinstance(ids, TensorT) or ids.dtype.name != "Index":
         found = ck.dtype_text(ids.dtype) if isinstance(ids, TensorT) else ck.kind_word(ids)
         want = f"Index[{ck.name(e.axes[0].name)}]" if e.axes else "Index[V]"
-        ck.err("E0304", f"`{ops.operand_text(ck, b.n('ids'))}` must be {want}, found {found}",
-               b.n("ids").pos, "token ids must be an Index tensor")
+        ck.add(M.must_be(ck.span(b.n("ids").pos), ops.operand_text(ck, b.n("ids")), want, found,
+                         "token ids must be an Index tensor"))
         return UNKNOWN
     if len(e.axes) != 2:
-        ck.err("E0401", f"expected a table [V D], found {ck.render(e)}", b.n("E").pos, "a table has 2 axes")
+        ck.add(M.shape(ck.span(b.n("E").pos), "a table [V D]", ck.render(e), "a table has 2 axes"))
         return UNKNOWN
     if ids.dtype.index != e.axes[0].size:
-        ck.err("E0401", f"expected [{ck.name(ids.dtype.index)} {ck.name(e.axes[1].name)}], found {ck.render(e)}",
-               b.n("E").pos, f"the ids index {ck.name(ids.dtype.index)} rows")
+        ck.add(M.shape(ck.span(b.n("E").pos), f"[{ck.name(ids.dtype.index)} {ck.name(e.axes[1].name)}]",
+                       ck.render(e), f"the ids index {ck.name(ids.dtype.index)} rows"))
         return UNKNOWN
     return TensorT(ids.axes + (e.axes[1],), e.dtype)
 
@@ -224,8 +224,8 @@ def _one_hot(ck, call, b: Bound):
     if is_unknown(ids):
         return UNKNOWN
     if not isinstance(ids, TensorT) or ids.dtype.name != "Index":
-        ck.err("E0304", f"`{ops.operand_text(ck, b.n('ids'))}` must be Index[V], found {ck.kind_word(ids)}",
-               b.n("ids").pos, "one_hot needs an Index tensor")
+        ck.add(M.must_be(ck.span(b.n("ids").pos), ops.operand_text(ck, b.n("ids")), "Index[V]", ck.kind_word(ids),
+                         "one_hot needs an Index tensor"))
         return UNKNOWN
     v = ids.dtype.index
     return TensorT(ids.axes + (Axis(v, v),), F32)
@@ -236,19 +236,19 @@ def _rope(ck, call, b: Bound):
     if x is None or pos is None:
         return UNKNOWN
     if not pos.dtype.is_int:
-        ck.err("E0304", f"`{ops.operand_text(ck, b.n('pos'))}` must be an integer tensor, found {ck.dtype_text(pos.dtype)}",
-               b.n("pos").pos, "positions are integers")
+        ck.add(M.must_be(ck.span(b.n("pos").pos), ops.operand_text(ck, b.n("pos")), "an integer tensor",
+                         ck.dtype_text(pos.dtype), "positions are integers"))
         return UNKNOWN
     if len(x.axes) < 2:
-        ck.err("E0401", f"expected [… n Dh], found {ck.render(x)}", b.n("x").pos, "rope needs a position and a head axis")
+        ck.add(M.shape(ck.span(b.n("x").pos), "[… n Dh]", ck.render(x), "rope needs a position and a head axis"))
         return UNKNOWN
     if not set(pos.names()) <= set(x.names()):
-        ck.err("E0402", f"can't combine {ck.render(pos)} with {ck.render(x)}: neither has all the other's axes",
-               b.n("pos").pos, "the positions' axes must be axes of the tensor")
+        ck.add(M.cannot_combine(ck.span(b.n("pos").pos), ck.render(pos), ck.render(x), M.NO_SUBSET,
+                                "the positions' axes must be axes of the tensor"))
         return UNKNOWN
     style = b.n("style")
     if isinstance(style, A.String) and style.value not in ("half", "interleaved"):
-        ck.err("E0304", f"`style` must be \"half\" or \"interleaved\", found \"{style.value}\"", style.pos, "unknown style")
+        ck.add(M.must_be(ck.span(style.pos), "style", '"half" or "interleaved"', f'"{style.value}"', "unknown style"))
         return UNKNOWN
     return x
 
@@ -259,40 +259,41 @@ def _sdpa(ck, call, b: Bound):
         return UNKNOWN
     for name, t in (("q", q), ("k", k), ("v", v)):
         if len(t.axes) < 3:
-            ck.err("E0401", f"expected [… H n Dh], found {ck.render(t)}", b.n(name).pos, "attention needs heads, positions and features")
+            ck.add(M.shape(ck.span(b.n(name).pos), "[… H n Dh]", ck.render(t),
+                           "attention needs heads, positions and features"))
             return UNKNOWN
     if q.axes[-1].size != k.axes[-1].size:
-        ck.err("E0401", f"expected keys with {ck.name(q.axes[-1].name)} features, found {ck.render(k)}", b.n("k").pos,
-               f"queries are {ck.render(q)}")
+        ck.add(M.shape(ck.span(b.n("k").pos), f"keys with {ck.name(q.axes[-1].name)} features", ck.render(k),
+                       f"queries are {ck.render(q)}"))
         return UNKNOWN
     if k.axes[-2].size != v.axes[-2].size or k.axes[-3].size != v.axes[-3].size:
-        ck.err("E0401", f"expected values like the keys {ck.render(k)}, found {ck.render(v)}", b.n("v").pos,
-               "keys and values must have the same heads and positions")
+        ck.add(M.shape(ck.span(b.n("v").pos), f"values like the keys {ck.render(k)}", ck.render(v),
+                       "keys and values must have the same heads and positions"))
         return UNKNOWN
     hq, hk = q.axes[-3].size, k.axes[-3].size
     if hq != hk:
         ratio = hq / hk
         num = ck.evaluate(ratio)
         if (num is not None and num.denominator != 1) or (num is None and not _is_integral(ratio)):
-            ck.err("E0401", f"{ck.size_text(hk)} key heads don't divide {ck.size_text(hq)} query heads", b.n("k").pos,
-                   f"keys are {ck.render(k)}")
+            ck.add(M.shape(ck.span(b.n("k").pos), f"key heads that divide the {ck.size_text(hq)} query heads",
+                           f"{ck.size_text(hk)}", f"keys are {ck.render(k)}"))
             return UNKNOWN
     qb, kb = q.axes[:-3], k.axes[:-3]
     if [a.name for a in qb] != [a.name for a in kb] or [a.name for a in kb] != [a.name for a in v.axes[:-3]]:
-        ck.err("E0402", f"can't combine {ck.render(q)} with {ck.render(k)}: their batch axes differ", A.op_pos(call),
-               "queries, keys and values need the same leading axes")
+        ck.add(M.cannot_combine(ck.span(A.op_pos(call)), ck.render(q), ck.render(k), "their batch axes differ",
+                                "queries, keys and values need the same leading axes"))
         return UNKNOWN
     if b.has("attn_mask"):
         m = b.t("attn_mask")
         if isinstance(m, TensorT):
             if m.dtype != BOOL:
-                ck.err("E0304", f"`{ops.operand_text(ck, b.n('attn_mask'))}` must be bool, found {ck.dtype_text(m.dtype)}",
-                       b.n("attn_mask").pos, "a mask is bool")
+                ck.add(M.must_be(ck.span(b.n("attn_mask").pos), ops.operand_text(ck, b.n("attn_mask")), "bool",
+                                 ck.dtype_text(m.dtype), "a mask is bool"))
                 return UNKNOWN
             scores = TensorT(qb + (q.axes[-3], q.axes[-2], k.axes[-2]), q.dtype)
             if not ops.subset(m, scores):
-                ck.err("E0412", f"the mask is {ck.render(m)}, but the scores are {ck.render(scores)}",
-                       b.n("attn_mask").pos, "the mask's axes must be the scores' axes")
+                ck.add(M.mask_mismatch(ck.span(b.n("attn_mask").pos), ck.render(m), ck.render(scores),
+                                       "the mask's axes must be the scores' axes"))
                 return UNKNOWN
     return TensorT(q.axes[:-1] + (v.axes[-1],), q.dtype)
 
@@ -306,12 +307,12 @@ def _masked_fill(ck, call, b: Bound):
     if x is None or m is None:
         return UNKNOWN
     if m.dtype != BOOL:
-        ck.err("E0304", f"`{ops.operand_text(ck, b.n('mask'))}` must be bool, found {ck.dtype_text(m.dtype)}",
-               b.n("mask").pos, "a mask is bool")
+        ck.add(M.must_be(ck.span(b.n("mask").pos), ops.operand_text(ck, b.n("mask")), "bool", ck.dtype_text(m.dtype),
+                         "a mask is bool"))
         return UNKNOWN
     if not ops.subset(m, x):
-        ck.err("E0412", f"the mask is {ck.render(m)}, but the scores are {ck.render(x)}", b.n("mask").pos,
-               "the mask's axes must be axes of the tensor")
+        ck.add(M.mask_mismatch(ck.span(b.n("mask").pos), ck.render(m), ck.render(x),
+                               "the mask's axes must be axes of the tensor"))
         return UNKNOWN
     return x
 
@@ -325,8 +326,8 @@ def _to(ck, call, b: Bound):
     if x is None or is_unknown(d):
         return UNKNOWN
     if not isinstance(d, DTypeValue):
-        ck.err("E0304", f"`{ck.src(b.n('dtype').pos)}` isn't a dtype", b.n("dtype").pos,
-               "write one of f16 bf16 f32 f64 i32 i64 bool")
+        ck.add(M.must_be(ck.span(b.n("dtype").pos), ck.src(b.n("dtype").pos), "a dtype", ck.kind_word(d),
+                         "write one of f16 bf16 f32 f64 i32 i64 bool"))
         return UNKNOWN
     return TensorT(x.axes, d.dtype)
 
@@ -337,18 +338,18 @@ def _concat(ck, call, b: Bound):
         if is_unknown(t):
             return UNKNOWN
         if not isinstance(t, TensorT):
-            ck.err("E0301", f"expected a tensor, found {ck.kind_word(t)}", node.pos, "not a tensor")
+            ck.add(M.not_a_tensor(ck.span(node.pos), ck.kind_word(t)))
             return UNKNOWN
         ts.append(t)
     if len(ts) < 2:
-        ck.err("E0206", f"`concat` takes 2 or more tensors, got {len(ts)}", A.op_pos(call), "")
+        ck.add(M.takes(ck.span(A.op_pos(call)), "concat", M.arity_text(2, None, "tensor"), len(ts)))
         return UNKNOWN
     first = ts[0]
     names = ck.over_axes(call, b, first)
     if names is None:
         return UNKNOWN
     if len(names) != 1:
-        ck.err("E0404", "`concat` joins along one axis", b.n("over").pos if b.n("over") else A.op_pos(call), "name one axis")
+        ck.add(M.one_axis(ck.span(b.n("over").pos if b.n("over") else A.op_pos(call)), "concat"))
         return UNKNOWN
     i = first.index_of(names[0])
     total = first.axes[i].size
@@ -357,8 +358,8 @@ def _concat(ck, call, b: Bound):
         others_a = [a for a in first.axes if a.name != names[0]]
         others_b = [a for a in t.axes if a.name != names[0]]
         if j < 0 or others_a != others_b:
-            ck.err("E0401", f"expected {ck.render(first)} but for `{ck.name(names[0])}`, found {ck.render(t)}",
-                   node.pos, "other axes must be equal")
+            ck.add(M.shape(ck.span(node.pos), f"{ck.render(first)} but for `{ck.name(names[0])}`", ck.render(t),
+                           "other axes must be equal"))
             return UNKNOWN
         total = total + t.axes[j].size
     axes = list(first.axes)
@@ -373,8 +374,8 @@ def _arange(ck, call, b: Bound):
     if isinstance(n, ScalarT) and n.size is not None:
         ax = ck.axis_of_value(b.n("n"), n.size)
         return TensorT((ax,), I64)
-    ck.err("E0304", f"`arange` needs a size (a dim or size variable), found `{ck.src(b.n('n').pos)}`",
-           b.n("n").pos, "not a size")
+    ck.add(M.must_be(ck.span(b.n("n").pos), ck.src(b.n("n").pos), "a size (a dim or a size variable)",
+                     ck.kind_word(n), "`arange` counts up to a size"))
     return UNKNOWN
 
 

@@ -9,6 +9,7 @@ from typing import Callable, Optional
 from ..diagnostics import Diagnostic, error
 from ..syntax import ast as A
 from .graphs import components, shortest_path
+from . import messages as M
 from .messages import model_contains_itself
 from .sizes import Size
 from .types import DTYPE_NAMES, UNKNOWN, Axis, DType, ModelT, StackT, TensorT, Type
@@ -124,8 +125,7 @@ class DimTable:
             it = self.items[n]
             k = cycle.index(n)
             path = cycle[k:-1] + cycle[:k] + [n]
-            self._diag(it, error("E0208", f"`{n}` is defined through itself: {' → '.join(path)}",
-                                 it.span(it.name_pos), "this dim's value depends on itself"))
+            self._diag(it, M.dim_cycle(it.span(it.name_pos), n, path))
             self.info[n] = DimInfo(n, it, None, None)
 
     def _compute(self, name: str, item: A.DimItem) -> DimInfo:
@@ -135,8 +135,7 @@ class DimTable:
             if name in self.overrides:
                 val = self.overrides[name]
             if val is not None and val <= 0:
-                self._diag(item, error("E0208", f"`{name}` must be positive, found {val}", item.span(v.pos),
-                                       "a size is a positive integer"))
+                self._diag(item, M.dim_not_positive(item.span(v.pos), name, val))
                 return DimInfo(name, item, None, None)
             if val is not None:
                 self.values[name] = val
@@ -150,8 +149,7 @@ class DimTable:
             self.values[name] = self.overrides[name]
             return DimInfo(name, item, Size.sym(name), self.overrides[name])
         if val is not None and val <= 0:
-            self._diag(item, error("E0208", f"`{name} = {item.src(v.pos)}` is not positive: {val}",
-                                   item.span(v.pos), "a size is a positive integer"))
+            self._diag(item, M.dim_not_positive(item.span(v.pos), name, val, item.src(v.pos)))
             return DimInfo(name, item, None, None)
         return DimInfo(name, item, canon, int(val) if val is not None else None)
 
@@ -168,10 +166,7 @@ class DimTable:
         if isinstance(e, A.SName):
             if e.name not in self.items:
                 sug = closest(e.name, list(self.items))
-                d = error("E0201", f"`{e.name}` isn't defined", item.span(e.pos), "not a dim")
-                if sug:
-                    d.help(f"there is a dim with a similar name: `{sug}`")
-                self._diag(item, d)
+                self._diag(item, M.similar(M.undefined(item.span(e.pos), e.name, "not a dim"), "a dim", sug))
                 return None
             info = self.info.get(e.name)  # resolved before this dim (see _resolve)
             if info is None or info.canon is None:
@@ -190,9 +185,8 @@ class DimTable:
         # division must be exact
         if lv is not None and rv is not None:
             if rv == 0 or (lv / rv).denominator != 1:
-                self._diag(item, error("E0208", f"`{item.name} = {item.src(item.value.pos)}` doesn't divide: "
-                                                 f"{_num(lv)} / {_num(rv)}", item.span(e.pos),
-                                       f"{_num(lv)} is not a multiple of {_num(rv)}"))
+                self._diag(item, M.dim_inexact(item.span(e.pos), f"{item.name} = {item.src(item.value.pos)}",
+                                               _num(lv), _num(rv)))
                 return None
             return lc / rc, lv / rv
         return lc / rc, None
@@ -250,23 +244,18 @@ def resolve_type(texpr, item, dims: DimTable, models: set, lookup: Callable, dia
             return TensorT((), DType("Index", v[1])) if v else UNKNOWN
         if texpr.name in models:
             return ModelT(texpr.name)
-        d = error("E0201", f"`{texpr.name}` isn't defined", item.span(texpr.pos), "not a model or dtype")
         sug = closest(texpr.name, list(models) + list(DTYPE_NAMES))
-        if sug:
-            d.help(f"there is a type with a similar name: `{sug}`")
-        diags.append(d)
+        diags.append(M.similar(M.undefined(item.span(texpr.pos), texpr.name, "not a model or dtype"), "a type", sug))
         return UNKNOWN
     dt = texpr.dtype
     if dt is not None and dt.name not in DTYPE_NAMES and dt.name != "Index":
         if allow_stack and dt.name in models and len(texpr.axes) == 1 and dt.index is None:
             n = eval_size_expr(texpr.axes[0], item, lookup, diags)
             return StackT(dt.name, n[1]) if n else UNKNOWN
-        d = error("E0201", f"`{dt.name}` isn't defined", item.span(dt.pos),
-                  "not a dtype" if not allow_stack else "not a dtype or model")
         sug = closest(dt.name, list(DTYPE_NAMES) + (list(models) if allow_stack else []))
-        if sug:
-            d.help(f"there is a name like it: `{sug}`")
-        diags.append(d)
+        diags.append(M.similar(M.undefined(item.span(dt.pos), dt.name,
+                                           "not a dtype" if not allow_stack else "not a dtype or model"),
+                               "a type", sug))
         return UNKNOWN
     axes = []
     ok = True
@@ -280,8 +269,7 @@ def resolve_type(texpr, item, dims: DimTable, models: set, lookup: Callable, dia
     if dt is not None:
         if dt.name == "Index":
             if dt.index is None:
-                diags.append(error("E0101", "expected `[V]` after `Index`, found nothing", item.span(dt.pos),
-                                   "write Index[V]"))
+                diags.append(M.syntax(item.span(dt.pos), "`[V]` after `Index`", "nothing", "write Index[V]"))
                 return UNKNOWN
             v = eval_size_expr(dt.index, item, lookup, diags)
             if v is None:
@@ -308,8 +296,7 @@ def unique_names(nodes, item, diags: list) -> list:
     out = []
     for n in nodes:
         if n.name in seen:
-            diags.append(error("E0203", f"`{n.name}` is defined twice", item.span(n.name_pos),
-                               "defined again here").label(item.span(seen[n.name].name_pos), "first defined here"))
+            diags.append(M.defined_twice(item.span(n.name_pos), n.name, item.span(seen[n.name].name_pos)))
             continue
         seen[n.name] = n
         out.append(n)

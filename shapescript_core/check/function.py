@@ -6,7 +6,7 @@ from typing import Optional
 
 from ..diagnostics import Diagnostic, Edit, Fix, debugging, error, internal_error, warning
 from ..syntax import ast as A
-from . import ops
+from . import messages as M, ops
 from .builtins import BUILTINS, REQUIRED, Bound, Builtin
 from .env import Signature, dim_lookup, resolve_type
 from .sizes import Size
@@ -72,9 +72,15 @@ class FnChecker:
 
     # ------------------------------------------------------------ utilities
     def err(self, code, message, pos, label="") -> Diagnostic:
-        d = error(code, message, self.item.span(pos), label)
+        return self.add(error(code, message, self.item.span(pos), label))
+
+    def add(self, d: Diagnostic) -> Diagnostic:
+        """Report a diagnostic made by one of check/messages.py's constructors."""
         self.diags.append(d)
         return d
+
+    def span(self, pos):
+        return self.item.span(pos)
 
     def src(self, pos) -> str:
         return self.item.src(pos)
@@ -84,7 +90,7 @@ class FnChecker:
         guesses the intent, so `--fix` leaves it to the user)."""
         if not name:
             return
-        d.help(f"there is {what} with a similar name: `{name}`")
+        M.similar(d, what, name)
         d.fix(Fix.unsafe(f"Replace with `{name}`", Edit(self.item.span(pos), name)))
 
     def name(self, s: Size) -> str:
@@ -152,16 +158,15 @@ class FnChecker:
             if self.env.dims.is_dim(node.id) or self.env.is_broken_name(node.id):
                 return None  # a dim whose value is in error: reported at the dim
             if tensor is not None:
-                d = self.err("E0404", f"`over={node.id}`, but the tensor is {self.render(tensor)}", node.pos,
-                             f"`{node.id}` is not an axis of the tensor")
+                d = self.add(M.not_an_axis(self.span(node.pos), node.id, self.render(tensor)))
                 sug = closest(node.id, [self.name(a.name) for a in tensor.axes])
                 self.suggest(d, sug, "an axis", node.pos)
                 return None
-            d = self.err("E0201", f"`{node.id}` isn't defined", node.pos, "not a dim or size variable")
+            d = self.add(M.undefined(self.span(node.pos), node.id, "not a dim or size variable"))
             sug = closest(node.id, list(self.svars) + self.env.dim_names())
             self.suggest(d, sug, "an axis", node.pos)
             return None
-        self.err("E0404", f"`over=` takes axis names, found `{self.src(node.pos)}`", node.pos, "not an axis name")
+        self.add(M.axis_names_only(self.span(node.pos), "over=", self.src(node.pos)))
         return None
 
     def over_axes(self, call, b: Bound, t: TensorT):
@@ -176,8 +181,7 @@ class FnChecker:
             if n is None:
                 return None
             if t.index_of(n) < 0:
-                self.err("E0404", f"`over={self.src(it.pos)}`, but the tensor is {self.render(t)}", it.pos,
-                         f"`{self.src(it.pos)}` is not an axis of the tensor").help(
+                self.add(M.not_an_axis(self.span(it.pos), self.src(it.pos), self.render(t))).help(
                     "name one of the tensor's axes")
                 return None
             names.append(n)
@@ -213,14 +217,13 @@ class FnChecker:
     def _check_returns(self, body):
         rets = [s for s in A.walk_stmts(body) if isinstance(s, A.Return)]
         if not rets:
-            self.err("E0409", f"`{self.item.name}` never returns, but its signature says "
-                              f"{self.render(self.sig.ret)}", self.item.name_pos, "no `return` in this function")
+            self.add(M.never_returns(self.span(self.item.name_pos), self.item.name, self.render(self.sig.ret)))
             return
         last = body[-1] if body else None
         for r in rets:
             if r is not last:
-                self.err("E0101", "expected `return` as the function's last statement, found it earlier",
-                         r.pos, "a function has one `return`, at its end")
+                self.add(M.syntax(self.span(r.pos), "`return` as the function's last statement", "it earlier",
+                                  "a function has one `return`, at its end"))
                 return
 
     # ------------------------------------------------------------ statements
@@ -236,13 +239,13 @@ class FnChecker:
                 if isinstance(t, TupleT):
                     if len(t.items) != len(s.targets):
                         what = self.call_name(s.value) if isinstance(s.value, A.Call) else "the value"
-                        self.err("E0411", f"`{what}` gives {len(t.items)} tensors, but {len(s.targets)} names take them",
-                                 s.pos, f"{len(s.targets)} names").help(
+                        self.add(M.destructure(self.span(s.pos), f"`{what}`", len(s.targets), f"{len(s.targets)} names",
+                                               gives=len(t.items))).help(
                             f"write {len(t.items)} names on the left")
                         t = UNKNOWN
                 elif not is_unknown(t):
-                    self.err("E0411", f"a single value can't be destructured into {len(s.targets)} names",
-                             s.value.pos, f"this is {self.kind_word(t)}")
+                    self.add(M.destructure(self.span(s.value.pos), "a single value", len(s.targets),
+                                           f"this is {self.kind_word(t)}"))
                     t = UNKNOWN
                 for k, (n, pos) in enumerate(s.targets):
                     self._bind(n, pos, t.items[k] if isinstance(t, TupleT) else UNKNOWN)
@@ -261,8 +264,7 @@ class FnChecker:
     def _annotated(self, s: A.Assign, t: Type) -> Type:
         want = self.resolve_local_type(s.annotation)
         if not is_unknown(want) and not is_unknown(t) and not self.same_shape(want, t):
-            self.err("E0401", f"expected {self.render(want)}, found {self.render(t)}", s.value.pos,
-                     f"this is {self.render(t)}")
+            self.add(M.shape(self.span(s.value.pos), self.render(want), self.render(t), f"this is {self.render(t)}"))
             return want
         return want if not is_unknown(want) else t
 
@@ -295,9 +297,8 @@ class FnChecker:
             want = TensorT(tuple(Axis(a.name, a.size.subst(ret_only)) for a in want.axes), want.dtype)
         if not self.same_shape(want, t):
             show_dtype = isinstance(t, TensorT) and isinstance(want, TensorT) and t.dtype != want.dtype
-            self.err("E0409", f"`{self.item.name}` returns {self.render(t, show_dtype)}, "
-                              f"but its signature says {self.render(want, show_dtype)}",
-                     s.value.pos, f"this is {self.render(t)}").label(
+            self.add(M.returns(self.span(s.value.pos), self.item.name, self.render(t, show_dtype),
+                               self.render(want, show_dtype), f"this is {self.render(t)}")).label(
                 self.item.span(self.item.ret.pos), "the signature's return type")
 
     def _svar_in_params(self, v: str) -> bool:
@@ -312,8 +313,7 @@ class FnChecker:
             var_t: Type = ModelT(it.model)
         else:
             if not is_unknown(it):
-                self.err("E0301", f"expected a stack, found {self.kind_word(it)}", s.iter.pos,
-                         "`for` runs over a stack of models")
+                self.add(M.kind(self.span(s.iter.pos), "a stack", self.kind_word(it), "`for` runs over a stack of models"))
             var_t = UNKNOWN
         before = {n: l.type for n, l in self.locals.items()}
         self._bind(s.var, s.var_pos, var_t)
@@ -322,8 +322,8 @@ class FnChecker:
             if isinstance(st, A.Assign) and st.target in before:
                 old, new = before[st.target], self.locals[st.target].type
                 if not is_unknown(old) and not is_unknown(new) and not self.same_shape(old, new):
-                    self.err("E0401", f"expected {self.render(old)}, found {self.render(new)}", st.value.pos,
-                             f"`{st.target}` changes type in the loop").help(
+                    self.add(M.shape(self.span(st.value.pos), self.render(old), self.render(new),
+                                     f"`{st.target}` changes type in the loop")).help(
                         "a value rebound in a loop keeps its type across iterations")
                     self.locals[st.target].type = old  # one mistake, one diagnostic
 
@@ -385,12 +385,12 @@ class FnChecker:
         if e.id in DTYPE_NAMES:
             return DTypeValue(DType(e.id))
         if self.env.model(e.id) is not None:
-            self.err("E0301", f"expected a value, found model `{e.id}`", e.pos, "a model is a type")
+            self.add(M.kind(self.span(e.pos), "a value", f"model `{e.id}`", "a model is a type"))
             return UNKNOWN
         if self.env.sig(e.id) is not None or e.id in BUILTINS:
-            self.err("E0301", f"expected a value, found function `{e.id}`", e.pos, "call it with `(…)`")
+            self.add(M.kind(self.span(e.pos), "a value", f"function `{e.id}`", "call it with `(…)`"))
             return UNKNOWN
-        d = self.err("E0201", f"`{e.id}` isn't defined", e.pos, "not found in this scope")
+        d = self.add(M.undefined(self.span(e.pos), e.id, "not found in this scope"))
         sug = closest(e.id, list(self.locals) + self.env.dim_names())
         self.suggest(d, sug, "a name", e.pos)
         return UNKNOWN
@@ -401,15 +401,15 @@ class FnChecker:
             return UNKNOWN
         if e.op == "!":
             if isinstance(t, TensorT) and t.dtype != BOOL:
-                self.err("E0304", f"`{ops.operand_text(self, e.operand)}` must be bool, found {self.dtype_text(t.dtype)}",
-                         e.operand.pos, "`!` negates a mask")
+                self.add(M.must_be(self.span(e.operand.pos), ops.operand_text(self, e.operand), "bool",
+                                   self.dtype_text(t.dtype), "`!` negates a mask"))
                 return UNKNOWN
             return t
         if isinstance(t, (TensorT, ScalarT)):
             if isinstance(t, TensorT) and not ops.arithmetic_ok(self, e.operand, t):
                 return UNKNOWN
             return t
-        self.err("E0301", f"expected a tensor, found {self.kind_word(t)}", e.operand.pos, "not a tensor")
+        self.add(M.not_a_tensor(self.span(e.operand.pos), self.kind_word(t)))
         return UNKNOWN
 
     def _binop(self, e: A.Binop) -> Type:
@@ -433,7 +433,7 @@ class FnChecker:
         if is_unknown(t):
             return UNKNOWN
         if not isinstance(t, ModelT):
-            self.err("E0301", f"expected a model, found {self.kind_word(t)}", e.obj.pos, "only models have fields")
+            self.add(M.kind(self.span(e.obj.pos), "a model", self.kind_word(t), "only models have fields"))
             return UNKNOWN
         m = self.env.model(t.name)
         if m is None:
@@ -450,10 +450,10 @@ class FnChecker:
 
     def _mask(self, e: A.Mask) -> Type:
         if not (isinstance(e.obj, A.Name) and e.obj.id == "causal"):
-            self.err("E0205", f"`{self.src(e.obj.pos)}` isn't a mask", e.obj.pos, "only `causal[a b]` is a mask")
+            self.add(M.is_not(self.span(e.obj.pos), self.src(e.obj.pos), "a mask", "only `causal[a b]` is a mask"))
             return UNKNOWN
         if len(e.axes) != 2:
-            self.err("E0407", f"`causal` takes 2 axes, got {len(e.axes)}", e.pos, "write causal[n m]")
+            self.add(M.causal_rank(self.span(e.pos), len(e.axes)))
             return UNKNOWN
         axes = []
         for a in e.axes:
@@ -464,7 +464,7 @@ class FnChecker:
                 size = self.env.dim(a.name) if self.env.dim(a.name) is not None else self.svars[a.name]
                 axes.append(Axis(n, size))
             else:
-                self.err("E0404", f"`causal` takes axis names, found `{self.src(a.pos)}`", a.pos, "not an axis name")
+                self.add(M.axis_names_only(self.span(a.pos), "causal", self.src(a.pos)))
                 return UNKNOWN
         return TensorT(tuple(axes), BOOL)
 
@@ -473,14 +473,14 @@ class FnChecker:
         if not isinstance(call.func, A.Name):
             for a in call.args:
                 self.expr(a.value)
-            self.err("E0205", f"`{self.src(call.func.pos)}` isn't a function", call.func.pos, "not a function")
+            self.add(M.is_not(self.span(call.func.pos), self.src(call.func.pos), "a function", "not a function"))
             return UNKNOWN
         name = call.func.id
         b = BUILTINS.get(name)
         if name in self.locals and b is None:
             for a in call.args:
                 self.expr(a.value)
-            self.err("E0205", f"`{name}` isn't a function", call.func.pos, f"`{name}` is a local value")
+            self.add(M.is_not(self.span(call.func.pos), name, "a function", f"`{name}` is a local value"))
             return UNKNOWN
         if b is not None:
             return self._builtin_call(call, b)
@@ -490,22 +490,14 @@ class FnChecker:
                 self.expr(a.value)
             if self.env.is_broken_name(name):
                 return UNKNOWN
-            d = self.err("E0205", f"`{name}` isn't a function", call.func.pos, "no function with this name")
+            d = self.add(M.is_not(self.span(call.func.pos), name, "a function", "no function with this name"))
             sug = closest(name, list(BUILTINS) + self.env.fn_names())
             self.suggest(d, sug, "a function", call.func.pos)
             return UNKNOWN
         return self._user_call(call, sig)
 
     def _arity_error(self, call, fname, lo, hi, got):
-        if lo == hi:
-            want = f"{lo} argument" + ("s" if lo != 1 else "")
-        elif hi == lo + 1:
-            want = f"{lo} or {hi} arguments"
-        elif hi is None:
-            want = f"{lo} or more arguments"
-        else:
-            want = f"{lo} to {hi} arguments"
-        self.err("E0206", f"`{fname}` takes {want}, got {got}", A.op_pos(call), f"{got} arguments")
+        self.add(M.takes(self.span(A.op_pos(call)), fname, M.arity_text(lo, hi), got, f"{got} arguments"))
 
     def _builtin_call(self, call: A.Call, b: Builtin) -> Type:
         bound = Bound()
@@ -531,14 +523,14 @@ class FnChecker:
         for a in keywords:
             if a.name not in names:
                 self.expr(a.value)
-                d = self.err("E0206", f"`{b.name}` has no argument `{a.name}`", a.pos, "unknown keyword")
+                d = self.add(M.no_parameter(self.span(a.pos), b.name, a.name))
                 sug = closest(a.name, names)
-                self.suggest(d, sug, "an argument", (a.pos[0], a.pos[0] + len(a.name)))
+                self.suggest(d, sug, "a parameter", (a.pos[0], a.pos[0] + len(a.name)))
                 ok = False
                 continue
             if a.name in bound.nodes:
                 self.expr(a.value)
-                self.err("E0206", f"`{b.name}` gets `{a.name}` twice", a.pos, "given again here")
+                self.add(M.given_twice(self.span(a.pos), b.name, a.name))
                 ok = False
                 continue
             bound.nodes[a.name] = a.value
@@ -562,7 +554,7 @@ class FnChecker:
                 lo = sum(1 for _, d in b.params if d is REQUIRED)
                 self._arity_error(call, b.name, lo, len(names), len(call.args))
             else:
-                self.err("E0206", f"`{b.name}` needs `{missing[0]}=`", A.op_pos(call), f"`{missing[0]}` is missing")
+                self.add(M.missing_argument(self.span(A.op_pos(call)), b.name, missing[0]))
             return UNKNOWN
         if any(is_unknown(t) for t in bound.types.values()) or any(is_unknown(t) for _, t in bound.rest):
             return UNKNOWN  # an argument in error: reported where it is
@@ -588,10 +580,12 @@ class FnChecker:
         given = {p.name: a for p, a in zip(params, positional)}
         for a in keywords:
             if a.name not in {p.name for p in params}:
-                self.err("E0206", f"`{sig.name}` has no parameter `{a.name}`", a.pos, "unknown keyword")
+                d = self.add(M.no_parameter(self.span(a.pos), sig.name, a.name))
+                sug = closest(a.name, [p.name for p in params])
+                self.suggest(d, sug, "a parameter", (a.pos[0], a.pos[0] + len(a.name)))
                 return UNKNOWN
             if a.name in given:
-                self.err("E0206", f"`{sig.name}` gets `{a.name}` twice", a.pos, "given again here")
+                self.add(M.given_twice(self.span(a.pos), sig.name, a.name))
                 return UNKNOWN
             given[a.name] = a
         missing = [p.name for p in params if not p.has_default and p.name not in given]
@@ -620,20 +614,18 @@ class FnChecker:
         want = p.type
         if isinstance(want, ModelT):
             if t != want:
-                self.err("E0301", f"expected model `{want.name}`, found {self.kind_word(t)}", a.value.pos,
-                         f"`{p.name}` is a `{want.name}`")
+                self.add(M.kind(self.span(a.value.pos), f"model `{want.name}`", self.kind_word(t),
+                                f"`{p.name}` is a `{want.name}`"))
                 return False
             return True
         if isinstance(want, TensorT):
             if isinstance(t, ScalarT) and not want.axes:
                 return True
             if not isinstance(t, TensorT):
-                self.err("E0301", f"expected a tensor, found {self.kind_word(t)}", a.value.pos,
-                         f"`{p.name}` is a tensor")
+                self.add(M.not_a_tensor(self.span(a.value.pos), self.kind_word(t), f"`{p.name}` is a tensor"))
                 return False
             if len(t.axes) != len(want.axes):
-                self.err("E0401", f"expected {self.render(self.subst_type(want, bind, sig, partial=True))}, "
-                                  f"found {self.render(t)}", a.value.pos, f"this is {self.render(t)}")
+                self._arg_shape(a, want, t, bind, sig)
                 return False
             # bind single-variable axes first, then compare the rest
             for wa, ta in zip(want.axes, t.axes):
@@ -645,8 +637,7 @@ class FnChecker:
                 if any(s in sig.svars and s not in sizes for s in wa.size.symbols()):
                     continue
                 if wa.size.subst(sizes) != ta.size:
-                    self.err("E0401", f"expected {self.render(self.subst_type(want, bind, sig, partial=True))}, "
-                                      f"found {self.render(t)}", a.value.pos, f"this is {self.render(t)}")
+                    self._arg_shape(a, want, t, bind, sig)
                     return False
             wd, td = want.dtype, t.dtype
             if wd.name == "Index":
@@ -659,12 +650,17 @@ class FnChecker:
             else:
                 ok = wd == td or (wd.is_int and td.name == "Index")
             if not ok:
-                self.err("E0304", f"`{ops.operand_text(self, a.value)}` must be "
-                                  f"{self.dtype_text(DType(wd.name, wd.index.subst(sizes) if wd.index else None))}, "
-                                  f"found {self.dtype_text(td)}", a.value.pos, f"`{p.name}` is {self.dtype_text(wd)}")
+                self.add(M.must_be(self.span(a.value.pos), ops.operand_text(self, a.value),
+                                   self.dtype_text(DType(wd.name, wd.index.subst(sizes) if wd.index else None)),
+                                   self.dtype_text(td), f"`{p.name}` is {self.dtype_text(wd)}"))
                 return False
             return True
         return True
+
+    def _arg_shape(self, a: A.Arg, want, t, bind: dict, sig: Signature):
+        """E0401 for an argument: the parameter's type with what is bound so far."""
+        self.add(M.shape(self.span(a.value.pos), self.render(self.subst_type(want, bind, sig, partial=True)),
+                         self.render(t), f"this is {self.render(t)}"))
 
     def subst_type(self, t: Type, bind: dict, sig: Signature, partial: bool = False) -> Type:
         if not isinstance(t, TensorT):

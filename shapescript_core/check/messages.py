@@ -28,3 +28,227 @@ def model_contains_itself(item, field, hops: list, total: int) -> Diagnostic:
                  f"this field holds {what}").help(
         "a model is a finite set of weights: give the inner part a model of its own, and repeat a "
         "block with a stack (`layers: [L] Block`) and `for`")
+
+
+# ---------------------------------------------------------------- E0101 syntax
+def syntax(span, expected: str, found: str, label: str | None = None) -> Diagnostic:
+    """The one headline of a syntax error: "expected X, found Y"."""
+    return error("E0101", f"expected {expected}, found {found}", span,
+                 f"expected {expected} here" if label is None else label)
+
+
+# ---------------------------------------------------------------- E0102, E0103 layout
+def bad_dedent(span) -> Diagnostic:
+    return error("E0102", "this line's indentation matches no enclosing block", span,
+                 "this indentation is not that of any block above")
+
+
+def tab_indent(span) -> Diagnostic:
+    return error("E0103", "tabs can't indent a block", span, "this indentation has a tab")
+
+
+# ---------------------------------------------------------------- E0104 brackets and strings
+def never_closed(span, opener: str, label: str) -> Diagnostic:
+    return error("E0104", f"`{opener}` is never closed", span, label)
+
+
+# ---------------------------------------------------------------- E0201 names
+def undefined(span, name: str, label: str) -> Diagnostic:
+    return error("E0201", f"`{name}` isn't defined", span, label)
+
+
+def similar(d: Diagnostic, what: str, name) -> Diagnostic:
+    """The help line naming the closest known name, when there is one."""
+    if name:
+        d.help(f"there is {what} with a similar name: `{name}`")
+    return d
+
+
+# ---------------------------------------------------------------- E0203 duplicates
+def defined_twice(span, name: str, first) -> Diagnostic:
+    return error("E0203", f"`{name}` is defined twice", span, "defined again here").label(first, "first defined here")
+
+
+# ---------------------------------------------------------------- E0205 callees and masks
+def is_not(span, text: str, what: str, label: str) -> Diagnostic:
+    """"`x` isn't a function" (or "a mask"): a name used as what it is not."""
+    return error("E0205", f"`{text}` isn't {what}", span, label)
+
+
+# ---------------------------------------------------------------- E0206 arguments
+def arity_text(lo: int, hi, noun: str = "argument") -> str:
+    if lo == hi:
+        return f"{lo} {noun}" + ("s" if lo != 1 else "")
+    if hi is None:
+        return f"{lo} or more {noun}s"
+    if hi == lo + 1:
+        return f"{lo} or {hi} {noun}s"
+    return f"{lo} to {hi} {noun}s"
+
+
+def takes(span, fname: str, want: str, got: int, label: str = "") -> Diagnostic:
+    """"`linear` takes 2 or 3 arguments, got 4" (`want` from arity_text)."""
+    return error("E0206", f"`{fname}` takes {want}, got {got}", span, label)
+
+
+def no_parameter(span, fname: str, name: str) -> Diagnostic:
+    """A keyword the callee has no parameter for: builtins and functions alike."""
+    return error("E0206", f"`{fname}` has no parameter `{name}`", span, "unknown keyword")
+
+
+def given_twice(span, fname: str, name: str) -> Diagnostic:
+    return error("E0206", f"`{fname}` gets `{name}` twice", span, "given again here")
+
+
+def missing_argument(span, fname: str, name: str) -> Diagnostic:
+    return error("E0206", f"`{fname}` needs `{name}=`", span, f"`{name}` is missing")
+
+
+def needs_pattern(span, fname: str) -> Diagnostic:
+    return error("E0206", f"`{fname}` needs an axis pattern", span, "write `L -> R` in the call")
+
+
+# ---------------------------------------------------------------- E0208 dims
+def dim_cycle(span, name: str, path: list) -> Diagnostic:
+    return error("E0208", f"`{name}` is defined through itself: {' → '.join(path)}", span,
+                 "this dim's value depends on itself")
+
+
+def dim_not_positive(span, name: str, value, written: str | None = None) -> Diagnostic:
+    """`written`: the dim's arithmetic, when its value is computed."""
+    head = f"`{name} = {written}` is not positive: {value}" if written else f"`{name}` must be positive, found {value}"
+    return error("E0208", head, span, "a size is a positive integer")
+
+
+def dim_inexact(span, written: str, num: str, den: str) -> Diagnostic:
+    return error("E0208", f"`{written}` doesn't divide: {num} / {den}", span, f"{num} is not a multiple of {den}")
+
+
+# ---------------------------------------------------------------- E0301 kinds
+def kind(span, want: str, found: str, label: str) -> Diagnostic:
+    """"expected a tensor, found model `Block`"."""
+    return error("E0301", f"expected {want}, found {found}", span, label)
+
+
+def not_a_tensor(span, found: str, label: str = "not a tensor") -> Diagnostic:
+    return kind(span, "a tensor", found, label)
+
+
+# ---------------------------------------------------------------- E0302 float dtypes
+def mixes(span, op: str, a: str, b: str, label: str) -> Diagnostic:
+    return error("E0302", f"`{op}` mixes {a} and {b}", span, label)
+
+
+# ---------------------------------------------------------------- E0304 dtypes of arguments
+def must_be(span, what: str, want: str, found: str, label: str) -> Diagnostic:
+    """"`ids` must be Index[V], found f32"."""
+    return error("E0304", f"`{what}` must be {want}, found {found}", span, label)
+
+
+# ---------------------------------------------------------------- E0401 shapes
+def shape(span, want: str, found: str, label: str) -> Diagnostic:
+    """"expected [b n D], found [b n F]" (or "expected a weight [O I], found …")."""
+    return error("E0401", f"expected {want}, found {found}", span, label)
+
+
+# ---------------------------------------------------------------- E0402 alignment
+def cannot_combine(span, a: str, b: str, why: str, label: str) -> Diagnostic:
+    return error("E0402", f"can't combine {a} with {b}: {why}", span, label)
+
+
+NO_SUBSET = "neither has all the other's axes"
+
+
+# ---------------------------------------------------------------- E0404 axis names
+def not_an_axis(span, written: str, tensor: str) -> Diagnostic:
+    """"`over=m`, but the tensor is [b n D]"."""
+    return error("E0404", f"`over={written}`, but the tensor is {tensor}", span,
+                 f"`{written}` is not an axis of the tensor")
+
+
+def axis_names_only(span, what: str, found: str) -> Diagnostic:
+    return error("E0404", f"`{what}` takes axis names, found `{found}`", span, "not an axis name")
+
+
+def one_axis(span, fname: str) -> Diagnostic:
+    return error("E0404", f"`{fname}` joins along one axis", span, "name one axis")
+
+
+# ---------------------------------------------------------------- E0405 pattern sides
+def loses_axis(span, fname: str, name: str, label: str | None = None) -> Diagnostic:
+    return error("E0405", f"`{fname}` loses axis `{name}`", span,
+                 f"`{name}` is not on the right side" if label is None else label)
+
+
+def adds_axis(span, fname: str, name: str, label: str | None = None, why: str = "") -> Diagnostic:
+    return error("E0405", f"`{fname}` adds axis `{name}`{why}", span,
+                 f"`{name}` is not on the left side" if label is None else label)
+
+
+def split_without_count(span) -> Diagnostic:
+    return error("E0405", "`split` needs a group that starts with the number of parts, as in (3 H Dh)", span,
+                 "no group starts with a number")
+
+
+# ---------------------------------------------------------------- E0406 groups
+def group_mismatch(span, group: str, size: str, axis: int, axis_size: str, label: str) -> Diagnostic:
+    """"group (H Dh) is 768, but axis 3 is 512" (a number item is its own group)."""
+    return error("E0406", f"{group} is {size}, but axis {axis} is {axis_size}", span, label)
+
+
+def nested_group(span) -> Diagnostic:
+    return error("E0406", "a group can't hold another group", span, "nested group")
+
+
+def unsized_names(span, group: str, a: str, b: str) -> Diagnostic:
+    return error("E0406", f"group {group} has two unsized names: `{a}` and `{b}`", span,
+                 "give all but one of these names a size (declare a dim)")
+
+
+def group_cannot_divide(span, group: str, axis: int, num, den, label: str) -> Diagnostic:
+    return error("E0406", f"group {group} can't divide axis {axis}: {num} / {den}", span, label)
+
+
+# ---------------------------------------------------------------- E0407 ranks
+def pattern_rank(span, n: int, operand: str, m: int, label: str) -> Diagnostic:
+    return error("E0407", f"the pattern has {n} axes, but `{operand}` has {m}", span, label)
+
+
+def einsum_sides(span, inputs: int, sides: int) -> Diagnostic:
+    return error("E0407", f"einsum has {inputs} inputs, but the pattern has {sides} sides", span, "one side per input")
+
+
+def causal_rank(span, got: int) -> Diagnostic:
+    return error("E0407", f"`causal` takes 2 axes, got {got}", span, "write causal[n m]")
+
+
+# ---------------------------------------------------------------- E0409 returns
+def returns(span, fn: str, found: str, want: str, label: str) -> Diagnostic:
+    return error("E0409", f"`{fn}` returns {found}, but its signature says {want}", span, label)
+
+
+def never_returns(span, fn: str, want: str) -> Diagnostic:
+    return error("E0409", f"`{fn}` never returns, but its signature says {want}", span, "no `return` in this function")
+
+
+# ---------------------------------------------------------------- E0410 einsum
+def einsum_sizes(span, name: str, a: str, b: str, label: str) -> Diagnostic:
+    return error("E0410", f"einsum matches `{name}` with sizes {a} and {b}", span, label)
+
+
+def einsum_new_axis(span, name: str) -> Diagnostic:
+    return error("E0410", f"einsum's output axis `{name}` is in no input", span, "no input has this axis")
+
+
+# ---------------------------------------------------------------- E0411 destructuring
+def destructure(span, what: str, names: int, label: str, gives: int | None = None) -> Diagnostic:
+    """"`split` gives 3 tensors, but 2 names take them" (`gives`), or "a single value
+    can't be destructured into 2 names"."""
+    if gives is None:
+        return error("E0411", f"{what} can't be destructured into {names} names", span, label)
+    return error("E0411", f"{what} gives {gives} tensors, but {names} names take them", span, label)
+
+
+# ---------------------------------------------------------------- E0412 masks
+def mask_mismatch(span, mask: str, scores: str, label: str) -> Diagnostic:
+    return error("E0412", f"the mask is {mask}, but the scores are {scores}", span, label)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from . import messages as M
 from .types import BOOL, UNKNOWN, ScalarT, TensorT, Type, is_unknown
 
 
@@ -29,15 +30,14 @@ def align(ck, op: str, lnode, rnode, lt: Type, rt: Type, pos) -> Type:
         return ScalarT("float" if "float" in (lt.num, rt.num) else lt.num)
     for t, n in ((lt, lnode), (rt, rnode)):
         if not isinstance(t, (TensorT, ScalarT)):
-            ck.err("E0301", f"expected a tensor, found {ck.kind_word(t)}", n.pos, "not a tensor")
+            ck.add(M.not_a_tensor(ck.span(n.pos), ck.kind_word(t)))
             return UNKNOWN
     if isinstance(lt, ScalarT):
         return rt
     if isinstance(rt, ScalarT):
         return lt
     if lt.dtype != rt.dtype and lt.dtype.is_float and rt.dtype.is_float:
-        ck.err("E0302", f"`{op}` mixes {lt.dtype.name} and {rt.dtype.name}", pos,
-               f"{lt.dtype.name} and {rt.dtype.name}").help(
+        ck.add(M.mixes(ck.span(pos), op, lt.dtype.name, rt.dtype.name, f"{lt.dtype.name} and {rt.dtype.name}")).help(
             f"cast one side with `to(x, {lt.dtype.name})`")
         return UNKNOWN
     return broadcast(ck, lt, rt, pos)
@@ -55,15 +55,15 @@ def broadcast(ck, lt: TensorT, rt: TensorT, pos):
     elif subset(rt, lt):
         big, small = lt, rt
     else:
-        ck.err("E0402", f"can't combine {ck.render(lt)} with {ck.render(rt)}: neither has all the other's axes",
-               pos, "these shapes don't align by name").help(
+        ck.add(M.cannot_combine(ck.span(pos), ck.render(lt), ck.render(rt), M.NO_SUBSET,
+                                "these shapes don't align by name")).help(
             "rearrange or reduce one side so that its axes are a subset of the other's")
         return UNKNOWN
     for a in small.axes:
         b = big.axes[big.index_of(a.name)]
         if a.size != b.size:
-            ck.err("E0402", f"can't combine {ck.render(lt)} with {ck.render(rt)}: axis `{ck.name(a.name)}` has two sizes",
-                   pos, "these shapes don't align")
+            ck.add(M.cannot_combine(ck.span(pos), ck.render(lt), ck.render(rt), f"axis `{ck.name(a.name)}` has two sizes",
+                                    "these shapes don't align"))
             return UNKNOWN
     dtype = big.dtype if big.dtype.is_float or not small.dtype.is_float else small.dtype
     return TensorT(big.axes, dtype)
@@ -75,12 +75,12 @@ def matmul(ck, opname: str, pos, lnode, rnode, lt: Type, rt: Type) -> Type:
         return UNKNOWN
     for t, n in ((lt, lnode), (rt, rnode)):
         if not isinstance(t, TensorT):
-            ck.err("E0301", f"expected a tensor, found {ck.kind_word(t)}", n.pos, "not a tensor")
+            ck.add(M.not_a_tensor(ck.span(n.pos), ck.kind_word(t)))
             return UNKNOWN
         if not arithmetic_ok(ck, n, t, "contraction"):
             return UNKNOWN
         if not t.axes:
-            ck.err("E0401", f"expected a tensor with axes, found {ck.render(t)}", n.pos, "a scalar")
+            ck.add(M.shape(ck.span(n.pos), "a tensor with axes", ck.render(t), "a scalar"))
             return UNKNOWN
     k = lt.axes[-1]
     if len(rt.axes) == 1:
@@ -93,7 +93,7 @@ def matmul(ck, opname: str, pos, lnode, rnode, lt: Type, rt: Type) -> Type:
             "the last axis of the left side must have the size of the weight's input axis")
         return UNKNOWN
     if lt.dtype != rt.dtype and lt.dtype.is_float and rt.dtype.is_float:
-        ck.err("E0302", f"`{opname}` mixes {lt.dtype.name} and {rt.dtype.name}", pos, "dtypes differ")
+        ck.add(M.mixes(ck.span(pos), opname, lt.dtype.name, rt.dtype.name, "dtypes differ"))
         return UNKNOWN
     lbatch = list(lt.axes[:-1])
     batch = lbatch

@@ -9,6 +9,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..syntax import ast as A
+from . import messages as M
 from .ops import operand_text
 from .sizes import ONE, Size
 from .types import UNKNOWN, Axis, TensorT, TupleT, is_unknown
@@ -104,11 +105,11 @@ class Matcher:
     def _size_clash(self, p: A.PName, a: Size, b: Size, where: str = ""):
         ck = self.ck
         if self.einsum:
-            ck.err("E0410", f"einsum matches `{p.name}` with sizes {ck.size_text(a, True)} and {ck.size_text(b, True)}",
-                   p.pos, f"`{p.name}` is {ck.size_text(a)} here, {ck.size_text(b)} {where or 'elsewhere'}")
+            ck.add(M.einsum_sizes(ck.span(p.pos), p.name, ck.size_text(a, True), ck.size_text(b, True),
+                                  f"`{p.name}` is {ck.size_text(a)} here, {ck.size_text(b)} {where or 'elsewhere'}"))
         else:
-            ck.err("E0401", f"expected `{p.name}` = {ck.size_text(a, True)}, found {ck.size_text(b, True)}",
-                   p.pos, f"this axis is {ck.size_text(b)}")
+            ck.add(M.shape(ck.span(p.pos), f"`{p.name}` = {ck.size_text(a, True)}", ck.size_text(b, True),
+                           f"this axis is {ck.size_text(b)}"))
         raise PatternError
 
     # -- matching one side against one operand
@@ -116,8 +117,7 @@ class Matcher:
         ck = self.ck
         text = operand_text(ck, node)
         if len(side.items) != len(t.axes):
-            ck.err("E0407", f"the pattern has {len(side.items)} axes, but `{text}` has {len(t.axes)}",
-                   side.pos, f"`{text}` is {ck.render(t)}")
+            ck.add(M.pattern_rank(ck.span(side.pos), len(side.items), text, len(t.axes), f"`{text}` is {ck.render(t)}"))
             raise PatternError
         # E0408 first, for every name on the side: a known axis name in the wrong place
         for i, item in enumerate(side.items):
@@ -140,8 +140,8 @@ class Matcher:
                 self.origin.setdefault(item.name, (index, i))
             elif isinstance(item, A.PInt):
                 if Size.const(item.value) != ax.size:
-                    ck.err("E0406", f"`{item.value}` is {item.value}, but axis {i + 1} is {ck.size_text(ax.size, True)}",
-                           item.pos, f"`{text}` is {ck.render(t)}")
+                    ck.add(M.group_mismatch(ck.span(item.pos), f"`{item.value}`", str(item.value), i + 1,
+                                            ck.size_text(ax.size, True), f"`{text}` is {ck.render(t)}"))
                     raise PatternError
             else:
                 self._match_group(item, ax, i, t, text, index)
@@ -156,7 +156,7 @@ class Matcher:
                     self.split_k = it.value
                 known.append((it, Size.const(it.value)))
             elif isinstance(it, A.PGroup):
-                ck.err("E0406", "a group can't hold another group", it.pos, "nested group")
+                ck.add(M.nested_group(ck.span(it.pos)))
                 raise PatternError
             else:
                 ks = self.bind.get(it.name)
@@ -170,21 +170,19 @@ class Matcher:
             prod = prod * s
         gtext = item_text(g)
         if len(unknown) > 1:
-            ck.err("E0406", f"group {gtext} has two unsized names: `{unknown[0].name}` and `{unknown[1].name}`",
-                   g.pos, "give all but one of these names a size (declare a dim)")
+            ck.add(M.unsized_names(ck.span(g.pos), gtext, unknown[0].name, unknown[1].name))
             raise PatternError
         if unknown:
             inferred = ax.size / prod
             num = ck.evaluate(ax.size)
             den = ck.evaluate(prod)
             if num is not None and den is not None and (den == 0 or Fraction(num) % Fraction(den) != 0):
-                ck.err("E0406", f"group {gtext} can't divide axis {i + 1}: {num} / {den}", g.pos,
-                       f"`{text}` is {ck.render(t)}")
+                ck.add(M.group_cannot_divide(ck.span(g.pos), gtext, i + 1, num, den, f"`{text}` is {ck.render(t)}"))
                 raise PatternError
             self._bind_name(unknown[0], inferred, f"in `{text}`")
         elif prod != ax.size:
-            ck.err("E0406", f"group {gtext} is {ck.size_text(prod, True)}, but axis {i + 1} is {ck.size_text(ax.size, True)}",
-                   g.pos, f"`{text}` is {ck.render(t)}")
+            ck.add(M.group_mismatch(ck.span(g.pos), f"group {gtext}", ck.size_text(prod, True), i + 1,
+                                    ck.size_text(ax.size, True), f"`{text}` is {ck.render(t)}"))
             raise PatternError
         for it in g.items:
             if isinstance(it, A.PName):
@@ -212,7 +210,7 @@ class Matcher:
         if isinstance(it, A.PInt):
             return Axis(Size.const(it.value), Size.const(it.value))
         if isinstance(it, A.PGroup):
-            ck.err("E0406", "a group can't hold another group", it.pos, "nested group")
+            ck.add(M.nested_group(ck.span(it.pos)))
             raise PatternError
         a = self.bind.get(it.name)
         if a is not None:
@@ -222,14 +220,12 @@ class Matcher:
             if d is not None:
                 return Axis(d, d)
         if self.einsum:
-            ck.err("E0410", f"einsum's output axis `{it.name}` is in no input", it.pos,
-                   "no input has this axis")
+            ck.add(M.einsum_new_axis(ck.span(it.pos), it.name))
         elif allow_new_dims:
-            ck.err("E0405", f"`repeat` adds axis `{it.name}`, which is not a dim with a value", it.pos,
-                   "repeat can add only declared dims")
+            ck.add(M.adds_axis(ck.span(it.pos), "repeat", it.name, "repeat can add only declared dims",
+                               ", which is not a dim with a value"))
         else:
-            ck.err("E0405", f"`{ck.call_name(self.call)}` adds axis `{it.name}`", it.pos,
-                   "this name is not on the left side")
+            ck.add(M.adds_axis(ck.span(it.pos), ck.call_name(self.call), it.name, "this name is not on the left side"))
         raise PatternError
 
 
@@ -237,21 +233,20 @@ def check_pattern_call(ck, call: A.Call, fname: str, tensors: list):
     """Check rearrange / split / repeat / einsum; `tensors` are (node, type) of inputs."""
     pat = call.pattern
     if pat is None:
-        ck.err("E0206", f"`{fname}` needs an axis pattern", A.op_pos(call), "write `L -> R` in the call")
+        ck.add(M.needs_pattern(ck.span(A.op_pos(call)), fname))
         return UNKNOWN
     einsum = fname == "einsum"
     if einsum and len(pat.inputs) != len(tensors):
-        ck.err("E0407", f"einsum has {len(tensors)} inputs, but the pattern has {len(pat.inputs)} sides",
-               pat.pos, "one side per input")
+        ck.add(M.einsum_sides(ck.span(pat.pos), len(tensors), len(pat.inputs)))
         return UNKNOWN
     if not einsum and (len(tensors) != 1 or len(pat.inputs) != 1):
-        ck.err("E0206", f"`{fname}` takes 1 tensor and a pattern, got {len(tensors)}", A.op_pos(call), "")
+        ck.add(M.takes(ck.span(A.op_pos(call)), fname, "1 tensor and a pattern", len(tensors)))
         return UNKNOWN
     for node, t in tensors:
         if is_unknown(t):
             return UNKNOWN
         if not isinstance(t, TensorT):
-            ck.err("E0301", f"expected a tensor, found {ck.kind_word(t)}", node.pos, "not a tensor")
+            ck.add(M.not_a_tensor(ck.span(node.pos), ck.kind_word(t)))
             return UNKNOWN
     names = [p.name for side in pat.inputs + [pat.output] for p in flat_names(side.items)]
     if any(ck.env.dims.is_dim(n) and ck.env.dim(n) is None for n in names):
@@ -267,19 +262,17 @@ def check_pattern_call(ck, call: A.Call, fname: str, tensors: list):
             rnames = [p.name for p in flat_names(pat.output.items)]
             for p in left:
                 if p.name not in rnames:
-                    ck.err("E0405", f"`{fname}` loses axis `{p.name}`", p.pos,
-                           f"`{p.name}` is not on the right side")
+                    ck.add(M.loses_axis(ck.span(p.pos), fname, p.name))
                     raise PatternError
             for p in flat_names(pat.output.items):
                 if p.name not in lnames:
-                    ck.err("E0405", f"`{fname}` adds axis `{p.name}`", p.pos,
-                           f"`{p.name}` is not on the left side")
+                    ck.add(M.adds_axis(ck.span(p.pos), fname, p.name))
                     raise PatternError
         if fname == "repeat":
             lnames = [p.name for p in left]
             for p in lnames:
                 if p not in [q.name for q in flat_names(pat.output.items)]:
-                    ck.err("E0405", f"`repeat` loses axis `{p}`", pat.output.pos, f"`{p}` is not on the right side")
+                    ck.add(M.loses_axis(ck.span(pat.output.pos), "repeat", p))
                     raise PatternError
         axes = m.build(pat.output, allow_new_dims=(fname == "repeat"))
     except PatternError:
@@ -290,8 +283,7 @@ def check_pattern_call(ck, call: A.Call, fname: str, tensors: list):
     out = TensorT(tuple(axes), dtype)
     if fname == "split":
         if not m.split_k:
-            ck.err("E0405", "`split` needs a group that starts with the number of parts, as in (3 H Dh)",
-                   pat.inputs[0].pos, "no group starts with a number")
+            ck.add(M.split_without_count(ck.span(pat.inputs[0].pos)))
             return UNKNOWN
         return TupleT(tuple([out] * m.split_k))
     return out

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from ..check import messages as M
+
 
 KEYWORDS = {
     "dim": "DIM", "model": "MODEL", "fn": "FN", "return": "RETURN", "for": "FOR",
@@ -36,13 +38,13 @@ TAB_WIDTH = 8
 
 
 class LexProblem:
-    """A layout or token problem found while lexing: code, message, span, label."""
+    """A layout or token problem found while lexing: where it is in the item, and the
+    constructor of its diagnostic (check/messages.py), called with the span."""
 
-    __slots__ = ("code", "message", "start", "end", "label", "fatal")
+    __slots__ = ("make", "start", "end", "fatal")
 
-    def __init__(self, code, message, start, end, label="", fatal=False):
-        self.code, self.message, self.start, self.end = code, message, start, end
-        self.label, self.fatal = label, fatal
+    def __init__(self, make, start, end, fatal=False):
+        self.make, self.start, self.end, self.fatal = make, start, end, fatal
 
 
 class Token:
@@ -109,8 +111,7 @@ def tokenize(text: str) -> tuple[list[Token], list[LexProblem]]:
             ws = text[line_start:start]
             continuation = value == "|>" and line_has_tokens
             if "\t" in ws and not continuation:
-                problems.append(LexProblem("E0103", "tabs can't indent a block",
-                                           line_start, start, "this indentation has a tab"))
+                problems.append(LexProblem(M.tab_indent, line_start, start))
             if not continuation:
                 if line_has_tokens:
                     out.append(_tok("_NL", "\n", line_start - 1, line_start - 1))
@@ -124,9 +125,7 @@ def tokenize(text: str) -> tuple[list[Token], list[LexProblem]]:
                         indents.pop()
                         out.append(_tok("_DEDENT", "", start, start))
                     if width != indents[-1]:
-                        problems.append(LexProblem(
-                            "E0102", "this line's indentation matches no enclosing block",
-                            line_start, start, "this indentation is not that of any block above"))
+                        problems.append(LexProblem(M.bad_dedent, line_start, start))
                         # go on as if the line stood at the enclosing block's indentation
         line_has_tokens = True
         if kind == "NAME":
@@ -139,20 +138,21 @@ def tokenize(text: str) -> tuple[list[Token], list[LexProblem]]:
                 brackets.pop()
             out.append(tok)
         elif kind == "USTRING":
-            problems.append(LexProblem("E0104", '`"` is never closed', start, start + 1,
-                                       "this string has no closing quote", fatal=True))
+            problems.append(LexProblem(lambda span: M.never_closed(span, '"', "this string has no closing quote"),
+                                       start, start + 1, fatal=True))
             return out, problems
         elif kind == "BAD":
-            problems.append(LexProblem("E0101", f"expected an expression, found `{value}`",
-                                       start, m.end(), "not a token of the language", fatal=True))
+            problems.append(LexProblem(lambda span, v=value: M.syntax(span, "an expression", f"`{v}`",
+                                                                      "not a token of the language"),
+                                       start, m.end(), fatal=True))
             return out, problems
         else:
             out.append(_tok(kind, value, start, m.end()))
     if brackets:
         b = brackets[0]
-        problems.append(LexProblem("E0104", f"`{b.value}` is never closed", b.start_pos,
-                                   b.end_pos, f"this `{b.value}` has no matching `{OPEN[b.value]}`",
-                                   fatal=True))
+        problems.append(LexProblem(lambda span: M.never_closed(span, b.value, f"this `{b.value}` has no matching "
+                                                                          f"`{OPEN[b.value]}`"),
+                                   b.start_pos, b.end_pos, fatal=True))
         return out, problems
     end = len(text.rstrip())
     if line_has_tokens:

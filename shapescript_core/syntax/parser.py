@@ -16,7 +16,8 @@ from lark import Lark, Transformer
 from lark.lexer import Lexer
 from lark.parsers.lalr_analysis import Shift
 
-from ..diagnostics import Diagnostic, debugging, error, internal_error
+from ..check import messages as M
+from ..diagnostics import Diagnostic, debugging, internal_error
 from . import ast as A
 from .lexer import BOM, LexProblem, Token, tokenize
 
@@ -362,15 +363,12 @@ def _syntax_error(item: A.Item, e: Exception, tokens: list[Token]) -> Diagnostic
         if tok.type == "_NL":  # point at the end of the line, not past it
             start = stop = tok.start_pos
         expected = _expected(set(e.expected))
-        d = error("E0101", f"expected {expected}, found {found}",
-                  item.span((start, max(stop, start))), f"expected {expected} here")
-        return d
-    return error("E0101", "expected an item, found text the parser can't read",
-                 item.span((0, min(len(item.text), 1))))
+        return M.syntax(item.span((start, max(stop, start))), expected, found)
+    return M.syntax(item.span((0, min(len(item.text), 1))), "an item", "text the parser can't read", "")
 
 
 def _lex_problem(item: A.Item, p: LexProblem) -> Diagnostic:
-    return error(p.code, p.message, item.span((p.start, p.end)), p.label)
+    return p.make(item.span((p.start, p.end)))
 
 
 def parse_item(text: str, path: str, offset: int) -> A.Item:
