@@ -57,6 +57,40 @@ class RestartLimit implements ErrorHandler {
   }
 }
 
+/**
+ * The channel vscode-languageclient traces into. The client traces only when its trace
+ * channel's log level is Trace, which no API can set; this one says Trace while
+ * `shapescript.trace.server` is on and writes the trace into the log at Info, so the
+ * setting alone turns the trace on and off, as users of other language extensions expect.
+ */
+function traceChannel(log: vscode.LogOutputChannel, disposables: vscode.Disposable[]): vscode.LogOutputChannel {
+  const level = () => (vscode.workspace.getConfiguration('shapescript').get<string>('trace.server', 'off') === 'off'
+    ? vscode.LogLevel.Info : vscode.LogLevel.Trace);
+  const changed = new vscode.EventEmitter<vscode.LogLevel>();
+  disposables.push(changed, vscode.workspace.onDidChangeConfiguration((e) => {
+    if (e.affectsConfiguration('shapescript.trace.server')) {
+      changed.fire(level());
+    }
+  }));
+  return {
+    name: log.name,
+    get logLevel() { return level(); },
+    onDidChangeLogLevel: changed.event,
+    trace: (message: string, ...args: unknown[]) => log.info(message, ...args),
+    debug: (message: string, ...args: unknown[]) => log.info(message, ...args),
+    info: (message: string, ...args: unknown[]) => log.info(message, ...args),
+    warn: (message: string, ...args: unknown[]) => log.warn(message, ...args),
+    error: (error: string | Error, ...args: unknown[]) => log.error(error, ...args),
+    append: (value: string) => log.append(value),
+    appendLine: (value: string) => log.appendLine(value),
+    replace: (value: string) => log.replace(value),
+    clear: () => log.clear(),
+    show: (preserveFocus?: boolean) => log.show(preserveFocus),
+    hide: () => log.hide(),
+    dispose: () => undefined,
+  } as vscode.LogOutputChannel;
+}
+
 export class ServerManager implements vscode.Disposable {
   client: LanguageClient | undefined;
   server: ServerCommand | undefined;
@@ -66,6 +100,7 @@ export class ServerManager implements vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChangeClient = this.changed.event;
+  private readonly trace: vscode.LogOutputChannel;
 
   constructor(readonly context: vscode.ExtensionContext, readonly log: vscode.LogOutputChannel) {
     this.disposables.push(vscode.workspace.onDidChangeConfiguration((e) => {
@@ -74,6 +109,7 @@ export class ServerManager implements vscode.Disposable {
         void this.restart();
       }
     }), this.changed);
+    this.trace = traceChannel(log, this.disposables);
   }
 
   folders(): string[] {
@@ -100,6 +136,7 @@ export class ServerManager implements vscode.Disposable {
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ language: 'shapescript', scheme: 'file' }, { language: 'shapescript', scheme: 'untitled' }],
       outputChannel: this.log, // vscode-languageclient 11 needs a log channel
+      traceOutputChannel: this.trace,
       errorHandler: new RestartLimit(this),
       initializationOptions: () => ({ settings: settingsObject() }),
       synchronize: { configurationSection: 'shapescript' },

@@ -5,7 +5,8 @@
 //
 // env: SS_URL (the workbench, with ?folder=), SS_OUT (a folder for result.json and
 // screenshots), SS_PROFILE (Chromium's profile folder), SS_CHROMIUM (the browser),
-// SS_FILE (the .ss file's name in the workspace).
+// SS_FILE (the .ss file's name in the workspace); optionally SS_URL_MISSING (a workspace
+// with no server) and SS_URL_CRASH (one whose server dies after each start).
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
@@ -32,9 +33,9 @@ async function step(name, fn) {
 }
 
 /** Wait until `fn` (run in the page) returns a truthy value; that value. */
-async function until(what, fn, arg, timeout = 20000) {
+async function until(what, fn, arg, timeout = 20000, on = page) {
   try {
-    const h = await page.waitForFunction(fn, arg, { timeout, polling: 100 });
+    const h = await on.waitForFunction(fn, arg, { timeout, polling: 100 });
     return await h.jsonValue();
   } catch (e) {
     throw new Error(`timed out waiting for ${what}: ${e.message.split('\n')[0]}`);
@@ -55,7 +56,7 @@ async function quickInputFocused(label, timeout = 20000) {
 async function runCommand(title) {
   await page.keyboard.press('F1');
   await page.waitForSelector('.quick-input-widget .quick-input-box input', { state: 'visible' });
-  await page.keyboard.type(title);
+  await page.keyboard.insertText(title);
   await quickInputFocused(title);
   await page.keyboard.press('Enter');
 }
@@ -93,19 +94,17 @@ try {
   });
 
   await step('open file', async () => {
-    await page.keyboard.press('Control+P');
-    await page.waitForSelector('.quick-input-widget .quick-input-box input', { state: 'visible' });
-    await page.keyboard.type(fileName);
-    await quickInputFocused(fileName);
-    await page.keyboard.press('Enter');
+    // from the Explorer, as a user does (Quick Open would wait for the file search)
+    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: fileName }).first().click();
     await until('the editor with the file', () => {
       const v = document.querySelector('.editor-instance .monaco-editor .view-lines');
       return v && v.textContent.includes('classify');
     });
-    result.language = await until('the language mode', () => {
+    // the language mode may read Plain Text until the extensions are scanned
+    result.language = await until('the language mode ShapeScript', () => {
       const s = document.querySelector('.statusbar-item[id="status.editor.mode"]');
-      return s && s.textContent.trim();
-    });
+      return s && s.textContent.trim() === 'ShapeScript' && s.textContent.trim();
+    }, undefined, 30000);
   });
 
   await step('diagnostics', async () => {
@@ -161,8 +160,27 @@ try {
       [...new Set(spans.filter((s) => /^(mtk\d+\s*)+$/.test(s.className)).map((s) => s.className))]);
   });
 
+  await step('explain', async () => {
+    await goTo(8, 13);
+    await runCommand('ShapeScript: Explain error under cursor');
+    result.explain_tab = await until('the docs page in a Markdown preview', () => {
+      const tab = [...document.querySelectorAll('.tabs-container .tab')].find((t) => /Preview serving-engines\.md/.test(t.textContent));
+      return tab ? tab.textContent : false;
+    });
+    await page.locator('.tabs-container .tab', { hasText: 'Preview serving-engines.md' })
+      .locator('.codicon-close').first().click({ force: true });
+    await until('the preview closed', () =>
+      ![...document.querySelectorAll('.tabs-container .tab')].some((t) => t.textContent.includes('Preview')), undefined, 10000);
+    await page.locator('.tabs-container .tab', { hasText: fileName }).first().click();
+  });
+
   await step('quick fix', async () => {
     await goTo(8, 13);
+    // as a user does: wait for the light bulb, then Control+. and the keyboard
+    await until('the light bulb', () => {
+      const b = document.querySelector('.editor-instance .monaco-editor .lightBulbWidget');
+      return b && b.offsetParent !== null && getComputedStyle(b).visibility !== 'hidden' && b.className;
+    }, undefined, 20000);
     await page.keyboard.press('Control+.');
     const want = 'Make `m` the first parameter';
     await page.waitForSelector('.action-widget .monaco-list-row', { state: 'visible' });
@@ -208,6 +226,38 @@ try {
       return false;
     }, undefined, 90000);
   });
+
+  // Then, in the same browser tab, a workspace with no server anywhere (the
+  // notification and its "How to install"), and one whose server dies after each start
+  // (restarted once, as maxRestarts 1 says, then not).
+  const missing = async () => {
+    const p = page;
+    await p.goto(process.env.SS_URL_MISSING);
+    await p.waitForSelector('.monaco-workbench', { timeout: 60000 });
+    result.missing_message = await until('the "not found" notification', () => {
+      const n = [...document.querySelectorAll('.notification-list-item')].find((e) => e.textContent.includes('was not found'));
+      return n ? n.textContent : false;
+    }, undefined, 45000, p);
+    await p.locator('.notification-list-item .monaco-button', { hasText: 'How to install' }).first().click();
+    result.install_tab = await until('the README in a Markdown preview', () => {
+      const tab = [...document.querySelectorAll('.tabs-container .tab')].find((t) => t.textContent.includes('Preview README.md'));
+      return tab ? tab.textContent : false;
+    }, undefined, 20000, p);
+  };
+  const crashing = async () => {
+    const p = page;
+    await p.goto(process.env.SS_URL_CRASH);
+    await p.waitForSelector('.monaco-workbench', { timeout: 60000 });
+    result.crash_message = await until('the "not restarted" notification', () => {
+      const n = [...document.querySelectorAll('.notification-list-item')].find((e) => e.textContent.includes('was not restarted'));
+      return n ? n.textContent : false;
+    }, undefined, 60000, p);
+    await p.waitForTimeout(2500); // time for a restart that should not come
+  };
+  if (process.env.SS_URL_MISSING && process.env.SS_URL_CRASH) {
+    await step('no server', missing);
+    await step('crash limit', crashing);
+  }
   result.ok = true;
 } catch (e) {
   result.ok = false;
