@@ -69,9 +69,6 @@ class Matcher:
         self.split_k = None
 
     # -- helpers
-    def _size_code(self):
-        return "E0410" if self.einsum else "E0401"
-
     def _known_size(self, name: str):
         """(axis name, size) for a dim or bound size variable, else None."""
         ck = self.ck
