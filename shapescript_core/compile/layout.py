@@ -157,7 +157,8 @@ class PatternLowering:
         right, _ = _elements(pat.output)
         lnames = {e.name for e in left if e.name}
         kept = [e.name for e in right if e.name in lnames]
-        code = permute_code(code, [self._index(left, n) for n in kept])
+        ones = [i for i, e in enumerate(left) if e.name is None]  # size-1 axes go last
+        code = permute_code(code, [self._index(left, n) for n in kept] + ones)
         idx, expand, new = [], [], False
         for e in right:
             if e.name is not None and e.name not in lnames:
@@ -170,7 +171,10 @@ class PatternLowering:
         if new:
             while idx and idx[-1] == ":":
                 idx.pop()
+            expand += ["-1"] * len(ones)
             code = f"{code}[{', '.join(idx)}].expand({', '.join(expand)})"
+        if ones or any(e.name is None for e in right):  # size-1 axes stand where the output has them
+            return self.merge_groups(code, pat.output, -1)
         return self.merge_groups(code, pat.output, len(right))
 
     def split(self, code: str) -> str:
@@ -197,13 +201,14 @@ class PatternLowering:
         specs, args = [], []
         for c, side in zip(codes, pat.inputs):
             c, els = self.split_groups(c, side)
-            if any(e.name is None for e in els):
-                raise CompileError("einsum takes axis names, not numbers")
-            specs.append("".join(self._letter(letters, e.name) for e in els))
+            # a size-1 axis (a literal 1) has a letter of its own, summed away
+            specs.append("".join(self._letter(letters, e.key) for e in els))
             args.append(c)
         right, _ = _elements(pat.output)
         out = "".join(self._letter(letters, e.name) for e in right if e.name is not None)
         code = f"torch.einsum(\"{','.join(specs)}->{out}\", {', '.join(args)})"
+        if any(e.name is None for e in right):  # size-1 axes stand where the output has them
+            return self.merge_groups(code, pat.output, -1)
         return self.merge_groups(code, pat.output, len(right))
 
     @staticmethod
