@@ -99,10 +99,10 @@ def cmd_check(args) -> int:
     dims = _parse_dims(args.dim)
     ws = Workspace(dims)
     paths = _load(ws, args.files)
+    ws.export_requests = _requests(args, paths)  # before anything analyses the files
     _require_dims(ws, paths, dims)
     if args.fn:
         _require_fn(ws, paths, args.fn)
-    ws.export_requests = _requests(args, paths)
     if args.fix:
         for _ in range(5):  # fixes can uncover others; a few rounds at most
             diags = [d for p in paths for d in ws.diagnostics(p)]

@@ -7,27 +7,8 @@ from lsprotocol import types as T
 from pytest_lsp import LanguageClient
 
 from lsp_support import codes, config, initialize, open_doc, uri_of, wait_version
-from shapescript_core.syntax.source import LineIndex
 from support import check
-
-LIB = """\
-dim D = 64
-dim C = 10
-
-model Classifier:
-    w: [C D]
-
-@export(hf)
-fn classify(x: [b D], m: Classifier) -> [b C]:
-    return linear(x, m.w)
-"""
-
-MAIN = """\
-import "lib.ss"
-
-fn run(m: Classifier, x: [b D]) -> [b C]:
-    return classify(x, m)
-"""
+from test_lsp_actions import LIB, MAIN, apply  # the same library and importer
 
 DEEP = """\
 import "../main.ss"
@@ -52,15 +33,6 @@ fn use(x: [b D]) -> [b D]:
 async def client(lsp_client: LanguageClient):
     yield
     await lsp_client.shutdown_session()
-
-
-def apply(text: str, edits) -> str:
-    lines = LineIndex(text)
-    spans = [(lines.offset_utf16(e.range.start.line, e.range.start.character),
-              lines.offset_utf16(e.range.end.line, e.range.end.character), e.new_text) for e in edits]
-    for s, e, new in sorted(spans, reverse=True):
-        text = text[:s] + new + text[e:]
-    return text
 
 
 async def test_the_fix_reaches_importers_that_are_not_open(client: LanguageClient, tmp_path):

@@ -330,7 +330,7 @@ def model_cycles(models: dict, own: dict) -> list:
     ring), its first hops written out."""
     graph: dict = {}
     for name, m in models.items():
-        graph[name] = {_held_model(f.type) for f in m.fields.values()} & models.keys()
+        graph[name] = {held_model(f.type) for f in m.fields.values()} & models.keys()
     comp = components(graph)
     trees: dict = {}  # component -> RootPaths
     out = []
@@ -339,7 +339,7 @@ def model_cycles(models: dict, own: dict) -> list:
         if m is None or m.item is not it:
             continue
         for fname, f in m.fields.items():
-            inner = _held_model(f.type)
+            inner = held_model(f.type)
             if inner not in graph or comp[inner] != comp[name]:
                 continue  # a field into another component is on no cycle
             paths = trees.get(comp[name])
@@ -404,7 +404,8 @@ class RootPaths:
         return nodes, total
 
 
-def _held_model(t) -> Optional[str]:
+def held_model(t) -> Optional[str]:
+    """The model a value of type t holds: a model's own name, a stack's model, or None."""
     if isinstance(t, ModelT):
         return t.name
     if isinstance(t, StackT):
@@ -413,7 +414,7 @@ def _held_model(t) -> Optional[str]:
 
 
 def _field_to(m: ModelInfo, target: str) -> str:
-    return next(n for n, f in sorted(m.fields.items()) if _held_model(f.type) == target)
+    return next(n for n, f in sorted(m.fields.items()) if held_model(f.type) == target)
 
 
 def build_signature(item: A.FnItem, dims: DimTable, models: set) -> tuple[Signature, list]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..check.types import ModelT, StackT
+from ..check.env import held_model
 from ..diagnostics import Severity, Span
 from ..syntax import ast as A
 
@@ -128,8 +128,7 @@ def _calls_broken(res, env) -> bool:
 
 def _models_used(res, env) -> list:
     out, seen = [], set()
-    stack = [t.name if isinstance(t, ModelT) else t.model for t in res.types.values()
-             if isinstance(t, (ModelT, StackT))]
+    stack = [n for n in map(held_model, res.types.values()) if n is not None]
     while stack:
         n = stack.pop()
         if n in seen:
@@ -139,11 +138,7 @@ def _models_used(res, env) -> list:
         if m is None:
             continue
         out.append(m)
-        for f in m.fields.values():
-            if isinstance(f.type, ModelT):
-                stack.append(f.type.name)
-            elif isinstance(f.type, StackT):
-                stack.append(f.type.model)
+        stack += [n for n in (held_model(f.type) for f in m.fields.values()) if n is not None]
     return out
 
 
