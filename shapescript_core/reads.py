@@ -183,14 +183,14 @@ class Meanings:
         being models."""
         if prev is None or prev.dims.fingerprint != self.dims.fingerprint:
             return
-        memo = dict(prev.decl)
+        memo = self.decl
+        memo.update(prev.decl)
         moved = prev.model_names ^ self.model_names
         for k in moved:
             memo.pop(k, None)
         memo.pop(EVERYTHING, None)
         if moved:
             memo.pop(ALL_MODELS, None)
-        self.decl.update(memo)
 
     def carry_full(self, prev: "Meanings | None"):
         """Once models and signatures are built: take over the answers for the names
@@ -204,12 +204,12 @@ class Meanings:
             changed.update(n for n in theirs if n not in mine)
         changed.update(n for n, k in self.broken.items() if prev.broken.get(n) != k)
         changed.update(n for n in prev.broken if n not in self.broken)
-        memo = dict(prev.full)
+        memo = self.full
+        memo.update(prev.full)
         for k in changed:
             memo.pop(k, None)
         for k in (EVERYTHING, ALL_FNS, ALL_MODELS):
             memo.pop(k, None)
-        self.full.update(memo)
 
     def _dim(self, name: str):
         d = self.dims

@@ -8,6 +8,7 @@ item replaced by an edit, or in a file closed or changed on disk, is forgotten.
 """
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
 import operator
@@ -24,7 +25,7 @@ from .check.sizes import Size
 from .check.types import TensorT, Type
 from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
 from .syntax import ast as A
-from .syntax.parser import reparse_file
+from .syntax.parser import changed_range, reparse_file
 from .syntax.source import LineIndex, decode_source, normalize_newlines
 
 
@@ -72,9 +73,30 @@ class SourceFile:
         text = normalize_newlines(text)  # a bare \r ends a line, as in LSP: same offsets
         with _no_gc():
             self.items = reparse_file(self.items, self.text, text, self.path)
+        self.lines = _lines_after(self.text, self.lines, text)
         self.text = text
         self.version = version
-        self.lines = LineIndex(text)
+
+
+def _lines_after(old: str, lines: LineIndex, text: str) -> LineIndex:
+    """The line index of `text`, from the one of `old`: an edit that neither removes nor
+    adds a line break keeps the line starts (shifted after it), without a rescan and,
+    for a same-length edit (a typed-over character), without a new list."""
+    if not old or not lines.starts:
+        return LineIndex(text)
+    p, old_end, new_end = changed_range(old, text)
+    gone, added = old[p:old_end], text[p:new_end]
+    if "\n" in gone or "\r" in gone or "\n" in added or "\r" in added or \
+            (p > 0 and old[p - 1] == "\r"):
+        return LineIndex(text)
+    delta = new_end - old_end
+    starts = lines.starts
+    if delta:
+        k = bisect.bisect_right(starts, p)
+        starts = starts[:k] + [x + delta for x in starts[k:]]
+    out = LineIndex.__new__(LineIndex)
+    out.text, out.starts = text, starts
+    return out
 
 
 class FileEnv:
@@ -481,7 +503,7 @@ class Workspace:
                 all(map(operator.is_, last[0].values(), models.values())):
             return last[1]
         out = model_cycles(models, own)
-        self._model_cycles[path] = (dict(models), out)
+        self._model_cycles[path] = (models, out)  # the analysis's own dict: never changed after
         return out
 
     def _cycles_of(self, path: str, fns: dict, own: dict) -> list:
@@ -492,10 +514,10 @@ class Workspace:
             before = last[0]
             changed = [n for n, r in fns.items() if before.get(n) is not r]
             if not any(_reaches(fns, n) for n in changed):
-                self._cycles[path] = (dict(fns), [])
+                self._cycles[path] = (fns, [])
                 return []
         out = self._recursion(fns, own)
-        self._cycles[path] = (dict(fns), out)
+        self._cycles[path] = (fns, out)
         return out
 
     def _recursion(self, fns: dict, own: dict) -> list:

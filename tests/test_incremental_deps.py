@@ -235,3 +235,19 @@ def test_a_cycle_made_and_unmade_by_edits():
         cycles.append(sorted(d.message for d in got if d.code == "E0207"))
     assert cycles == [[], ["`other` calls itself: other → third → other", "`third` calls itself: third → other → third"],
                       [], ["`other` calls itself"], []]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="ab\n\r é", max_size=40),
+       st.lists(st.tuples(st.floats(0, 1), st.integers(0, 4), st.text(alphabet="xy\n\r é", max_size=3)),
+                min_size=1, max_size=8))
+def test_line_starts_kept_across_edits_equal_a_rescan(text, edits):
+    from shapescript_core.syntax.source import LineIndex
+    from shapescript_core.workspace import SourceFile
+    f = SourceFile("/tmp/shapescript-test/lines.ss", text)
+    for where, cut, insert in edits:
+        i = int(where * len(text))
+        text = text[:i] + insert + text[i + cut:]
+        f.set_text(text)
+        assert f.lines.starts == LineIndex(f.text).starts
+        assert f.lines.text == f.text
