@@ -22,7 +22,7 @@ from .check.function import FnResult, check_function
 from .check.graphs import components as _components, shortest_path as _path
 from .check.messages import defined_twice, import_missing, import_not_utf8
 from .check.sizes import Size
-from .check.types import TensorT, Type
+from .check.types import TensorT, Type, render_nested
 from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
 from .syntax import ast as A
 from .syntax.parser import changed_range, reparse_file
@@ -131,6 +131,9 @@ class FileEnv:
         return any(n == name for n, _ in self.broken)
 
     def render(self, t: Type, dtype: bool = False) -> str:
+        return render_nested(t, lambda x: self._render_one(x, dtype))
+
+    def _render_one(self, t: Type, dtype: bool) -> str:
         if isinstance(t, TensorT):
             s = "[" + " ".join(self.dims.render(a.name) for a in t.axes) + "]"
             if dtype:
@@ -140,8 +143,6 @@ class FileEnv:
             return t.name
         if t.kind == "stack":
             return f"[{self.dims.render(t.count)}] {t.model}"
-        if t.kind == "tuple":
-            return "(" + ", ".join(self.render(x, dtype) for x in t.items) + ")"
         if t.kind == "scalar":
             return "[] " + ("f32" if t.num == "float" else "i64" if t.num == "int" else "bool")
         if t.kind == "dtype":

@@ -152,3 +152,16 @@ def test_export_checks_that_cannot_be_loaded_are_E0001(monkeypatch, caplog):
     assert [(d.code, d.span.abs_start) for d in diags] == [("E0001", 0)]
     assert "the export checks could not complete" in diags[0].message
     assert any(r.exc_info and r.exc_info[0] is ImportError for r in caplog.records)
+
+
+def test_deeply_nested_tuples_render_in_hints_and_completions():
+    from shapescript_core.ide.completion import completions
+    from shapescript_core.ide.inlay import inlay_hints
+    src = "dim D = 8\nfn f(x: [n D]) -> [n D]:\n    t = " + "(x, " * 600 + "x" + ")" * 600 + "\n    return x\n"
+    ws, diags = check(src)
+    assert [d.code for d in diags] == ["W0101"]
+    shown = "([n D], " * 600 + "[n D]" + ")" * 600
+    (hint,) = inlay_hints(ws, "/tmp/shapescript-test/case.ss")
+    assert hint.tooltip == "t: " + shown
+    (t,) = [c for c in completions(ws, "/tmp/shapescript-test/case.ss", src.index("return x") + 7) if c.label == "t"]
+    assert t.detail == shown

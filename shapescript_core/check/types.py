@@ -124,3 +124,30 @@ class StringT(Type):
 
 def is_unknown(t) -> bool:
     return t is UNKNOWN or isinstance(t, Unknown)
+
+
+def render_nested(t, leaf: Callable) -> str:
+    """A type as written, `leaf(x)` for each non-tuple part: tuples in tuples, at any
+    depth, without recursion."""
+    if not isinstance(t, TupleT):
+        return leaf(t)
+    parts = ["("]
+    open_tuples = [iter(t.items)]  # innermost last
+    first = [True]
+    while open_tuples:
+        x = next(open_tuples[-1], None)
+        if x is None:
+            open_tuples.pop()
+            first.pop()
+            parts.append(")")
+            continue
+        if not first[-1]:
+            parts.append(", ")
+        first[-1] = False
+        if isinstance(x, TupleT):
+            parts.append("(")
+            open_tuples.append(iter(x.items))
+            first.append(True)
+        else:
+            parts.append(leaf(x))
+    return "".join(parts)

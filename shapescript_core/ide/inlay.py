@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..check.types import TensorT, TupleT, is_unknown
+from ..check.types import TensorT, is_unknown, render_nested
 from ..syntax import ast as A
 from .locate import fn_result
 
@@ -17,12 +17,9 @@ class InlayHint:
 
 def shape_text(env, t) -> str:
     """A binding's shape: axes, and the dtype only when it is not f32."""
-    if isinstance(t, TensorT):
-        s = env.render(t)
-        return s if t.dtype.name == "f32" else env.render(t, dtype=True)
-    if isinstance(t, TupleT):
-        return "(" + ", ".join(shape_text(env, x) for x in t.items) + ")"
-    return env.render(t)
+    def one(x):
+        return env.render(x, dtype=isinstance(x, TensorT) and x.dtype.name != "f32")
+    return render_nested(t, one)
 
 
 def inlay_hints(ws, path: str, start: int = 0, end: int | None = None) -> list:
