@@ -9,7 +9,7 @@
 # end-to-end test needs (chromium, ripgrep, and the headers code-server's native
 # modules build against), when they are missing and we are root.
 #
-# Idempotent: each part is skipped while its stamp is there (about 50 ms when all is cached).
+# Idempotent: each part is skipped while its stamp is there (about a second when all is cached).
 # Safe to call from scripts/setup.sh: a part that can't be installed prints why; the
 # script then fails under CI=true (where the end-to-end test must run) and only warns
 # otherwise (the test then skips). SHAPESCRIPT_SKIP_VSCODE=1 skips it all.

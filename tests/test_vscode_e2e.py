@@ -124,7 +124,7 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     wrapper.write_text(f"#!/bin/sh\nexec '{server_command()}' --log-file '{server_log}' --log-level DEBUG \"$@\"\n")
     wrapper.chmod(0o755)
 
-    # a workspace with no server anywhere, and one whose server dies 3 s after each start
+    # a workspace with no server anywhere, and one whose server dies after each start
     ws_missing = tmp_path / "ws-missing"
     ws_missing.mkdir()
     (ws_missing / "a.ss").write_text(SOURCE, encoding="utf-8")
@@ -135,8 +135,15 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     (ws_crash / "a.ss").write_text(SOURCE, encoding="utf-8")
     starts = ws_crash / "starts.log"
     crashing = ws_crash / ".venv" / "bin" / "shapescript-lsp"
-    crashing.write_text(f"#!/bin/sh\necho start >> '{starts}'\n( sleep 3; kill -9 $$ ) &\n"
-                        f"exec '{server_command()}' \"$@\"\n")
+    crash_log = tmp_path / "crash-server.log"
+    crashing.write_text(
+        "#!/bin/sh\n"
+        f"echo start >> '{starts}'\n"
+        f": > '{crash_log}'\n"
+        # killed 1 s after the client's `initialized`: a crash of a running server
+        f"( i=0; until grep -q \"Notification 'initialized' received\" '{crash_log}' || [ $i -ge 600 ]; "
+        "do i=$((i+1)); sleep 0.1; done; sleep 1; kill -9 $$ ) &\n"
+        f"exec '{server_command()}' --log-file '{crash_log}' --log-level DEBUG \"$@\"\n")
     crashing.chmod(0o755)
     # no shapescript-lsp on code-server's PATH: the workspaces' .venv or nothing
     env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep)

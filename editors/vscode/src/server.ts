@@ -25,6 +25,9 @@ const CRASH_WINDOW_MS = 3 * 60 * 1000;
 /** Restart after a crash, at most `shapescript.server.maxRestarts` times in 3 minutes. */
 class RestartLimit implements ErrorHandler {
   private crashes: number[] = [];
+  /** Whether the server answered `initialize` once: one that dies before is not restarted
+   * (start() reports why), or a broken install would loop. */
+  started = false;
 
   constructor(private readonly manager: ServerManager) {}
 
@@ -34,6 +37,9 @@ class RestartLimit implements ErrorHandler {
   }
 
   closed(): CloseHandlerResult {
+    if (!this.started) {
+      return { action: CloseAction.DoNotRestart, handled: true };
+    }
     const max = vscode.workspace.getConfiguration('shapescript').get<number>('server.maxRestarts', 4);
     const now = Date.now();
     this.crashes = this.crashes.filter((t) => now - t < CRASH_WINDOW_MS);
@@ -133,11 +139,12 @@ export class ServerManager implements vscode.Disposable {
       options: { cwd: folders[0] },
     };
     const serverOptions: ServerOptions = { run: exec, debug: exec };
+    const restarts = new RestartLimit(this);
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ language: 'shapescript', scheme: 'file' }, { language: 'shapescript', scheme: 'untitled' }],
       outputChannel: this.log, // vscode-languageclient 11 needs a log channel
       traceOutputChannel: this.trace,
-      errorHandler: new RestartLimit(this),
+      errorHandler: restarts,
       initializationOptions: () => ({ settings: settingsObject() }),
       synchronize: { configurationSection: 'shapescript' },
       middleware: {
@@ -156,6 +163,11 @@ export class ServerManager implements vscode.Disposable {
     };
     const client = new LanguageClient('shapescript', 'ShapeScript', serverOptions, clientOptions);
     client.onNotification(ShowMessageNotification.type, (m) => this.showMessage(m));
+    client.onDidChangeState((e) => {
+      if (e.newState === State.Running) {
+        restarts.started = true;
+      }
+    });
     this.client = client;
     try {
       await client.start();
