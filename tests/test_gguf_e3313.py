@@ -94,3 +94,32 @@ async def test_the_language_server_publishes_it(client: LanguageClient, tmp_path
     (d,) = p.diagnostics
     assert d.range.start.line == 42 and d.message.startswith(HEAD + CASES[1][2])
     assert d.code_description.href.endswith("E3313.md") or "e3313" in d.code_description.href.lower()
+
+
+LLAMA = open(os.path.join(os.path.dirname(program("x")), "..", "..", "..", "..", "shared", "conformance", "ok",
+                          "llama.ss"), encoding="utf-8").read()
+EDITS = [  # conformance/ok/llama.ss changed in one place -> the words of its departure
+    ("scaled_dot_product_attention(q, k, v, attn_mask=causal[n n])",
+     "scaled_dot_product_attention(q, k, v, attn_mask=causal[n n], scale=0.5)",
+     "the attention's scale is 0.5 (line 42), where llama has the default 1/sqrt(Dh)"),
+    ("k = k |> repeat(b Hkv n Dh -> b (Hkv G) n Dh)", "k = k |> repeat(b Hkv n Dh -> b (G Hkv) n Dh)",
+     "the keys are repeated as (G Hkv) (line 40), where llama repeats each key/value head G times in a row"),
+    ("return x + mlp(blk.mlp, rms_norm(x, blk.mlp_norm, over=D, eps=1e-5))",
+     "return x + mlp(blk.mlp, rms_norm(x, blk.mlp_norm, over=D, eps=1e-6))",
+     "this norm's eps is 1e-06 (line 50), where the others' is 1e-05: llama has one eps"),
+    ("""    x = x + attention(blk.attn, rms_norm(x, blk.attn_norm, over=D, eps=1e-5), pos)
+    return x + mlp(blk.mlp, rms_norm(x, blk.mlp_norm, over=D, eps=1e-5))""",
+     """    h = rms_norm(x, blk.attn_norm, over=D, eps=1e-5)
+    return x + attention(blk.attn, h, pos) + mlp(blk.mlp, h)""",
+     "this `+` (line 50) joins sublayers that don't feed one another (a parallel block)"),
+    ("return rms_norm(x, m.norm, over=D, eps=1e-5) |> linear(m.lm_head)", "return x |> linear(m.lm_head)",
+     "the output layer reads the residual stream directly (line 57), where every llama.cpp architecture "
+     "has a norm before it"),
+]
+
+
+@pytest.mark.parametrize("old,new,words", EDITS, ids=["scale", "repeat-order", "eps", "parallel", "no-norm"])
+def test_departures_name_what_llama_has_there(old, new, words):
+    assert old in LLAMA
+    (d,) = errors("/tmp/shapescript-gguf/llama_edit.ss", LLAMA.replace(old, new))
+    assert d.code == "E3313" and d.message.startswith(HEAD + words)

@@ -114,8 +114,9 @@ class Matcher:
         w_out = self.param(self.arg(out, "W"), "output layer")
         final = self.arg(out, "x")
         if final.op not in ("rms_norm", "layer_norm"):
-            raise _Depart(final, f"the output layer reads `{final.op}`{_line(final)}, where every "
-                                 f"llama.cpp architecture has a norm before it")
+            what = "the residual stream directly" if final.op == "add" else f"`{final.op}`"
+            raise _Depart(out, f"the output layer reads {what}{_line(out)}, where every "
+                               f"llama.cpp architecture has a norm before it")
         self.arch = "gpt2" if final.op == "layer_norm" else "llama"
         stream = self.arg(final, "x")
         subs = []
@@ -130,6 +131,9 @@ class Matcher:
                     subs.append((stream, b, a))
                     stream = b
                     continue
+            if stream.op == "add" and not self.embeddings_sum(stream):
+                raise _Depart(stream, f"this `+`{_line(stream)} joins sublayers that don't feed one another "
+                                      f"(a parallel block), where {self.arch} has {has(self.arch, 'block')}")
             if stream.op in UNARY and stream.inputs:
                 self.found.append(_Depart(stream, f"`{stream.op}` on the residual stream{_line(stream)}, "
                                                   f"where {self.arch} {has(self.arch, 'stream')}"))
@@ -160,6 +164,9 @@ class Matcher:
         if tied:
             plan.notes.append("output layer tied to the token embedding")
         return plan
+
+    def embeddings_sum(self, n) -> bool:
+        return n.op == "add" and all(i.op == "embedding" for i in n.inputs)
 
     def embeddings(self, n) -> list:
         """[(node, table path)] of the embeddings the stream starts from (token first)."""
@@ -411,9 +418,9 @@ class Matcher:
                   and len(dst[-3]) == 2 and dst[-3][0] == src[-3] and dst[:-3] == src[:-3]
                   and dst[-2:] == src[-2:])
             if not ok:
-                g = "x".join(str(x) for x in dst[-3]) if len(dst) >= 3 and isinstance(dst[-3], list) else "?"
-                raise _Depart(rp, f"the {role} are repeated as ({g}){_line(rp)}, where {self.arch} "
-                                  f"repeats each key/value head in turn: `{src[-3]} G` grouped as ({src[-3]} G)")
+                g = " ".join(map(str, dst[-3])) if len(dst) >= 3 and isinstance(dst[-3], list) else "another way"
+                raise _Depart(rp, f"the {role} are repeated as ({g}){_line(rp)}, where {self.arch} repeats "
+                                  f"each key/value head G times in a row: ({src[-3]} G)")
             p.groups = self.size_of(dst[-3][1], pat)
             p.repeat = rp
         return p
