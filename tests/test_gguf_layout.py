@@ -92,3 +92,39 @@ def test_a_tokenizer_that_cant_be_embedded_is_a_clear_error(tmp_path, tokenizer_
     assert "can't embed the tokenizer" in r.stderr + r.stdout and words in r.stderr + r.stdout
     assert "Traceback" not in r.stderr
     assert os.listdir(out.parent) == []
+
+
+def _export_in_process(tmp_path, cancel_after=None):
+    from shapescript_core.export.request import make_request
+    from shapescript_core.export.run import run_export
+    from shapescript_core.workspace import Workspace
+    out = tmp_path / "m.gguf"
+    req = make_request(os.path.join(CONFORMANCE, "llama.ss"), "gguf", output=str(out), random_weights=True,
+                       dims=dict(LLAMA_DIMS))
+    seen = []
+
+    def progress(message, done, total):
+        seen.append((message, done, total))
+
+    def cancelled():
+        return cancel_after is not None and sum("writing" in m for m, _, _ in seen) >= cancel_after
+    return run_export(Workspace(), req, progress, cancelled), seen, out
+
+
+def test_progress_moves_per_tensor(tmp_path):
+    res, seen, out = _export_in_process(tmp_path)
+    assert res.ok and out.is_file(), res.message
+    writing = [(m, d, t) for m, d, t in seen if m.startswith("writing m.gguf: ")]
+    assert [m.split(": ")[1] for m, _, _ in writing][:3] == ["token_embd.weight", "blk.0.attn_norm.weight",
+                                                             "blk.0.attn_q.weight"]
+    assert len(writing) == 21
+    done = [d for _, d, _ in writing]
+    assert done == sorted(done) and done[0] == 0 and len(set(t for _, _, t in writing)) == 1
+    assert seen[-1][1] == seen[-1][2]  # ends at 100%
+
+
+def test_a_cancel_mid_write_leaves_nothing(tmp_path):
+    res, seen, out = _export_in_process(tmp_path, cancel_after=5)
+    assert not res.ok and "cancelled" in res.message
+    assert sum("writing" in m for m, _, _ in seen) == 5
+    assert os.listdir(tmp_path) == []
