@@ -217,6 +217,11 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     config = json.loads((exported / "config.json").read_text(encoding="utf-8"))
     assert isinstance(config, dict) and "model_type" in config, config
     assert (exported / "model.safetensors").stat().st_size > 64 * 10 * 4
+    # the lens runs Export… for its function and target, and asks before replacing
+    assert r["lens_output_default"] == "exported/classify-hf"
+    assert "is not empty" in r["replace_dialog"], r["replace_dialog"]
+    assert "exported classify for hf" in r["lens_export_message"], r["lens_export_message"]
+    assert (exported / "model.safetensors").is_file()
     # Explain error under cursor: the code's docs page in a Markdown preview
     assert "Preview serving-engines.md" in r["explain_tab"]
     # no server: the notification says where it looked, and "How to install" opens the README

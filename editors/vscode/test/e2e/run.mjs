@@ -227,6 +227,33 @@ try {
     }, undefined, 90000);
   });
 
+  await step('export from the lens', async () => {
+    // the server's "Export ▸ hf" lens runs Export… for its function and target; the
+    // folder is there now, so it asks before replacing it
+    await runCommand('Notifications: Clear All Notifications');
+    await until('no notifications', () => document.querySelectorAll('.notifications-toasts .notification-list-item').length === 0,
+      undefined, 10000);
+    await page.locator('.editor-instance .codelens-decoration a', { hasText: 'Export' }).first().click();
+    result.lens_output_default = await until('the output folder box', () => {
+      const w = document.querySelector('.quick-input-widget');
+      const i = w && w.querySelector('.quick-input-box input');
+      return w && w.style.display !== 'none' && i && i.value ? i.value : false;
+    });
+    await page.keyboard.press('Enter');
+    await quickInputFocused('Random weights');
+    await page.keyboard.press('Enter');
+    result.replace_dialog = await until('the "replace?" dialog', () => {
+      const d = document.querySelector('.monaco-dialog-box');
+      return d ? d.textContent : false;
+    });
+    await page.locator('.monaco-dialog-box .monaco-button', { hasText: 'Replace' }).first().click();
+    result.lens_export_message = await until('the second export result', () => {
+      const n = [...document.querySelectorAll('.notifications-toasts .notification-list-item')]
+        .find((e) => e.textContent.includes('exported classify for hf') || e.textContent.includes('classify for hf:'));
+      return n ? n.textContent : false;
+    }, undefined, 90000);
+  });
+
   // Then, in the same browser tab, a workspace with no server anywhere (the
   // notification and its "How to install"), and one whose server dies after each start
   // (restarted once, as maxRestarts 1 says, then not).
