@@ -65,5 +65,5 @@ recipe_hash() {
 # llama_wheel: path of the cached llama-cpp-python wheel, empty when there is none.
 llama_wheel() {
     local v=${LLAMA_PIN#llama-cpp-python==}
-    compgen -G "$WHEELS_DIR/llama_cpp_python-$v-*.whl" | head -n 1
+    compgen -G "$WHEELS_DIR/llama_cpp_python-$v-*.whl" | head -n 1 || true
 }
