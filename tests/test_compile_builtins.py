@@ -184,6 +184,9 @@ CASES = [
      lambda t: t["q"] @ t["k"].transpose(0, 1)),
     ("matmul_batch_right_larger", "x: [n D], w: [b n D F] -> [b n F]", "x @ w",
      lambda t: (t["x"][None, :, None, :] @ t["w"])[:, :, 0, :]),
+    ("matmul_batch_repeated_names", "x: [n D], w: [n n D F] -> [n n F]", "x @ w",
+     lambda t: (t["x"][:, None, None, :] @ t["w"])[:, :, 0, :]),
+    ("matmul_batch_left_vector", "x: [D], w: [b s D F] -> [b s F]", "x @ w", lambda t: t["x"] @ t["w"]),
     # ---- embeddings
     ("embedding_field", "ids: [b n] Index[V] -> [b n D]", "embedding(ids, m.E)", lambda t: t["m.E"][t["ids"]]),
     ("embedding_param", "ids: [n b] Index[V], T: [V F] -> [n b F]", "embedding(ids, T)",

@@ -474,10 +474,13 @@ class MethodGen:
             # broadcasts them once they stand where the left has them
             return f"{x} @ {align(w, rt, tuple(lt.axes[:-2]) + tuple(rt.axes[-2:]))}"
         # otherwise one einsum over the result's axes, each operand's batch axes by name
-        letters = "abcdefghijklmnopqrstuvwxyz"
-        if len(n.type.axes) + 1 > len(letters):
-            raise CompileError("`@` has too many axes", n.where)
-        out, k = letters[:len(n.type.axes)], letters[len(n.type.axes)]
+        letters: dict = {}
+        seen: Counter = Counter()
+        out = ""
+        for a in n.type.axes:  # one letter per result axis, a repeated name's too
+            out += PatternLowering._letter(letters, f"{a.name}{chr(39) * seen[a.name]}")
+            seen[a.name] += 1
+        k = PatternLowering._letter(letters, f"{lt.axes[-1].name} (contracted)")
         left = "".join(out[p] for p in match_positions(lt.axes[:-1], batch)) + k
         right = "".join(out[p] for p in match_positions(rt.axes[:-2], batch)) + k + out[-1]
         return f'torch.einsum("{left},{right}->{out}", {x}, {w})'

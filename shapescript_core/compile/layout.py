@@ -213,11 +213,16 @@ class PatternLowering:
 
     @staticmethod
     def _letter(letters: dict, name: str) -> str:
+        """The einsum letter of an axis: its name's initial where that is free
+        ("bhnd,bhmd->bhnm"), else the first free letter."""
         if name not in letters:
-            alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-            if len(letters) >= len(alphabet):
+            taken = set(letters.values())
+            initial = name[0] if name[0].isalpha() and name[0].isascii() else ""
+            free = [c for c in (initial.lower(), initial.upper()) if c and c not in taken]
+            free += [c for c in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ" if c not in taken]
+            if not free:
                 raise CompileError("einsum has too many axes")
-            letters[name] = alphabet[len(letters)]
+            letters[name] = free[0]
         return letters[name]
 
     @staticmethod
