@@ -5,7 +5,9 @@ The extension is built and packaged (.vsix), installed into a private extensions
 and a copy of a workspace with a broken .ss file is opened. Through the UI: the E3306
 diagnostic in the Problems panel with its code and link, the hover's shape, the
 grammar's scopes (Developer: Inspect Editor Tokens and Scopes), the quick fix from the
-light bulb, and "ShapeScript: Export…" writing the output folder to disk.
+light bulb, Explain's docs page, "ShapeScript: Export…" and the "Export ▸ hf" lens writing
+the output folder to disk; then a workspace with no server (the notification) and one
+whose server crashes (the restart limit).
 
 The toolchain (npm packages, code-server, Chromium) comes from scripts/setup_vscode.sh,
 cached outside the clone. Under CI=true a missing toolchain fails the test.
@@ -14,8 +16,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
-import socket
 import subprocess
 import time
 import urllib.request
@@ -59,24 +61,26 @@ SETTINGS = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url: str, proc, timeout: float = 30) -> None:
+def wait_listening(log_path, proc, timeout: float = 60) -> int:
+    """The port code-server listens on (it was given port 0: no race for a free one),
+    once it answers /healthz."""
     end = time.monotonic() + timeout
+    port = None
     while time.monotonic() < end:
         if proc.poll() is not None:
-            raise AssertionError(f"code-server exited with {proc.returncode}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            time.sleep(0.2)
-    raise AssertionError(f"code-server did not answer {url} within {timeout} s")
+            raise AssertionError(f"code-server exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
+        if port is None:
+            m = re.search(r"HTTP server listening on http://127\.0\.0\.1:(\d+)/", log_path.read_text(errors="replace"))
+            port = int(m.group(1)) if m else None
+        if port is not None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2) as r:
+                    if r.status == 200:
+                        return port
+            except OSError:
+                pass
+        time.sleep(0.2)
+    raise AssertionError(f"code-server did not start within {timeout} s: {log_path.read_text()[-2000:]}")
 
 
 @pytest.fixture(scope="module")
@@ -149,18 +153,17 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep)
                                   if d and not os.path.exists(os.path.join(d, "shapescript-lsp")))
 
-    port = free_port()
     out = tmp_path / "out"
     out.mkdir()
     cs_log = open(tmp_path / "code-server.log", "w")
-    cs = subprocess.Popen([CODE_SERVER, *common, "--bind-addr", f"127.0.0.1:{port}", "--auth", "none",
+    cs = subprocess.Popen([CODE_SERVER, *common, "--bind-addr", "127.0.0.1:0", "--auth", "none",
                            "--disable-telemetry", "--disable-update-check", "--disable-workspace-trust",
                            "--disable-getting-started-override", str(ws)],
                           env=env, stdout=cs_log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                           start_new_session=True)
     driver = None
     try:
-        wait_http(f"http://127.0.0.1:{port}/healthz", cs)
+        port = wait_listening(tmp_path / "code-server.log", cs)
         denv = dict(env, SS_URL=f"http://127.0.0.1:{port}/?folder={ws}", SS_OUT=str(out),
                     SS_PROFILE=str(tmp_path / "chromium"), SS_CHROMIUM=chromium_path(), SS_FILE=src.name,
                     SS_URL_MISSING=f"http://127.0.0.1:{port}/?folder={ws_missing}",
