@@ -432,8 +432,9 @@ class _Stack:
 
 
 class _Tracer:
-    def __init__(self, prog: Program):
+    def __init__(self, prog: Program, unroll: Optional[int] = None):
         self.prog = prog
+        self.unroll = unroll  # at most this many iterations of each stack loop (None: all)
         self.nodes: list = []
         self.params: dict = {}
         self.depth = 0
@@ -476,7 +477,7 @@ class _Tracer:
                 st = self.value(s.iter, env, g)
                 if not isinstance(st, _Stack):
                     raise CompileError("`for` runs over a stack", s.iter.where)
-                for i in range(st.count):
+                for i in range(st.count if self.unroll is None else min(st.count, self.unroll)):
                     env[s.var] = _Model(st.model, f"{st.prefix}.{i}")
                     self.stmts(s.body, env, g)
             elif isinstance(s, Ret):
@@ -546,11 +547,14 @@ class _Tracer:
         return self.emit(out)
 
 
-def trace(ws, path: str, fn_name: Optional[str] = None, dims: Optional[dict] = None) -> Trace:
+def trace(ws, path: str, fn_name: Optional[str] = None, dims: Optional[dict] = None,
+          unroll: Optional[int] = None) -> Trace:
     """The exported function fully inlined. `dims` are applied by the workspace (its
-    dim overrides); the argument is accepted for symmetry with the export request."""
+    dim overrides); the argument is accepted for symmetry with the export request.
+    `unroll` caps each stack loop's iterations (every iteration runs the same statements:
+    the checker's E3313 traces two, the GGUF writer all)."""
     prog = build_program(ws, path, fn_name)
-    tr = _Tracer(prog)
+    tr = _Tracer(prog, unroll)
     g = prog.entry
     args, inputs = {}, {}
     for k, (name, t, _) in enumerate(g.params):
