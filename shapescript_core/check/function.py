@@ -336,6 +336,8 @@ class FnChecker:
         t = types.get(id(e))
         if t is not None:
             return t
+        if isinstance(e, _LEAVES):
+            return self._expr_one(e)
         order = _operands_first(e, types)
         for n in order:
             self._expr_one(n)
@@ -678,6 +680,9 @@ class FnChecker:
         if dt.index is not None:
             dt = DType(dt.name, dt.index.subst(sizes))
         return TensorT(tuple(axes), dt)
+
+
+_LEAVES = (A.Name, A.Number, A.String, A.Const, A.Mask)  # no operands to check first
 
 
 def _operands(e) -> list:

@@ -362,6 +362,18 @@ def size_post_order(root) -> list:
 def pattern_leaves(items) -> list:
     """The names and numbers of a pattern side's items, groups opened, in source order."""
     out = []
+    for i in items:  # the usual case: groups of names and numbers, one level deep
+        if not isinstance(i, PGroup):
+            out.append(i)
+        elif not any(isinstance(x, PGroup) for x in i.items):
+            out.extend(i.items)
+        else:
+            return _nested_leaves(items)
+    return out
+
+
+def _nested_leaves(items) -> list:
+    out = []
     stack = [iter(items)]
     while stack:
         i = next(stack[-1], None)
