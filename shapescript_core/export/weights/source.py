@@ -19,6 +19,7 @@ INDEX = "model.safetensors.index.json"
 SINGLE = "model.safetensors"
 MAPPING = "shapescript-weights.json"  # an earlier export's param path -> checkpoint key
 CHUNK = 16 * 1024 * 1024
+KERNEL_CHUNK = 256 * 1024 * 1024  # one copy_file_range: most tensors in one call; a cancel within a fraction of a second
 _NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF, errno.EPERM}
 AHEAD = 512 * 1024 * 1024  # how far the kernel reads ahead of the tensor being copied
 
@@ -46,6 +47,7 @@ class WeightSource:
         self.headers: list = []           # [HeaderInfo]
         self.where: dict = {}             # key -> HeaderInfo
         self.file_key: dict = {}          # key -> the file's key, where a mapping renames it
+        self._asked: dict = {}            # file -> how far the kernel was asked to read ahead
         if os.path.isdir(path):
             if os.path.isfile(os.path.join(path, INDEX)):
                 self._index(os.path.join(path, INDEX))
@@ -71,10 +73,18 @@ class WeightSource:
             first = next(iter(h.tensors.values()), None)
             if first is not None:
                 prefetch(h.file, first.start, AHEAD)
+                self._asked[h.file] = first.start + AHEAD
 
     def _ahead(self, key: str):
+        """Keep the kernel reading up to AHEAD bytes past this tensor; each range is
+        asked for once (asking again walks the page cache for nothing)."""
         t = self.info(key)
-        prefetch(self.where[key].file, t.end, AHEAD)
+        file = self.where[key].file
+        start = max(t.start, self._asked.get(file, 0))
+        end = t.end + AHEAD
+        if end - start >= AHEAD // 4 or start < t.end:
+            prefetch(file, start, end - start)
+            self._asked[file] = end
 
     def _mapping(self, file: str):
         """Read an exported directory back through its mapping: keys become param paths."""
@@ -172,7 +182,7 @@ class WeightSource:
             while remaining:
                 if check_cancelled is not None:
                     check_cancelled()
-                n = min(CHUNK * 4, remaining)
+                n = min(KERNEL_CHUNK, remaining)
                 done = 0
                 if fast:
                     try:
