@@ -36,6 +36,10 @@ model M:
     w2: [F D]
     E: [V D]
     P: [D F]
+    w3: [F D]
+    b3: [F]
+    b4: [F]
+    w5: [F D]
 """
 
 
@@ -174,6 +178,12 @@ CASES = [
      lambda t: t["x"] @ t["W"].T + t["c"]),
     ("linear_field_param_bias", "x: [b D], c: [F] -> [b F]", "linear(x, m.w2, c)",
      lambda t: t["x"] @ t["m.w2"].T + t["c"]),
+    ("linear_param_field_bias", "x: [b n D], W: [F D] -> [b n F]", "linear(x, W, m.bias)",
+     lambda t: t["x"] @ t["W"].T + t["m.bias"]),
+    ("linear_two_biases", "x: [b n D] -> [b n F]", "linear(x, m.w3, m.b3) - linear(x, m.w3, m.b4)",
+     lambda t: (t["x"] @ t["m.w3"].T + t["m.b3"]) - (t["x"] @ t["m.w3"].T + t["m.b4"])),
+    ("linear_weight_read_elsewhere", "x: [b n D] -> [b n F]", "linear(x, m.w5) + sum(m.w5, over=D)",
+     lambda t: t["x"] @ t["m.w5"].T + t["m.w5"].sum(1)),
     ("matmul_field", "x: [b n D] -> [b n F]", "matmul(x, m.P)", lambda t: t["x"] @ t["m.P"]),
     ("matmul_operator", "x: [b n D], w: [D F] -> [b n F]", "x @ w", lambda t: t["x"] @ t["w"]),
     ("matmul_vector", "x: [b n D], v: [D] -> [b n]", "x @ v", lambda t: t["x"] @ t["v"]),
