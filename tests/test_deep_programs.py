@@ -165,3 +165,12 @@ def test_deeply_nested_tuples_render_in_hints_and_completions():
     assert hint.tooltip == "t: " + shown
     (t,) = [c for c in completions(ws, "/tmp/shapescript-test/case.ss", src.index("return x") + 7) if c.label == "t"]
     assert t.detail == shown
+
+
+def test_deeply_nested_loops():
+    n = 300
+    head = "model B:\n    w: [4]\nmodel M:\n    l: [2] B\nfn f(m: M, x: [4]) -> [4]:\n"
+    loops = "".join("    " * (i + 1) + f"for b{i} in m.l:\n" for i in range(n))
+    body = "    " * (n + 1) + "x = x + " + " + ".join(f"b{i}.w" for i in range(n)) + "\n    return x\n"
+    assert errors(head + loops + body) == []
+    assert errors(head + loops + body.replace("x = x + ", "x = x + m + ")) == [("E0301", 6 + n)]

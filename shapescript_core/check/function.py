@@ -11,6 +11,7 @@ from .builtins import BUILTINS, REQUIRED, Bound, Builtin
 from .env import Signature, dim_lookup, resolve_type
 from .sizes import Size
 from .suggest import closest
+from .trampoline import run
 from .types import (BOOL, DTYPE_NAMES, UNKNOWN, Axis, DType, DTypeValue, ModelT, ScalarT,
                     StackT, StringT, TensorT, TupleT, Type, is_unknown)
 
@@ -203,7 +204,7 @@ class FnChecker:
             if p.node.default is not None:
                 self.expr(p.node.default)
         self.sig = sig
-        self.block(item.body, top=True)
+        run(self.block(item.body))
         self._check_returns(item.body)
         for loc in self.all_locals:
             if not loc.used and not loc.name.startswith("_"):
@@ -227,7 +228,9 @@ class FnChecker:
                 return
 
     # ------------------------------------------------------------ statements
-    def block(self, stmts, top=False):
+    def block(self, stmts):
+        """Check statements in order: a step driven by trampoline.run, so that `for`
+        bodies inside `for` bodies nest without recursion."""
         for s in stmts:
             if isinstance(s, A.Assign):
                 t = self.expr(s.value)
@@ -253,7 +256,7 @@ class FnChecker:
                 t = self.expr(s.value)
                 self._check_return(s, t)
             elif isinstance(s, A.For):
-                self._for(s)
+                yield from self._for(s)
 
     def _bind(self, name, pos, t):
         loc = Local(name, t, pos)
@@ -317,7 +320,7 @@ class FnChecker:
             var_t = UNKNOWN
         before = {n: l.type for n, l in self.locals.items()}
         self._bind(s.var, s.var_pos, var_t)
-        self.block(s.body)
+        yield self.block(s.body)
         for st in s.body:
             if isinstance(st, A.Assign) and st.target in before:
                 old, new = before[st.target], self.locals[st.target].type

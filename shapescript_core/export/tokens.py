@@ -121,9 +121,16 @@ class TokenFlow(TokenRules):
         return CLEAN
 
     def by_name(self, ctx, t, inputs, tainted: bool) -> Val:
-        if isinstance(t, TupleT):
-            one = self.by_name(ctx, t.items[0], inputs, tainted) if t.items else CLEAN
-            return Val(items=tuple(one for _ in t.items), tainted=tainted)
+        widths = []  # a tuple's items take the first item's value, tuples in tuples too
+        while isinstance(t, TupleT):
+            widths.append(len(t.items))
+            t = t.items[0] if t.items else None
+        v = self._by_name_one(ctx, t, inputs, tainted)
+        for n in reversed(widths):
+            v = Val(items=tuple(v for _ in range(n)), tainted=tainted)
+        return v
+
+    def _by_name_one(self, ctx, t, inputs, tainted: bool) -> Val:
         if not isinstance(t, TensorT):
             return Val(tainted=tainted)
         tags = []
