@@ -26,8 +26,18 @@ from shapescript_core.diagnostics import Severity
 from shapescript_core.export.hf.build import build
 from shapescript_core.workspace import Workspace
 
-# the runtime sizes of size variables (the dims of the test programs avoid these values)
+# the runtime sizes of size variables, and the dims of the test programs: all different
 SIZES = {"b": 2, "n": 5, "m": 7, "s": 13, "t": 17}
+DIMS = """
+dim Hkv = 3
+dim G = 4
+dim H = Hkv * G
+dim Dh = 6
+dim D = 8
+dim Dv = 9
+dim V = 10
+dim F = 11
+"""
 ATOL = 1e-5
 
 _packages = itertools.count()

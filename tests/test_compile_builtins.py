@@ -12,20 +12,11 @@ import math
 import pytest
 
 torch = pytest.importorskip("torch")
-from compile_support import assert_matches, fn_name, program_of  # noqa: E402
+from compile_support import DIMS, assert_matches, fn_name, program_of  # noqa: E402
 
 Fn = torch.nn.functional
 
-HEADER = """
-dim Hkv = 3
-dim G = 4
-dim H = Hkv * G
-dim Dh = 6
-dim D = 8
-dim Dv = 9
-dim V = 10
-dim F = 11
-
+HEADER = DIMS + """
 model M:
     g: [D] = ones
     ln_w: [D] = ones
