@@ -110,6 +110,26 @@ def gpt2(sd):
     return out
 
 
+def gpt2_separate(sd, D=256):
+    out = gpt2(sd)
+    for i in range(L):
+        p = f"layers.{i}."
+        w, b = out.pop(p + "w_qkv"), out.pop(p + "b_qkv")
+        for j, x in enumerate("qkv"):
+            out[p + f"w{x}"], out[p + f"b{x}"] = w[j * D:(j + 1) * D], b[j * D:(j + 1) * D]
+        out.pop(p + "b_o")  # the program has none: the transformers model's is zeroed
+    return {k.replace("layers.", "blocks."): v for k, v in out.items()}
+
+
+def hf_gpt2_no_out_bias(seed):
+    import torch
+    m = hf_gpt2(seed=seed)
+    with torch.no_grad():
+        for blk in m.transformer.h:
+            blk.attn.c_proj.bias.zero_()
+    return m
+
+
 @dataclass
 class Case:
     id: str
@@ -135,6 +155,8 @@ CASES = [
     Case("gpt2", os.path.join(CONFORMANCE, "gpt2.ss"), lambda: hf_gpt2(seed=6), gpt2, "gpt2",
          dims={"V": 256, "D": 256, "H": 4, "P": 64, "L": 2}, tied=True, hf_class="GPT2LMHeadModel",
          tolerance=3e-3, load_kwargs={"n_positions": 64, "vocab_size": 256}),
+    Case("gpt2-separate-qkv", program("gpt2_separate.ss"), lambda: hf_gpt2_no_out_bias(8), gpt2_separate, "gpt2",
+         tied=True, hf_class="GPT2LMHeadModel", tolerance=3e-3, load_kwargs={"n_positions": 64, "vocab_size": 256}),
 ]
 
 

@@ -511,28 +511,31 @@ class Matcher:
         return any(biases)
 
     def fused_qkv(self, q, k, v, D, tensors, blk):
-        if not (q.lin is k.lin is v.lin):
-            raise _Depart(q.lin, f"the queries, keys and values come from separate projections{_line(q.lin)}, "
-                                 f"where gpt2 has {has('gpt2', 'qk')}")
+        """gpt2's one attn_qkv: rows [q; k; v], each head-major, from one fused projection
+        (re-ordered when its pattern laid the rows out another way) or from separate ones."""
         if q.groups != 1:
             raise _Depart(k.repeat, f"keys and values are repeated{_line(k.repeat)}: gpt2 has as many "
                                     f"key/value heads as query heads")
-        # the source's rows as (split, head, width) factors; llama.cpp reads [q; k; v], head-major
-        g = q.gather
-        pos = g.take[0]
-        sub = g.perm or (0, 1)
-        rest = [i for i in range(3) if i != pos]
-        perm = (pos, rest[sub[0]], rest[sub[1]])
-        idx = [getattr(p.gather, "take")[1] for p in (q, k, v)]
-        if idx != [0, 1, 2]:
-            raise _Depart(q.lin, f"the fused projection's parts are taken as {idx} for q, k, v{_line(q.lin)}, "
-                                 f"where gpt2 has them in order q, k, v")
-        whole = Gather(0, g.shape, None, None if perm == (0, 1, 2) else perm)
-        steps = (whole,) if whole.perm else ()
         rows = 3 * q.heads * q.width
-        tensors.append(TensorPlan("ATTN_QKV", blk, "weight", self.param(q.W, "weight"), (rows, D), steps))
-        b = self.param(q.b, "bias") if q.b is not None else None
-        tensors.append(TensorPlan("ATTN_QKV", blk, "bias", b, (rows,), steps, kind="vector"))
+        fused = q.lin is k.lin is v.lin and [p.gather.take[1] for p in (q, k, v)] == [0, 1, 2]
+        if fused:
+            g = q.gather
+            pos, sub = g.take[0], g.perm or (0, 1)
+            rest = [i for i in range(3) if i != pos]
+            perm = (pos, rest[sub[0]], rest[sub[1]])
+            steps = (Gather(0, g.shape, None, perm),) if perm != (0, 1, 2) else ()
+            tensors.append(TensorPlan("ATTN_QKV", blk, "weight", self.param(q.W, "weight"), (rows, D), steps))
+            b = self.param(q.b, "bias") if q.b is not None else None
+            tensors.append(TensorPlan("ATTN_QKV", blk, "bias", b, (rows,), steps, kind="vector"))
+            return
+        parts, bias_parts = [], []
+        for p in (q, k, v):
+            steps = (p.gather,) if p.gather else ()
+            parts.append((self.param(p.W, "weight"), tuple(p.W.shape), steps))
+            bias_parts.append((self.param(p.b, "bias"), tuple(p.b.shape), steps) if p.b is not None
+                              else (None, (p.heads * p.width,), ()))
+        tensors.append(TensorPlan("ATTN_QKV", blk, "weight", None, (rows, D), parts=tuple(parts)))
+        tensors.append(TensorPlan("ATTN_QKV", blk, "bias", None, (rows,), kind="vector", parts=tuple(bias_parts)))
 
     def bias(self, lin, name, shape, tensors, blk):
         b = lin.attrs["args"].get("b")

@@ -44,6 +44,8 @@ class TensorPlan:
                          # source (zeros written for a bias the source lacks), the tensor's
     steps: tuple = ()    # Gather / RopePermute, in order
     kind: str = "matrix"  # "matrix" (may be f16/bf16/q8_0) or "vector" (norms, biases: stay f32)
+    parts: tuple = ()    # ((param path or None, its shape, steps), ...) stacked along rows into
+                         # one tensor of `shape` (gpt2's attn_qkv from separate q, k, v)
 
 
 @dataclass

@@ -40,6 +40,8 @@ def plan_for(ctx):
 
 
 def out_shape(t) -> tuple:
+    if t.parts:
+        return tuple(t.shape)
     shape = list(t.shape)
     for s in t.steps:
         if isinstance(s, Gather) and s.take is not None:
@@ -68,6 +70,17 @@ def convert(arr: np.ndarray, qtype) -> np.ndarray:
     return quantize(arr, qtype)
 
 
+def _values(ctx, t, shape) -> np.ndarray:
+    """The tensor's values in llama.cpp's layout: read and re-laid out, stacked from its
+    parts, or zeros (a bias the source doesn't have)."""
+    if t.parts:
+        return np.concatenate([np.zeros(s, np.float32) if p is None else layout.apply(ctx.read(p), steps)
+                               for p, s, steps in t.parts], axis=0)
+    if t.source is None:
+        return np.zeros(shape, dtype=np.float32)
+    return layout.apply(ctx.read(t.source), t.steps)
+
+
 def _copy_unchanged(ctx, t, qtype, fout) -> bool:
     """Copy an f32 param stored f32 with no layout change straight from the weights file
     (the kernel's copy_file_range, as `cp` does); False when it must be converted."""
@@ -85,9 +98,10 @@ def write(ctx) -> str:
     dtype = ctx.request.dtype
     arch = metadata.arch_name(plan.arch)
     for t in plan.tensors:
-        if t.source is not None and tuple(ctx.spec(t.source).shape) != tuple(t.shape):
-            raise ExportError(f"internal: `{t.source}` is {list(ctx.spec(t.source).shape)}, "
-                              f"the {plan.arch} plan expected {list(t.shape)}")
+        for path, shape, _ in ((t.source, t.shape, ()),) + t.parts:
+            if path is not None and tuple(ctx.spec(path).shape) != tuple(shape):
+                raise ExportError(f"internal: `{path}` is {list(ctx.spec(path).shape)}, "
+                                  f"the {plan.arch} plan expected {list(shape)}")
     w = gguf.GGUFWriter(ctx.tmp, arch)
     rows = []
     try:
@@ -123,8 +137,7 @@ def write(ctx) -> str:
             w.write_padding(fout, fout.tell())
             start = fout.tell()
             if not _copy_unchanged(ctx, t, qtype, fout):
-                arr = np.zeros(shape, dtype=np.float32) if t.source is None else \
-                    layout.apply(ctx.read(t.source), t.steps)
+                arr = _values(ctx, t, shape)
                 out = convert(arr, qtype)
                 del arr
                 out.tofile(fout)
