@@ -7,9 +7,10 @@ Each architecture is told apart by what its graph computes, never by names:
   llama.cpp rotates interleaved pairs: half-style Q/K rows are permuted.
 - `qwen2`: llama with biases on the q, k and v projections. llama.cpp rotates halves
   (NEOX): interleaved-style Q/K rows are permuted the other way.
-- `gpt2`: token plus learned position embeddings; per block layer_norm sublayers, one fused
-  QKV projection with bias, no rope, an MLP proj(gelu_tanh(fc(h))), biases everywhere
-  (zeros are written where the source has none); a final layer_norm.
+- `gpt2`: token plus learned position embeddings; per block layer_norm sublayers, q, k, v
+  from one fused projection or separate ones (stacked into one attn_qkv), no rope, an MLP
+  proj(gelu_tanh(fc(h))), biases everywhere (zeros are written where the source has
+  none); a final layer_norm.
 
 `SHAPE` says, for E3313, what each architecture has at each place a model can depart.
 """
@@ -39,8 +40,8 @@ SHAPE = {
         "norm": "layer_norm",
         "block": "attention then an MLP, each as x + sublayer(layer_norm(x))",
         "mlp": "linear(h) into gelu_tanh into a second linear",
-        "qk": "one fused linear(h) split into q, k and v heads",
-        "v": "one fused linear(h) split into q, k and v heads",
+        "qk": "linear(h) split into q, k and v heads",
+        "v": "linear(h) split into q, k and v heads",
         "positions": "learned position embeddings, no rope",
         "bias": "biases on every projection",
         "output": "layer_norm(x) into the output layer",
