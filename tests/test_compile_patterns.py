@@ -192,3 +192,54 @@ def program():
 def test_pattern(program, case):
     name, _, _, reference = case
     assert_matches(program.compile(fn_name(name)), reference)
+
+
+STACKED = DIMS + """
+dim L = 3
+
+model Layer:
+    w: [D D]
+    g: [D] = ones
+
+model Sub:
+    w: [F D]
+    b: [F]
+
+model Net:
+    layers: [L] Layer
+    head: Sub
+    gain: [D]
+
+fn layer(l: Layer, x: [b n D]) -> [b n D]:
+    h = rms_norm(x, l.g, over=D)
+    return x + linear(h, l.w) |> gelu
+
+fn act(x: [b n D], k: [] = 2.0, j: [] = 0.5) -> [b n D]:
+    return x * k + j
+
+fn project(s: Sub, x: [b n D]) -> [b n F]:
+    return linear(x, s.w, s.b)
+
+@export(hf)
+fn f(m: Net, x: [b n D]) -> [b n F]:
+    for l in m.layers:
+        x = layer(l, x)
+    y: [b n D] = act(x, j=1.5) * m.gain
+    y = y |> act
+    return project(m.head, y)
+"""
+
+
+def test_stacks_submodels_and_calls():
+    """A stack looped over, a submodel's method, defaults skipped by a keyword, a pipe
+    into a user function: the params reach each layer through the key map."""
+    from compile_support import Program
+
+    def reference(t):
+        x = t["x"]
+        for i in range(3):
+            h = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * t[f"m.layers.{i}.g"]
+            x = torch.nn.functional.gelu(x + h @ t[f"m.layers.{i}.w"].T)
+        y = ((x * 2.0 + 1.5) * t["m.gain"]) * 2.0 + 0.5
+        return y @ t["m.head.w"].T + t["m.head.b"]
+    assert_matches(Program(STACKED).compile("f"), reference)
