@@ -103,7 +103,7 @@ EDITS = [  # conformance/ok/llama.ss changed in one place -> the words of its de
      "scaled_dot_product_attention(q, k, v, attn_mask=causal[n n], scale=0.5)",
      "the attention's scale is 0.5 (line 42), where llama has the default 1/sqrt(Dh)"),
     ("k = k |> repeat(b Hkv n Dh -> b (Hkv G) n Dh)", "k = k |> repeat(b Hkv n Dh -> b (G Hkv) n Dh)",
-     "the keys are repeated as (G Hkv) (line 40), where llama repeats each key/value head G times in a row"),
+     "keys and values are repeated in different orders (line 41), where llama repeats both the same way"),
     ("return x + mlp(blk.mlp, rms_norm(x, blk.mlp_norm, over=D, eps=1e-5))",
      "return x + mlp(blk.mlp, rms_norm(x, blk.mlp_norm, over=D, eps=1e-6))",
      "this norm's eps is 1e-06 (line 50), where the others' is 1e-05: llama has one eps"),

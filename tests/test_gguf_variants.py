@@ -110,6 +110,18 @@ def gpt2(sd):
     return out
 
 
+def group_major(sd, H=4, Hkv=2, Dh=64):
+    """The program's query head g*Hkv + j reads key/value head j; transformers' head j*G + g does."""
+    out = llama_to_source(sd, L)
+    G = H // Hkv
+    order = [j * G + g for g in range(G) for j in range(Hkv)]  # program head -> transformers head
+    for i in range(L):
+        p = f"layers.{i}.attn."
+        out[p + "wq"] = out[p + "wq"].reshape(H, Dh, -1)[order].reshape(H * Dh, -1)
+        out[p + "wo"] = out[p + "wo"].reshape(-1, H, Dh)[:, order].reshape(-1, H * Dh)
+    return out
+
+
 def gpt2_separate(sd, D=256):
     out = gpt2(sd)
     for i in range(L):
@@ -147,6 +159,8 @@ class Case:
 CASES = [
     Case("renamed-split-swapped", program("llama_variant.ss"), lambda: hf_llama(seed=1), variant_names, "llama"),
     Case("fused-kv-and-gate-up", program("llama_fused.ss"), lambda: hf_llama(seed=2), fused, "llama"),
+    Case("repeat-group-major", program("llama_repeat_group_major.ss"), lambda: hf_llama(seed=9), group_major,
+         "llama"),
     Case("fused-qkv-dh-before-h", program("llama_qkv.ss"), lambda: hf_llama(seed=3, Hkv=4), qkv_dh_h, "llama"),
     Case("interleaved-rope-tied", program("llama_interleaved_tied.ss"),
          lambda: hf_llama(seed=4, theta=10000.0, eps=1e-6, tied=True), interleaved_tied, "llama", tied=True),

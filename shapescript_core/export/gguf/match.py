@@ -47,6 +47,7 @@ class _Proj:
         self.rope = None        # the rope node, once seen
         self.groups = 1         # how many query heads each of its heads serves (repeat)
         self.repeat = None
+        self.group_major = False  # repeated as (G Hkv) rather than (Hkv G)
 
     @property
     def W(self):
@@ -415,13 +416,16 @@ class Matcher:
             pat = rp.attrs["pattern"]
             src, dst = pat.as_data()["inputs"][0], pat.as_data()["output"]
             ok = (len(src) == len(dst) and len(src) >= 3 and isinstance(dst[-3], list)
-                  and len(dst[-3]) == 2 and dst[-3][0] == src[-3] and dst[:-3] == src[:-3]
+                  and len(dst[-3]) == 2 and src[-3] in dst[-3] and dst[:-3] == src[:-3]
                   and dst[-2:] == src[-2:])
             if not ok:
                 g = " ".join(map(str, dst[-3])) if len(dst) >= 3 and isinstance(dst[-3], list) else "another way"
                 raise _Depart(rp, f"the {role} are repeated as ({g}){_line(rp)}, where {self.arch} repeats "
                                   f"each key/value head G times in a row: ({src[-3]} G)")
-            p.groups = self.size_of(dst[-3][1], pat)
+            # (Hkv G): query head h reads key/value head h // G, as llama.cpp does; (G Hkv):
+            # h % Hkv, which the export turns into the first by re-ordering the query heads
+            p.group_major = dst[-3][1] == src[-3]
+            p.groups = self.size_of(dst[-3][0 if p.group_major else 1], pat)
             p.repeat = rp
         return p
 
@@ -465,6 +469,11 @@ class Matcher:
         if not (q.width == k.width == v.width):
             raise _Depart(att, f"queries, keys and values have widths {q.width}, {k.width}, {v.width}{_line(att)}")
         H, Hkv, Dh = q.heads, k.heads, q.width
+        if k.group_major != v.group_major:
+            raise _Depart(v.repeat, f"keys and values are repeated in different orders{_line(v.repeat)}, where "
+                                    f"{self.arch} repeats both the same way")
+        # query heads (and the output projection's columns) from (G Hkv) order into (Hkv G)
+        regroup = (Gather(0, (k.groups, Hkv, Dh), None, (1, 0, 2)),) if k.group_major else ()
         for key, val, node in (("heads", H, att), ("kv_heads", Hkv, att), ("head_width", Dh, att)):
             if hp.setdefault(key, val) != val:
                 raise _Depart(node, f"this attention has {val} where the first has {hp[key]}{_line(node)}: "
@@ -495,7 +504,7 @@ class Matcher:
                                   f"{self.arch} has {has(self.arch, 'bias')}")
             style = hp.get("rope_style", "half")
             for p, name, heads in ((q, "ATTN_Q", H), (k, "ATTN_K", Hkv), (v, "ATTN_V", Hkv)):
-                rows = (p.gather,) if p.gather else ()
+                rows = ((p.gather,) if p.gather else ()) + (regroup if p is q else ())
                 tp = TensorPlan(name, blk, "weight", self.param(p.W, "weight"), tuple(p.W.shape), rows)
                 tensors.append((tp, heads, style) if name != "ATTN_V" else tp)
                 if any(biases):  # qwen2: zeros where the source has no bias
@@ -504,6 +513,7 @@ class Matcher:
                          else TensorPlan(name, blk, "bias", None, (heads * Dh,), kind="vector"))
                     tensors.append((b, heads, style) if name != "ATTN_V" else b)
         cols = (Gather(1, (H, Dh) if dst[-1][0] == src[-3] else (Dh, H), None, col_perm),) if col_perm else ()
+        cols += tuple(Gather(1, g.shape, None, g.perm) for g in regroup)
         tensors.append(TensorPlan("ATTN_OUT", blk, "weight", self.param(self.arg(wo, "W"), "weight"),
                                   (D, H * Dh), cols))
         if gpt2:
