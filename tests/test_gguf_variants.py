@@ -95,6 +95,16 @@ def qwen2(sd):
     return out
 
 
+def qwen2_interleaved(sd, H=4, Hkv=2):
+    out = qwen2(sd)
+    for i in range(L):
+        p = f"layers.{i}.attn."
+        for x, heads in (("q", H), ("k", Hkv)):
+            out[p + f"w{x}"] = _heads_to_interleaved(out[p + f"w{x}"], heads)
+            out[p + f"b{x}"] = _heads_to_interleaved(out[p + f"b{x}"], heads)
+    return out
+
+
 def gpt2(sd):
     t = "transformer."
     out = {"wte": sd[t + "wte.weight"], "wpe": sd[t + "wpe.weight"], "lnf_w": sd[t + "ln_f.weight"],
@@ -166,6 +176,9 @@ CASES = [
          lambda: hf_llama(seed=4, theta=10000.0, eps=1e-6, tied=True), interleaved_tied, "llama", tied=True),
     Case("qwen2", program("qwen2.ss"), lambda: hf_llama(seed=5, theta=1000000.0, eps=1e-6, qwen2=True), qwen2,
          "qwen2", hf_class="Qwen2ForCausalLM"),
+    Case("qwen2-interleaved", program("qwen2_interleaved.ss"),
+         lambda: hf_llama(seed=10, theta=1000000.0, eps=1e-6, qwen2=True), qwen2_interleaved, "qwen2",
+         hf_class="Qwen2ForCausalLM"),
     Case("gpt2", os.path.join(CONFORMANCE, "gpt2.ss"), lambda: hf_gpt2(seed=6), gpt2, "gpt2",
          dims={"V": 256, "D": 256, "H": 4, "P": 64, "L": 2}, tied=True, hf_class="GPT2LMHeadModel",
          tolerance=3e-3, load_kwargs={"n_positions": 64, "vocab_size": 256}),
