@@ -180,7 +180,18 @@ CALLS = [
      lambda t: t["x"].reshape(17, 13, HH, DH).transpose(1, 2).softmax(2).transpose(1, 2).reshape(17, 13, HH * DH)),
 ]
 
-CASES = REARRANGE + SPLIT + REPEAT + EINSUM + BROADCAST + CALLS
+NAMES = [
+    # source names that are Python's or the generated file's own
+    ("name_keyword_param", "lambda: [b n D] -> [b n D]", "lambda * 2.0", lambda t: t["lambda"] * 2.0),
+    ("name_modules", "x: [b n D] -> [b n D]", "math = x + 1.0\ntorch = math * 2.0\ntorch",
+     lambda t: (t["x"] + 1.0) * 2.0),
+    ("name_helper", "x: [b n D] -> [b n D]", "rms_norm = x * 2.0\nrms_norm(rms_norm, m.g, over=D)",
+     lambda t: (lambda r: r * torch.rsqrt(r.pow(2).mean(-1, keepdim=True) + 1e-6) * t["m.g"])(t["x"] * 2.0)),
+    ("name_of_a_dim", "x: [b n H*Dh] -> [b H n Dh]", "H = x * 2.0\nrearrange(H, b n (H Dh) -> b H n Dh)",
+     lambda t: (t["x"] * 2.0).reshape(B, N, HH, DH).transpose(1, 2)),
+]
+
+CASES = REARRANGE + SPLIT + REPEAT + EINSUM + BROADCAST + CALLS + NAMES
 
 
 @pytest.fixture(scope="module")

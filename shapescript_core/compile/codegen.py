@@ -94,6 +94,12 @@ class Generator:
             out[name] = n
         return out
 
+    def local_name(self, name: str) -> str:
+        """A parameter's or local's Python name: not a reserved name, nor a dim's constant
+        (a local `H` would hide the `H` of `x.reshape(b, n, H, Dh)`)."""
+        n = py_name(name)
+        return n + "_" if n in self.dim_names.values() else n
+
     def dim_constants(self) -> list:
         lines = []
         for name, value in self.prog.dims.items():
@@ -216,8 +222,8 @@ class MethodGen:
         self.kv_source: dict = {}  # id(sdpa arg node) -> (code node, groups)
         locals_ = {n for s in _all_binds(g.body) for n in s.targets} | {p for p, _, _ in g.params}
         for p, _, _ in g.params:
-            self.vars[p] = py_name(p)
-        self.local_names = {py_name(n) for n in locals_}
+            self.vars[p] = gen.local_name(p)
+        self.local_names = {gen.local_name(n) for n in locals_}
         if self.lm_entry:
             self.vars[self.lm.ids] = "input_ids"
             if self.lm.positions:
@@ -228,7 +234,7 @@ class MethodGen:
 
     # ------------------------------------------------------------ helpers
     def var(self, name: str) -> str:
-        return self.vars.get(name) or py_name(name)
+        return self.vars.get(name) or self.gen.local_name(name)
 
     def svar(self, name: str) -> str:
         if name not in self.svar_names:
@@ -499,7 +505,7 @@ class MethodGen:
                 skipped = True
                 continue
             c = self.ex(a)
-            codes.append(f"{py_name(pname)}={c}" if skipped else c)
+            codes.append(f"{self.gen.local_name(pname)}={c}" if skipped else c)
         if callee.name in self.gen.attention_fns:
             codes.append(ATTENTION_KWARGS)
         if isinstance(first, ModelT):
