@@ -7,7 +7,9 @@ entries in the workspace's item caches against the items that exist.
 
     .venv/bin/python bench/memory.py [--lines 10000] [--edits 10000]
 
-Goal: RSS after 10,000 edits within 10% of the RSS after 100.
+Goal: RSS after 10,000 edits within 10% of the RSS after 100. The allocator is tuned
+as the language server tunes it (`shapescript_core/allocator.py`); `--default-allocator`
+shows what glibc's defaults give.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 from gen import body_edit_offsets, generate  # noqa: E402
+from shapescript_core.allocator import tune_for_long_sessions  # noqa: E402
 from shapescript_core.workspace import Workspace  # noqa: E402
 
 
@@ -48,8 +51,12 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, default=10_000)
     ap.add_argument("--edits", type=int, default=10_000)
+    ap.add_argument("--default-allocator", action="store_true",
+                    help="leave glibc's thresholds as they are (the server tunes them: allocator.py)")
     args = ap.parse_args(argv)
 
+    if not args.default_allocator:
+        tune_for_long_sessions()  # as the language server does
     text = generate(args.lines)
     path = "/tmp/shapescript-bench/memory.ss"
     ws = Workspace()
