@@ -74,8 +74,8 @@ def randomize(model, seed: int, scale: float = 0.08):
     with torch.no_grad():
         for name, p in model.named_parameters():
             noise = torch.randn(p.shape, generator=g) * scale
-            p.copy_(1.0 + noise if p.dim() == 1 and "norm" in name or "ln_" in name and "weight" in name
-                    else noise)
+            is_norm = p.dim() == 1 and ("norm" in name or "ln_" in name) and name.endswith("weight")
+            p.copy_(1.0 + noise if is_norm else noise)
     return model
 
 
