@@ -28,21 +28,37 @@ TEXTS = [
 PROMPTS = ["The quick brown", "def forward(m,", "Shapes are"]
 
 
-@pytest.fixture(scope="module")
-def exported(tmp_path_factory):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*"
+                r"|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+
+def train(directory: str, llama3_split: bool = False):
+    """A byte-level BPE of V tokens trained on CORPUS, saved through PreTrainedTokenizerFast:
+    GPT-2's ByteLevel pre-tokenizer, or Llama 3's regex split before a ByteLevel."""
+    from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
-    d = tmp_path_factory.mktemp("gguf_tok")
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    if llama3_split:
+        tok.pre_tokenizer = pre_tokenizers.Sequence([
+            pre_tokenizers.Split(Regex(LLAMA3_SPLIT), behavior="isolated", invert=False),
+            pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
+    else:
+        tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(vocab_size=V, special_tokens=["<|endoftext|>"],
                                   initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
     tok.train_from_iterator(CORPUS, trainer)
     assert tok.get_vocab_size() == V
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>")
+    fast.save_pretrained(directory)
+    return fast
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    d = tmp_path_factory.mktemp("gguf_tok")
     tok_dir = str(d / "tokenizer")
-    fast.save_pretrained(tok_dir)
+    fast = train(tok_dir)
     model = hf_llama(seed=7, V=V, scale=0.3)
     weights = save_weights(str(d / "w.safetensors"), llama_to_source(state(model), DIMS["L"]))
     source = os.path.join(CONFORMANCE, "llama.ss")
@@ -103,3 +119,19 @@ def test_greedy_generation_matches_transformers_on_the_hf_export(exported, llm, 
             break
     assert got == want
     assert len(set(want)) > 2  # a model that says something, not one token over and over
+
+
+def test_a_llama3_style_split_is_embedded_as_llama_bpe(tmp_path):
+    from gguf import GGUFReader
+    fast = train(str(tmp_path / "tok"), llama3_split=True)
+    out = str(tmp_path / "l3.gguf")
+    export_gguf(os.path.join(CONFORMANCE, "llama.ss"), out, None, DIMS, tokenizer=str(tmp_path / "tok"))
+    assert GGUFReader(out).fields["tokenizer.ggml.pre"].contents() == "llama-bpe"
+    llm = llama_cpp_model(out)
+    try:
+        for text in TEXTS:
+            ids = fast.encode(text, add_special_tokens=False)
+            assert llm.tokenize(text.encode("utf-8"), add_bos=False, special=False) == ids, text
+            assert llm.detokenize(ids).decode("utf-8") == text
+    finally:
+        llm.close()
