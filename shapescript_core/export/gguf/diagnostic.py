@@ -53,7 +53,7 @@ def check_gguf(prog, item) -> list:
     if not isinstance(found, Departure):
         return []
     at = _item_of(prog, tr, found.where)
-    label = f"no {found.arch} has this"
+    label = f"the closest architecture is {found.arch}"
     if at is not None and prog.local(at) and found.where.ast is not None:
         d = error("E3313", e3313(found.reason), at.span(found.where.ast.pos), label)
     else:
