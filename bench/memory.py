@@ -7,9 +7,10 @@ entries in the workspace's item caches against the items that exist.
 
     .venv/bin/python bench/memory.py [--lines 10000] [--edits 10000]
 
-Goal: RSS after 10,000 edits within 10% of the RSS after 100. The allocator is tuned
-as the language server tunes it (`shapescript_core/allocator.py`); `--default-allocator`
-shows what glibc's defaults give.
+Goal: RSS after 10,000 edits within 10% of the RSS after 100. Beside the RSS, the
+blocks Python's allocator holds for live objects (`sys.getallocatedblocks`): constant
+when nothing leaks, while the RSS may still grow a little by fragments (arenas that keep
+a few live blocks among freed ones), up to a plateau.
 """
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 from gen import body_edit_offsets, generate  # noqa: E402
-from shapescript_core.allocator import tune_for_long_sessions  # noqa: E402
 from shapescript_core.workspace import Workspace  # noqa: E402
 
 
@@ -51,12 +51,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, default=10_000)
     ap.add_argument("--edits", type=int, default=10_000)
-    ap.add_argument("--default-allocator", action="store_true",
-                    help="leave glibc's thresholds as they are (the server tunes them: allocator.py)")
     args = ap.parse_args(argv)
 
-    if not args.default_allocator:
-        tune_for_long_sessions()  # as the language server does
     text = generate(args.lines)
     path = "/tmp/shapescript-bench/memory.ss"
     ws = Workspace()
@@ -74,7 +70,8 @@ def main(argv=None) -> int:
         if k in marks:
             gc.collect()
             got[k] = rss_mb()
-            print(f"after {k:6d} edits: RSS {got[k]:7.1f} MB   caches {cache_sizes(ws)}   "
+            print(f"after {k:6d} edits: RSS {got[k]:7.1f} MB   live blocks {sys.getallocatedblocks():,}   "
+                  f"caches {cache_sizes(ws)}   "
                   f"({time.perf_counter() - t0:.0f} s)", flush=True)
     items = ws.file(path).items
     fns = sum(1 for it in items if it.kind == "fn")

@@ -30,7 +30,6 @@ from pygls.protocol.language_server import lsp_method
 
 from shapescript_core.ide.config import Config
 from shapescript_core.syntax.source import LineIndex
-from shapescript_core.allocator import tune_for_long_sessions
 from shapescript_core.workspace import Workspace
 
 from .documents import Documents, path_of
@@ -120,7 +119,6 @@ class ShapeScriptServer(LanguageServer):
         super().__init__("shapescript-lsp", VERSION, protocol_cls=Protocol,
                          text_document_sync_kind=T.TextDocumentSyncKind.Incremental)
         self.docs = Documents()
-        tune_for_long_sessions()  # a session of many edits: no growth by heap fragments
         self.ws = Workspace()
         self.core = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="shapescript-core")
         self.loop: Optional[asyncio.AbstractEventLoop] = None
