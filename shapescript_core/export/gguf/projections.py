@@ -1,0 +1,158 @@
+"""How the matcher reads a projection: linear(h, W, b?) behind a head split or a fused
+split, the repeat and rope on the way to the attention, and the row `Gather` that puts
+W's rows in the order llama.cpp reads them (head first, then head width).
+"""
+from __future__ import annotations
+
+from .departure import Depart, line_of
+from .plan import Gather
+
+# elementwise builtins: on the residual stream, or where an MLP's gate belongs
+UNARY = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu",
+         "abs", "neg", "square", "sin", "cos", "scale", "to"}
+
+
+class Proj:
+    """A projection read as rows of a param: linear(h, W, b?) with a row Gather."""
+
+    def __init__(self, lin, gather, heads=None, width=None, names=None):
+        self.lin = lin
+        self.gather = gather
+        self.heads = heads      # head count for a head-split projection
+        self.width = width      # head width
+        self.names = names      # (head name, width name) as the pattern wrote them
+        self.rope = None        # the rope node, once seen
+        self.groups = 1         # how many query heads each of its heads serves (repeat)
+        self.repeat = None
+        self.group_major = False  # repeated as (G Hkv) rather than (Hkv G)
+
+    @property
+    def W(self):
+        return self.lin.attrs["args"]["W"]
+
+    @property
+    def b(self):
+        return self.lin.attrs["args"].get("b")
+
+
+class Projections:
+    """Matcher methods for projections (mixed into `match.Matcher`)."""
+
+    def linear(self, n, h, role: str):
+        if n.op != "linear":
+            self.depart(n, "qk" if role in ("queries", "keys") else "v" if role == "values" else "mlp",
+                        f"the {role} come from `{n.op}`")
+        if self.arg(n, "x") is not h:
+            x = self.arg(n, "x")
+            raise Depart(x, f"the {role}' projection reads `{x.op}`{line_of(x)}, where {self.arch} "
+                             f"projects the normalized residual stream")
+        self.param(self.arg(n, "W"), f"{role}' weight")
+        b = self.arg(n, "b")
+        if b is not None:
+            self.param(b, f"{role}' bias")
+        return n
+
+    def group_gather(self, pattern, group, target, take_name=None) -> tuple[Gather, list]:
+        """Row Gather for a grouped axis `group` (names/ints) into the `target` names' order."""
+        sizes = [self.size_of(x, pattern) for x in group]
+        take = None
+        rest = list(range(len(group)))
+        if take_name is not None:
+            pos = group.index(take_name[0])
+            take = (pos, take_name[1])
+            rest.remove(pos)
+        names = [group[i] for i in rest]
+        perm = tuple(names.index(t) for t in target)
+        return Gather(0, tuple(sizes), take, None if perm == tuple(range(len(perm))) else perm), sizes
+
+    def proj(self, n, h, role: str, heads: bool) -> Proj:
+        """The projection feeding n: linear, rearrange(linear), getitem(split(linear))."""
+        if n.op == "linear":
+            if heads:
+                self.depart(n, "qk" if role != "values" else "v", f"the {role} are not split into heads")
+            lin = self.linear(n, h, role)
+            return Proj(lin, None)
+        if n.op == "getitem" and n.inputs and n.inputs[0].op == "split":
+            sp = n.inputs[0]
+            pat = sp.attrs["pattern"]
+            src, dst = pat.as_data()["inputs"][0], pat.as_data()["output"]
+            lin = self.linear(sp.inputs[0], h, role)
+            group = src[-1] if src and isinstance(src[-1], list) else None
+            if group is None:
+                raise Depart(sp, f"the {role} are split along an axis other than the features{line_of(sp)}")
+            split = [x for x in group if x not in dst]
+            if len(split) != 1:
+                raise Depart(sp, f"the split of the {role}{line_of(sp)} is not one fused projection")
+            return self._head_proj(sp, pat, src, dst, group, lin, role, heads, (split[0], n.attrs["index"]))
+        if n.op == "rearrange":
+            pat = n.attrs["pattern"]
+            src, dst = pat.as_data()["inputs"][0], pat.as_data()["output"]
+            lin = self.linear(n.inputs[0], h, role)
+            group = src[-1] if src and isinstance(src[-1], list) else None
+            if group is None:
+                raise Depart(n, f"the {role} are rearranged in a way llama.cpp can't follow{line_of(n)}")
+            return self._head_proj(n, pat, src, dst, group, lin, role, heads, None)
+        self.depart(n, "qk" if role in ("queries", "keys") else "v" if role == "values" else "mlp",
+                    f"the {role} go through `{n.op}`")
+
+    def _head_proj(self, n, pat, src, dst, group, lin, role, heads, take):
+        if heads:
+            if len(dst) < 3 or dst[-2] != src[-2] or isinstance(dst[-3], list) or isinstance(dst[-1], list):
+                raise Depart(n, f"the {role} are not laid out as [… heads tokens width]{line_of(n)}")
+            target = [dst[-3], dst[-1]]
+        else:
+            if dst[:-1] != src[:-1] or isinstance(dst[-1], list):
+                raise Depart(n, f"the {role} are rearranged in a way llama.cpp can't follow{line_of(n)}")
+            target = [dst[-1]]
+        if any(t not in group for t in target) or len(group) != len(target) + (take is not None):
+            raise Depart(n, f"the {role} are rearranged in a way llama.cpp can't follow{line_of(n)}")
+        g, sizes = self.group_gather(pat, group, target, take)
+        if any(s is None for s in sizes):
+            raise Depart(n, f"the {role}' head sizes have no value{line_of(n)}")
+        p = Proj(lin, g if (g.take is not None or g.perm is not None) else None)
+        if heads:
+            p.heads = self.size_of(target[0], pat)
+            p.width = self.size_of(target[1], pat)
+            p.names = tuple(target)
+        return p
+
+    def head_chain(self, n, h, role: str, want_rope: bool) -> Proj:
+        """sdpa's q/k/v back to its projection: repeat and rope on the way."""
+        ropes, repeats = [], []
+        while n.op in ("rope", "repeat"):
+            (ropes if n.op == "rope" else repeats).append(n)
+            n = self.arg(n, "x") or n.inputs[0]
+        p = self.proj(n, h, role, heads=True)
+        if len(ropes) > 1 or len(repeats) > 1:
+            extra = (ropes + repeats)[0]
+            raise Depart(extra, f"the {role} go through `{extra.op}` twice{line_of(extra)}")
+        if ropes and not want_rope:
+            place = "positions" if self.arch == "gpt2" else "v"
+            self.depart(ropes[0], place, f"rope is applied to the {role}")
+        if want_rope and not ropes:
+            self.depart(n, "positions", f"the {role} have no rope")
+        if ropes:
+            r = ropes[0]
+            if self.arg(r, "pos") is None or self.arg(r, "pos").op != "input":
+                raise Depart(r, f"rope takes computed positions{line_of(r)}, where {self.arch} "
+                                 f"rotates by the token positions")
+            if "theta" in r.attrs.get("args", {}) and "theta" not in r.attrs:
+                raise Depart(r, f"rope's theta is computed{line_of(r)}; llama.cpp stores one number")
+            p.rope = r
+        if repeats:
+            rp = repeats[0]
+            pat = rp.attrs["pattern"]
+            src, dst = pat.as_data()["inputs"][0], pat.as_data()["output"]
+            ok = (len(src) == len(dst) and len(src) >= 3 and isinstance(dst[-3], list)
+                  and len(dst[-3]) == 2 and src[-3] in dst[-3] and dst[:-3] == src[:-3]
+                  and dst[-2:] == src[-2:])
+            if not ok:
+                g = " ".join(map(str, dst[-3])) if len(dst) >= 3 and isinstance(dst[-3], list) else "another way"
+                raise Depart(rp, f"the {role} are repeated as ({g}){line_of(rp)}, where {self.arch} repeats "
+                                  f"each key/value head G times in a row: ({src[-3]} G)")
+            # (Hkv G): query head h reads key/value head h // G, as llama.cpp does; (G Hkv):
+            # h % Hkv, which the export turns into the first by re-ordering the query heads
+            p.group_major = dst[-3][1] == src[-3]
+            p.groups = self.size_of(dst[-3][0 if p.group_major else 1], pat)
+            p.repeat = rp
+        return p

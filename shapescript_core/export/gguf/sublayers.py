@@ -1,0 +1,193 @@
+"""The matcher's two sublayers: attention (q, k, v, rope, the grouped heads, the output
+projection; gpt2's one attn_qkv) and the MLP (SwiGLU for the llama family, gelu_tanh for
+gpt2), each adding its tensors to the plan of its block.
+"""
+from __future__ import annotations
+
+import math
+
+from .archs import has
+from .departure import Depart, line_of
+from .plan import Gather, TensorPlan
+from .projections import UNARY
+
+
+class Sublayers:
+    """Matcher methods for attention and MLPs (mixed into `match.Matcher`)."""
+
+    # ------------------------------------------------------------ attention
+    def attention(self, branch, h, hp, tensors, blk) -> bool:
+        """Adds the block's attention tensors; True when q/k/v have biases (qwen2)."""
+        gpt2 = self.arch == "gpt2"
+        wo = branch
+        if wo.op != "linear":
+            raise Depart(wo, f"the attention's output goes through `{wo.op}`{line_of(wo)}, where "
+                              f"{self.arch} adds an output projection's result to the residual stream")
+        flat = self.arg(wo, "x")
+        if flat.op != "rearrange":
+            raise Depart(flat, f"the attention's heads are merged by `{flat.op}`{line_of(flat)}")
+        pat = flat.attrs["pattern"]
+        src, dst = pat.as_data()["inputs"][0], pat.as_data()["output"]
+        att = flat.inputs[0]
+        if att.op != "scaled_dot_product_attention":
+            raise Depart(att, f"the attention's output goes through `{att.op}`{line_of(att)}, where "
+                               f"{self.arch} merges the heads of the attention directly")
+        if len(src) < 4 or not isinstance(dst[-1], list) or len(dst[-1]) != 2 or \
+                set(dst[-1]) != {src[-3], src[-1]} or dst[:-1] != [src[0], src[-2]][:len(dst) - 1]:
+            raise Depart(flat, f"the attention's heads are merged as ({' '.join(map(str, dst[-1]))}) "
+                                f"in a way llama.cpp can't follow{line_of(flat)}")
+        col_perm = None if dst[-1] == [src[-3], src[-1]] else (1, 0)
+        scale = att.attrs.get("scale")
+        if "scale" in att.attrs.get("args", {}) and scale is None:
+            raise Depart(att, f"the attention's scale is computed{line_of(att)}, where {self.arch} has "
+                               f"{has(self.arch, 'scale')}")
+        q = self.head_chain(self.arg(att, "q"), h, "queries", want_rope=not gpt2)
+        k = self.head_chain(self.arg(att, "k"), h, "keys", want_rope=not gpt2)
+        v = self.head_chain(self.arg(att, "v"), h, "values", want_rope=False)
+        if scale is not None and not math.isclose(float(scale), 1 / math.sqrt(q.width), rel_tol=1e-6):
+            raise Depart(att, f"the attention's scale is {scale}{line_of(att)}, where {self.arch} has "
+                               f"{has(self.arch, 'scale')}")
+        if q.repeat is not None:
+            self.depart(q.repeat, "qk", "the queries are repeated")
+        if k.groups != v.groups or k.heads != v.heads or q.heads != k.heads * k.groups:
+            raise Depart(att, f"keys and values have {k.heads}x{k.groups} and {v.heads}x{v.groups} heads "
+                               f"for {q.heads} query heads{line_of(att)}")
+        if not (q.width == k.width == v.width):
+            raise Depart(att, f"queries, keys and values have widths {q.width}, {k.width}, {v.width}{line_of(att)}")
+        H, Hkv, Dh = q.heads, k.heads, q.width
+        if k.group_major != v.group_major:
+            raise Depart(v.repeat, f"keys and values are repeated in different orders{line_of(v.repeat)}, where "
+                                    f"{self.arch} repeats both the same way")
+        # query heads (and the output projection's columns) from (G Hkv) order into (Hkv G)
+        regroup = (Gather(0, (k.groups, Hkv, Dh), None, (1, 0, 2)),) if k.group_major else ()
+        for key, val, node in (("heads", H, att), ("kv_heads", Hkv, att), ("head_width", Dh, att)):
+            if hp.setdefault(key, val) != val:
+                raise Depart(node, f"this attention has {val} where the first has {hp[key]}{line_of(node)}: "
+                                    f"llama.cpp has one {key.replace('_', ' ')}")
+        if q.rope is not None:
+            theta = float(q.rope.attrs.get("theta", 10000.0))
+            for r in (q.rope, k.rope):
+                style = r.attrs.get("style", "half")
+                t = float(r.attrs.get("theta", 10000.0))
+                if style not in ("half", "interleaved"):
+                    raise Depart(r, f"rope's style is {style}{line_of(r)}")
+                if t != theta or (hp["theta"] is not None and t != hp["theta"]):
+                    raise Depart(r, f"rope's theta is {t}{line_of(r)}, where the others' is "
+                                     f"{hp['theta'] or theta}: llama.cpp has one theta")
+                if r.attrs.get("style", "half") != q.rope.attrs.get("style", "half"):
+                    raise Depart(r, f"the keys' rope style differs from the queries'{line_of(r)}")
+            hp["theta"] = theta
+            hp.setdefault("rope_style", q.rope.attrs.get("style", "half"))
+            if hp["rope_style"] != q.rope.attrs.get("style", "half"):
+                raise Depart(q.rope, f"this rope's style differs from the first's{line_of(q.rope)}")
+        D = hp["embedding_length"]
+        biases = [p.b is not None for p in (q, k, v)]
+        if gpt2:
+            self.fused_qkv(q, k, v, D, tensors, blk)
+        else:
+            if wo.attrs["args"].get("b") is not None:
+                raise Depart(wo, f"the attention's output projection has a bias{line_of(wo)}, where "
+                                  f"{self.arch} has {has(self.arch, 'bias')}")
+            style = hp.get("rope_style", "half")
+            for p, name, heads in ((q, "ATTN_Q", H), (k, "ATTN_K", Hkv), (v, "ATTN_V", Hkv)):
+                rows = ((p.gather,) if p.gather else ()) + (regroup if p is q else ())
+                tp = TensorPlan(name, blk, "weight", self.param(p.W, "weight"), tuple(p.W.shape), rows)
+                tensors.append((tp, heads, style) if name != "ATTN_V" else tp)
+                if any(biases):  # qwen2: zeros where the source has no bias
+                    b = (TensorPlan(name, blk, "bias", self.param(p.b, "bias"), tuple(p.b.shape), rows,
+                                    kind="vector") if p.b is not None
+                         else TensorPlan(name, blk, "bias", None, (heads * Dh,), kind="vector"))
+                    tensors.append((b, heads, style) if name != "ATTN_V" else b)
+        cols = (Gather(1, (H, Dh) if dst[-1][0] == src[-3] else (Dh, H), None, col_perm),) if col_perm else ()
+        cols += tuple(Gather(1, g.shape, None, g.perm) for g in regroup)
+        tensors.append(TensorPlan("ATTN_OUT", blk, "weight", self.param(self.arg(wo, "W"), "weight"),
+                                  (D, H * Dh), cols))
+        if gpt2:
+            self.bias(wo, "ATTN_OUT", (D,), tensors, blk)
+        return any(biases)
+
+    def fused_qkv(self, q, k, v, D, tensors, blk):
+        """gpt2's one attn_qkv: rows [q; k; v], each head-major, from one fused projection
+        (re-ordered when its pattern laid the rows out another way) or from separate ones."""
+        if q.groups != 1:
+            raise Depart(k.repeat, f"keys and values are repeated{line_of(k.repeat)}: gpt2 has as many "
+                                    f"key/value heads as query heads")
+        rows = 3 * q.heads * q.width
+        fused = q.lin is k.lin is v.lin and [p.gather.take[1] for p in (q, k, v)] == [0, 1, 2]
+        if fused:
+            g = q.gather
+            pos, sub = g.take[0], g.perm or (0, 1)
+            rest = [i for i in range(3) if i != pos]
+            perm = (pos, rest[sub[0]], rest[sub[1]])
+            steps = (Gather(0, g.shape, None, perm),) if perm != (0, 1, 2) else ()
+            tensors.append(TensorPlan("ATTN_QKV", blk, "weight", self.param(q.W, "weight"), (rows, D), steps))
+            b = self.param(q.b, "bias") if q.b is not None else None
+            tensors.append(TensorPlan("ATTN_QKV", blk, "bias", b, (rows,), steps, kind="vector"))
+            return
+        parts, bias_parts = [], []
+        for p in (q, k, v):
+            steps = (p.gather,) if p.gather else ()
+            parts.append((self.param(p.W, "weight"), tuple(p.W.shape), steps))
+            bias_parts.append((self.param(p.b, "bias"), tuple(p.b.shape), steps) if p.b is not None
+                              else (None, (p.heads * p.width,), ()))
+        tensors.append(TensorPlan("ATTN_QKV", blk, "weight", None, (rows, D), parts=tuple(parts)))
+        tensors.append(TensorPlan("ATTN_QKV", blk, "bias", None, (rows,), kind="vector", parts=tuple(bias_parts)))
+
+    def bias(self, lin, name, shape, tensors, blk):
+        b = lin.attrs["args"].get("b")
+        path = self.param(b, "bias") if b is not None else None
+        tensors.append(TensorPlan(name, blk, "bias", path, shape, kind="vector"))
+
+    # ------------------------------------------------------------ MLP
+    def mlp(self, branch, h, hp, tensors, blk):
+        down = branch
+        if down.op != "linear":
+            self.depart(down, "mlp", f"the MLP ends in `{down.op}`")
+        act = self.arg(down, "x")
+        D = hp["embedding_length"]
+        if self.arch == "gpt2":
+            if act.op != "gelu_tanh":
+                what = "gelu (exact, erf)" if act.op == "gelu" else act.op
+                self.depart(act, "mlp", f"the MLP's activation is {what}")
+            up = self.proj(act.inputs[0], h, "MLP's inputs", heads=False)
+            F = self.width(act)
+            self._ffn(hp, F, act)
+            rows = (up.gather,) if up.gather else ()
+            tensors.append(TensorPlan("FFN_UP", blk, "weight", self.param(up.W, "weight"), tuple(up.W.shape),
+                                      rows))
+            tensors.append(TensorPlan("FFN_UP", blk, "bias", self.param(up.b, "bias"), tuple(up.b.shape), rows,
+                                      kind="vector") if up.b is not None
+                           else TensorPlan("FFN_UP", blk, "bias", None, (F,), kind="vector"))
+            tensors.append(TensorPlan("FFN_DOWN", blk, "weight", self.param(down.attrs["args"]["W"], "weight"),
+                                      (D, F)))
+            self.bias(down, "FFN_DOWN", (D,), tensors, blk)
+            return
+        if act.op != "mul":
+            what = f"{act.op} with no gate" if act.op in UNARY else f"`{act.op}`"
+            self.depart(act, "mlp", f"the MLP's activation is {what}")
+        a, b = act.inputs
+        gate_act, up_n = (a, b) if a.op == "silu" else (b, a) if b.op == "silu" else (None, None)
+        if gate_act is None:
+            other = a if a.op != "linear" else b
+            self.depart(other, "mlp", f"the MLP's gate uses `{other.op}`")
+        gate = self.proj(gate_act.inputs[0], h, "MLP's gate", heads=False)
+        up = self.proj(up_n, h, "MLP's up projection", heads=False)
+        for p in (gate, up, ):
+            if p.b is not None:
+                raise Depart(p.lin, f"the MLP's projections have biases{line_of(p.lin)}, where {self.arch} "
+                                     f"has {has(self.arch, 'bias')}")
+        if down.attrs["args"].get("b") is not None:
+            raise Depart(down, f"the MLP's down projection has a bias{line_of(down)}, where {self.arch} "
+                                f"has {has(self.arch, 'bias')}")
+        F = self.width(gate_act)
+        self._ffn(hp, F, act)
+        for p, name in ((gate, "FFN_GATE"), (up, "FFN_UP")):
+            tensors.append(TensorPlan(name, blk, "weight", self.param(p.W, "weight"), tuple(p.W.shape),
+                                      (p.gather,) if p.gather else ()))
+        tensors.append(TensorPlan("FFN_DOWN", blk, "weight", self.param(down.attrs["args"]["W"], "weight"),
+                                  (D, F)))
+
+    def _ffn(self, hp, F, node):
+        if hp.setdefault("ffn", F) != F:
+            raise Depart(node, f"this MLP is {F} wide{line_of(node)}, where the first is {hp['ffn']}: "
+                                f"llama.cpp has one feed-forward length")
