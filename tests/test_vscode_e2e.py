@@ -225,6 +225,10 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     assert "is not empty" in r["replace_dialog"], r["replace_dialog"]
     assert "exported classify for hf" in r["lens_export_message"], r["lens_export_message"]
     assert (exported / "model.safetensors").is_file()
+    # Restart server: a second server, which answers; Show server log shows both starts
+    assert "restarting the server" in r["log_text"] and "the server is running: shapescript-lsp" in r["log_text"]
+    assert server_log.read_text(errors="replace").count("Notification 'initialized' received") == 2
+    assert "x: [b D] f32" in r["hover_after_restart"]
     # Explain error under cursor: the code's docs page in a Markdown preview
     assert "Preview serving-engines.md" in r["explain_tab"]
     # no server: the notification says where it looked, and "How to install" opens the README

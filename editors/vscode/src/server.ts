@@ -188,6 +188,8 @@ export class ServerManager implements vscode.Disposable {
     } finally {
       this.changed.fire();
     }
+    const info = client.initializeResult?.serverInfo;
+    this.log.info(`the server is running${info ? `: ${info.name} ${info.version || ''}`.trimEnd() : ''}`);
     return true;
   }
 
@@ -197,7 +199,7 @@ export class ServerManager implements vscode.Disposable {
     if (client) {
       try {
         if (client.state !== State.Stopped) {
-          await client.stop(2000);
+          await client.stop(5000); // then the client kills it
         }
       } catch (e) {
         this.log.warn(`stopping the server: ${e instanceof Error ? e.message : String(e)}`);

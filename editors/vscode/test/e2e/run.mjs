@@ -72,8 +72,29 @@ async function goTo(line, column) {
   }, [line, column], 10000);
 }
 
-async function problemRows() {
-  return page.$$eval('.markers-panel .monaco-list-row', (rows) => rows.map((r) => r.textContent));
+/** Hover `x` in `y = linear(x, m.w)` with the mouse (the cursor put there first, to
+ * find it on screen); the hover's text. */
+async function hoverX() {
+  await goTo(9, 16);
+  // the cursor as drawn on line 9 (it is drawn a frame after the status bar says so;
+  // Monaco's lines are not in order in the DOM: the gutter gives the line's top)
+  const box = await until('the cursor drawn on line 9', () => {
+    const ed = document.querySelector('.part.editor .monaco-editor');
+    const cursor = ed && ed.querySelector('.cursors-layer .cursor');
+    const gutter = ed && [...ed.querySelectorAll('.margin-view-overlays .line-numbers')].find((g) => g.textContent.trim() === '9');
+    if (!cursor || !gutter) {
+      return false;
+    }
+    const c = cursor.getBoundingClientRect();
+    const g = gutter.getBoundingClientRect();
+    return Math.abs(c.top - g.top) < 2 ? { x: c.left, y: c.top, height: c.height } : false;
+  }, undefined, 10000);
+  await page.mouse.move(box.x + 3, box.y + box.height / 2);
+  await page.mouse.move(box.x + 4, box.y + box.height / 2);
+  return until('a hover with the shape of x', () => {
+    const h = [...document.querySelectorAll('.monaco-hover')].find((e) => e.offsetParent !== null);
+    return h && h.textContent.includes('[b D]') ? h.textContent : false;
+  }, undefined, 30000);
 }
 
 try {
@@ -97,7 +118,7 @@ try {
     // from the Explorer, as a user does (Quick Open would wait for the file search)
     await page.locator('.explorer-folders-view .monaco-list-row', { hasText: fileName }).first().click();
     await until('the editor with the file', () => {
-      const v = document.querySelector('.editor-instance .monaco-editor .view-lines');
+      const v = document.querySelector('.part.editor .monaco-editor .view-lines');
       return v && v.textContent.includes('classify');
     });
     // the language mode may read Plain Text until the extensions are scanned
@@ -121,22 +142,14 @@ try {
     }, undefined, 45000);
     result.squiggles = await page.$$eval('.monaco-editor .squiggly-error', (s) => s.length);
     result.lenses = await until('the export code lens', () => {
-      const l = [...document.querySelectorAll('.editor-instance .monaco-editor .codelens-decoration')]
+      const l = [...document.querySelectorAll('.part.editor .monaco-editor .codelens-decoration')]
         .map((e) => e.textContent.replace(/\u00a0/g, ' '));
       return l.length ? l : false;
     }, undefined, 15000);
   });
 
   await step('hover', async () => {
-    // `x` in `y = linear(x, m.w)`: put the cursor there, then hover it with the mouse
-    await goTo(9, 16);
-    const box = await page.locator('.editor-instance .monaco-editor .cursors-layer .cursor').first().boundingBox();
-    await page.mouse.move(box.x + 3, box.y + box.height / 2);
-    await page.mouse.move(box.x + 4, box.y + box.height / 2);
-    result.hover = await until('a hover with the shape of x', () => {
-      const h = [...document.querySelectorAll('.monaco-hover')].find((e) => e.offsetParent !== null);
-      return h && h.textContent.includes('[b D]') ? h.textContent : false;
-    }, undefined, 20000);
+    result.hover = await hoverX();
     await page.waitForTimeout(600); // the hover fades in
     await page.screenshot({ path: path.join(out, 'screenshot.png') });
     await page.mouse.move(5, 400);
@@ -156,7 +169,7 @@ try {
         .catch(() => undefined);
     }
     // the tokenizer's own colours: spans with nothing but mtk classes, several of them
-    result.mtk = await page.$$eval('.editor-instance .view-lines span span', (spans) =>
+    result.mtk = await page.$$eval('.part.editor .view-lines span span', (spans) =>
       [...new Set(spans.filter((s) => /^(mtk\d+\s*)+$/.test(s.className)).map((s) => s.className))]);
   });
 
@@ -176,14 +189,33 @@ try {
 
   await step('quick fix', async () => {
     await goTo(8, 13);
-    // as a user does: wait for the light bulb, then Control+. and the keyboard
-    await until('the light bulb', () => {
-      const b = document.querySelector('.editor-instance .monaco-editor .lightBulbWidget');
-      return b && b.offsetParent !== null && getComputedStyle(b).visibility !== 'hidden' && b.className;
-    }, undefined, 20000);
-    await page.keyboard.press('Control+.');
+    // Control+. and the keyboard, as a user does. Pressed while VS Code's own code-action
+    // request for the cursor move is in flight, VS Code 1.100 may answer "No code
+    // actions available" without asking the server (seen under load, with the server's
+    // log showing the action sent): then, as a user would, press it again.
     const want = 'Make `m` the first parameter';
-    await page.waitForSelector('.action-widget .monaco-list-row', { state: 'visible' });
+    result.quick_fix_attempts = 0;
+    for (;;) {
+      result.quick_fix_attempts++;
+      await page.waitForTimeout(300);
+      await page.keyboard.press('Control+.');
+      const seen = await until('the quick-fix menu or "no code actions"', () => {
+        const rows = document.querySelectorAll('.action-widget .monaco-list-row');
+        if (rows.length && rows[0].offsetParent !== null) {
+          return 'menu';
+        }
+        const m = document.querySelector('.monaco-editor-overlaymessage');
+        return m && m.textContent.includes('No code actions') ? 'none' : false;
+      }, undefined, 20000);
+      if (seen === 'menu') {
+        break;
+      }
+      if (result.quick_fix_attempts >= 3) {
+        throw new Error('"No code actions available" three times');
+      }
+      await page.keyboard.press('Escape');
+      await page.waitForTimeout(1000);
+    }
     result.actions = await page.$$eval('.action-widget .monaco-list-row', (rows) => rows.map((r) => r.textContent));
     for (let i = 0; i < 12; i++) {
       const focused = await page.$eval('.action-widget .monaco-list-row.focused', (r) => r.textContent).catch(() => '');
@@ -194,7 +226,7 @@ try {
     }
     await page.keyboard.press('Enter');
     result.fixed_text = await until('the fixed signature in the editor', () => {
-      const v = document.querySelector('.editor-instance .monaco-editor .view-lines');
+      const v = document.querySelector('.part.editor .monaco-editor .view-lines');
       const text = v ? v.textContent.replace(/\u00a0/g, ' ') : '';
       return text.includes('fn classify(m: Classifier, x: [b D])') ? text : false;
     });
@@ -233,7 +265,7 @@ try {
     await runCommand('Notifications: Clear All Notifications');
     await until('no notifications', () => document.querySelectorAll('.notifications-toasts .notification-list-item').length === 0,
       undefined, 10000);
-    await page.locator('.editor-instance .codelens-decoration a', { hasText: 'Export' }).first().click();
+    await page.locator('.part.editor .codelens-decoration a', { hasText: 'Export' }).first().click();
     result.lens_output_default = await until('the output folder box', () => {
       const w = document.querySelector('.quick-input-widget');
       const i = w && w.querySelector('.quick-input-box input');
@@ -252,6 +284,23 @@ try {
         .find((e) => e.textContent.includes('exported classify for hf') || e.textContent.includes('classify for hf:'));
       return n ? n.textContent : false;
     }, undefined, 90000);
+  });
+
+  await step('restart and log', async () => {
+    await runCommand('ShapeScript: Restart server');
+    await runCommand('ShapeScript: Show server log');
+    result.log_text = await until('the restart in the ShapeScript output channel', () => {
+      const v = document.querySelector('.panel .output-view, .panel [id="workbench.panel.output"]');
+      const text = v ? v.textContent.replace(/\u00a0/g, ' ') : '';
+      // the channel shows its last lines: the restart, the new start, the new server running
+      return /restarting the server[\s\S]*starting .*\(from workspace \.venv\)[\s\S]*the server is running/.test(text)
+        ? text : false;
+    }, undefined, 30000);
+    // the new server answers: a hover again
+    await page.locator('.tabs-container .tab', { hasText: fileName }).first().click();
+    await page.mouse.move(5, 400);
+    result.hover_after_restart = await hoverX();
+    await page.mouse.move(5, 400);
   });
 
   // Then, in the same browser tab, a workspace with no server anywhere (the
