@@ -180,6 +180,22 @@ CALLS = [
      lambda t: t["x"].reshape(17, 13, HH, DH).transpose(1, 2).softmax(2).transpose(1, 2).reshape(17, 13, HH * DH)),
 ]
 
+PRECEDENCE = [
+    # the generated code keeps only the parentheses Python needs: these must still mean the source
+    ("prec_right_sub", "x: [b n D], y: [D], z: [n D] -> [b n D]", "x - (y - z) - y / (z * y)",
+     lambda t: t["x"] - (t["y"] - t["z"]) - t["y"] / (t["z"] * t["y"])),
+    ("prec_left_chain", "x: [b n D], y: [D] -> [b n D]", "(x - y) - (x / y) / y",
+     lambda t: t["x"] - t["y"] - t["x"] / t["y"] / t["y"]),
+    ("prec_unary_pow", "x: [b n D] -> [b n D]", "-x ** 2 + (-x) ** 3 - -(x + 1.0)",
+     lambda t: -(t["x"] ** 2) + (-t["x"]) ** 3 + (t["x"] + 1.0)),
+    ("prec_masks", "x: [b n D], y: [n D], p: [D] bool -> [b n D]",
+     "masked_fill(x, x > 0.0 and y < 0.5 or !(p or y > 1.0), -1.0)",
+     lambda t: t["x"].masked_fill(((t["x"] > 0) & (t["y"] < 0.5)) | ~(t["p"] | (t["y"] > 1.0)), -1.0)),
+    ("prec_and_over_or", "x: [b n D], p: [D] bool, q: [n D] bool, r: [b n D] bool -> [b n D]",
+     "masked_fill(x, p or q and r, 0.0) + masked_fill(x, (p or q) and r, 1.0)",
+     lambda t: t["x"].masked_fill(t["p"] | (t["q"] & t["r"]), 0.0) + t["x"].masked_fill((t["p"] | t["q"]) & t["r"], 1.0)),
+]
+
 NAMES = [
     # source names that are Python's or the generated file's own
     ("name_keyword_param", "lambda: [b n D] -> [b n D]", "lambda * 2.0", lambda t: t["lambda"] * 2.0),
@@ -191,7 +207,7 @@ NAMES = [
      lambda t: (t["x"] * 2.0).reshape(B, N, HH, DH).transpose(1, 2)),
 ]
 
-CASES = REARRANGE + SPLIT + REPEAT + EINSUM + BROADCAST + CALLS + NAMES
+CASES = REARRANGE + SPLIT + REPEAT + EINSUM + BROADCAST + PRECEDENCE + CALLS + NAMES
 
 
 @pytest.fixture(scope="module")

@@ -60,6 +60,52 @@ def atom(code: str) -> str:
     return code
 
 
+# Python's binding of the operators the generated code writes (higher binds tighter);
+# `&` and `|` bind tighter than comparisons, so a comparison under them keeps its parentheses
+PRECEDENCE = {"==": 1, "!=": 1, "<": 1, "<=": 1, ">": 1, ">=": 1, "|": 2, "&": 3,
+              "+": 4, "-": 4, "*": 5, "/": 5, "@": 5, "**": 7}
+UNARY = 6
+
+
+def loosest(code: str) -> Optional[int]:
+    """The precedence of code's loosest top-level operator (binary operators are written
+    ` op `), UNARY for `-x` / `~x`, None for one primary expression, 0 for anything else."""
+    depth, quote, best = 0, None, None
+    i = 0
+    while i < len(code):
+        ch = code[i]
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif depth == 0 and ch == " ":
+            end = code.find(" ", i + 1)
+            p = PRECEDENCE.get(code[i + 1:end]) if end > 0 else None
+            if p is None:
+                return 0
+            best = p if best is None else min(best, p)
+            i = end
+        i += 1
+    if best is None and code[:1] in "-~":
+        return UNARY
+    return best
+
+
+def operand(code: str, op: str, right: bool) -> str:
+    """code as the left or right operand of the binary `op`, parenthesized only where
+    Python would bind it otherwise (the right side of the same precedence, and chained
+    comparisons and `**`, keep theirs, so the order of evaluation is the source's)."""
+    p, q = loosest(code), PRECEDENCE[op]
+    if p is None or p > q or (p == q and not right and q not in (1, 7)):
+        return code
+    return f"({code})"
+
+
 class ClassInfo:
     def __init__(self, model: str, name: str):
         self.model = model
@@ -463,9 +509,18 @@ class MethodGen:
     def elementwise(self, n, sym: str, a, b) -> str:
         t = n.type
         axes = t.axes if isinstance(t, TensorT) else ()
-        left = align(atom(self.ex(a)), a.type, axes)
-        right = align(atom(self.ex(b)), b.type, axes)
-        return f"{left} {sym} {right}"
+        return f"{self._operand(a, axes, sym, False)} {sym} {self._operand(b, axes, sym, True)}"
+
+    def _operand(self, node, axes, sym: str, right: bool) -> str:
+        code = self.ex(node)
+        moved = align(atom(code), node.type, axes)
+        return moved if moved != atom(code) else operand(code, sym, right)
+
+    def _aligned(self, node, axes) -> str:
+        """A function argument aligned to axes: parenthesized only if a suffix was added."""
+        code = self.ex(node)
+        moved = align(atom(code), node.type, axes)
+        return moved if moved != atom(code) else code
 
     def matmul(self, n, a, b) -> str:
         lt, rt = a.type, b.type
@@ -618,7 +673,7 @@ class MethodGen:
         theta = n.attrs.get("theta", _default("rope", "theta"))
         style = n.attrs.get("style", _default("rope", "style"))
         self.gen.helpers.add("rope")
-        p = align(atom(self.ex(pos)), pos.type, x.type.axes[:-1])
+        p = self._aligned(pos, x.type.axes[:-1])
         return f"rope({self.ex(x)}, {p}, {float(theta)!r}, {style!r})"
 
     def b_scaled_dot_product_attention(self, n):
@@ -631,7 +686,7 @@ class MethodGen:
         mask = self.arg(n, "attn_mask")
         if mask is not None:
             scores = tuple(q.type.axes[:-1]) + (k.type.axes[-2],)
-            parts.append(f"attn_mask={align(atom(self.ex(mask)), mask.type, scores)}")
+            parts.append(f"attn_mask={self._aligned(mask, scores)}")
         scale = self.arg(n, "scale")
         if scale is not None:
             parts.append(f"scale={self.ex(scale)}")
@@ -657,7 +712,7 @@ class MethodGen:
 
     def b_masked_fill(self, n):
         x, mask, value = self.arg(n, "x"), self.arg(n, "mask"), self.arg(n, "value")
-        return f"{atom(self.ex(x))}.masked_fill({align(atom(self.ex(mask)), mask.type, x.type.axes)}, {self.ex(value)})"
+        return f"{atom(self.ex(x))}.masked_fill({self._aligned(mask, x.type.axes)}, {self.ex(value)})"
 
     def b_scale(self, n):
         return self.elementwise(n, "*", self.arg(n, "x"), self.arg(n, "s"))
@@ -679,12 +734,12 @@ class MethodGen:
             t, s = (a, b) if isinstance(b.type, ScalarT) else (b, a)
             return f"torch.clamp({self.ex(t)}, {clamp}={self.ex(s)})"
         axes = n.type.axes
-        return f"torch.{fn}({align(atom(self.ex(a)), a.type, axes)}, {align(atom(self.ex(b)), b.type, axes)})"
+        return f"torch.{fn}({self._aligned(a, axes)}, {self._aligned(b, axes)})"
 
     def b_where(self, n):
         c, a, b = self.arg(n, "cond"), self.arg(n, "a"), self.arg(n, "b")
         axes = n.type.axes if isinstance(n.type, TensorT) else ()
-        parts = [align(atom(self.ex(x)), x.type, axes) for x in (c, a, b)]
+        parts = [self._aligned(x, axes) for x in (c, a, b)]
         return f"torch.where({', '.join(parts)})"
 
     def b_concat(self, n):
