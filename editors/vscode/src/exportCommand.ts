@@ -102,13 +102,21 @@ export async function exportFunction(server: ServerManager, args: ExportArgs = {
   const project = readExportTable(root);
 
   // 1. the function
-  const found = await exportables(server, uri.toString());
+  let found: Exportable[];
+  try {
+    found = await exportables(server, uri.toString());
+  } catch (e) {
+    const why = e instanceof Error ? e.message : String(e);
+    server.log.error(`export: asking for the exportable functions: ${why}`);
+    void vscode.window.showErrorMessage(`ShapeScript: the server could not list the exportable functions: ${why}`);
+    return undefined;
+  }
   let fn = args.fn;
   let fnTargets = found.find((e) => e.fn === fn)?.targets;
   if (!fn) {
     if (found.length === 0) {
       void vscode.window.showErrorMessage(`ShapeScript: ${path.basename(uri.fsPath)} has no exportable function: `
-        + 'mark one with `@export(hf, vllm, gguf)` (or name it `forward`), and fix its errors.');
+        + 'mark one with `@export(hf, vllm, gguf)`, or name it `forward`.');
       return undefined;
     }
     let pick = found[0];

@@ -122,7 +122,32 @@ export class ServerManager implements vscode.Disposable {
     return (vscode.workspace.workspaceFolders || []).filter((f) => f.uri.scheme === 'file').map((f) => f.uri.fsPath);
   }
 
-  async start(): Promise<boolean> {
+  /** start, stop and restart run one at a time, in the order asked. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  private serial<T>(job: () => Promise<T>): Promise<T> {
+    const next = this.queue.then(job, job);
+    this.queue = next.catch(() => undefined);
+    return next;
+  }
+
+  start(): Promise<boolean> {
+    return this.serial(() => this.doStart());
+  }
+
+  stop(): Promise<void> {
+    return this.serial(() => this.doStop());
+  }
+
+  restart(): Promise<boolean> {
+    return this.serial(async () => {
+      this.log.info('restarting the server');
+      await this.doStop();
+      return this.doStart();
+    });
+  }
+
+  private async doStart(): Promise<boolean> {
     const setting = vscode.workspace.getConfiguration('shapescript').get<unknown>('server.command');
     const folders = this.folders();
     this.server = resolveServerCommand(setting, folders);
@@ -176,14 +201,16 @@ export class ServerManager implements vscode.Disposable {
       this.log.error(`the server did not start: ${why}`);
       this.client = undefined;
       void client.dispose().catch(() => undefined);
-      const pick = await vscode.window.showErrorMessage(
+      // not awaited: activation and restarts don't wait for the user to answer
+      void vscode.window.showErrorMessage(
         `ShapeScript: the language server (${this.server.command}) did not start: ${why}`,
-        'Show log', 'Open settings');
-      if (pick === 'Show log') {
-        this.log.show(true);
-      } else if (pick === 'Open settings') {
-        void vscode.commands.executeCommand('workbench.action.openSettings', 'shapescript.server.command');
-      }
+        'Show log', 'Open settings').then((pick) => {
+        if (pick === 'Show log') {
+          this.log.show(true);
+        } else if (pick === 'Open settings') {
+          void vscode.commands.executeCommand('workbench.action.openSettings', 'shapescript.server.command');
+        }
+      });
       return false;
     } finally {
       this.changed.fire();
@@ -193,7 +220,7 @@ export class ServerManager implements vscode.Disposable {
     return true;
   }
 
-  async stop(): Promise<void> {
+  private async doStop(): Promise<void> {
     const client = this.client;
     this.client = undefined;
     if (client) {
@@ -206,12 +233,6 @@ export class ServerManager implements vscode.Disposable {
       }
       await client.dispose().catch(() => undefined);
     }
-  }
-
-  async restart(): Promise<boolean> {
-    this.log.info('restarting the server');
-    await this.stop();
-    return this.start();
   }
 
   /** The running client, or undefined after telling the user why there is none. */
