@@ -133,6 +133,10 @@ CASES = [
     ("reduced_all_broadcast", "x: [b n D] -> [b n D]", "x - mean(x)", lambda t: t["x"] - t["x"].mean()),
     ("reduced_tuple_broadcast", "x: [b n D] -> [b n D]", "x - mean(x, over=(b, D))",
      lambda t: t["x"] - t["x"].mean((0, 2))[:, None]),
+    # a name standing for two axes: the reduction removes both, as the checker's type says
+    ("sum_over_repeated_name", "x: [b n n] -> [b]", "sum(x, over=n)", lambda t: t["x"].sum((1, 2))),
+    ("logsumexp_over_repeated_name", "x: [n b n] -> [b]", "logsumexp(x, over=n)",
+     lambda t: torch.logsumexp(t["x"], (0, 2))),
     ("argmax_over_n", "x: [b n D] -> [b D] Index[n]", "argmax(x, over=n)", lambda t: t["x"].argmax(1)),
     ("argmax_over_b", "x: [b n D] -> [n D] Index[b]", "argmax(x, over=b)", lambda t: t["x"].argmax(0)),
     ("one_hot_of_argmax", "x: [b n D] -> [b D n] f32", "one_hot(argmax(x, over=n))",
@@ -277,3 +281,18 @@ def test_every_builtin_has_a_case():
 def test_builtin(program, case):
     name, _, _, reference = case
     assert_matches(program.compile(fn_name(name)), reference)
+
+
+@pytest.mark.parametrize("call", ["softmax(x, over=n)", "rms_norm(x, w, over=n)", "log_softmax(x, over=(b, n))"])
+def test_over_a_name_of_two_axes_is_a_clear_error(call):
+    """`softmax(x, over=n)` on [b n n] could mean either axis: the export says so, naming
+    the line, instead of picking one."""
+    from compile_support import Program
+    from shapescript_core.export.writers import ExportError
+    src = HEADER + f"""
+@export(hf)
+fn f(m: M, x: [b n n], w: [n]) -> [b n n]:
+    return {call}
+"""
+    with pytest.raises(ExportError, match=r"\(line \d+\): `\w+\(over=n\)`: `n` names 2 axes of the tensor"):
+        Program(src).compile("f")

@@ -600,10 +600,18 @@ class MethodGen:
             if n.op == "logsumexp":
                 return f"torch.logsumexp({code}.flatten(), 0)"
             return template.format(x=code, dims="")
-        return template.format(x=code, dims=dims_arg(positions(x.type, over)))
+        # every axis of each name goes, as the checker's type says (`[b n n]` over n is `[b]`)
+        ps = [i for i, a in enumerate(x.type.axes) if a.name in over]
+        return template.format(x=code, dims=dims_arg(ps))
 
     def _over(self, n):
+        """The positions of `over=`'s axes, each name standing for one axis."""
         x = self.arg(n, "x")
+        for name, shown in zip(n.attrs["over"], n.attrs.get("over_names") or n.attrs["over"]):
+            count = sum(1 for a in x.type.axes if a.name == name)
+            if count > 1:
+                raise CompileError(f"`{n.op}(over={shown})`: `{shown}` names {count} axes of the tensor; "
+                                   f"rename one with a pattern first", n.where)
         return positions(x.type, n.attrs["over"])
 
     def b_argmax(self, n):
