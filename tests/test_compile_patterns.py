@@ -49,7 +49,7 @@ REARRANGE = [
     ("renamed_in_group", "x: [b n D] -> [D b*n]", "rearrange(x, r k D -> D (r k))",
      lambda t: t["x"].permute(2, 0, 1).reshape(D, B * N)),
     ("square_transposed", "x: [b n n] -> [b n n]", "y = rearrange(x, b i j -> b j i)\ny - softmax(y, over=j)",
-     lambda t: t["x"].transpose(1, 2) - t["x"].transpose(1, 2).softmax(-1)),
+     lambda t: t["x"].transpose(1, 2) - t["x"].transpose(1, 2).softmax(1)),
     ("literal_one_new", "x: [b n D] -> [b 1 n D]", "rearrange(x, b n D -> b 1 n D)", lambda t: t["x"][:, None]),
     ("literal_one_first", "x: [b n D] -> [1 b n D]", "rearrange(x, b n D -> 1 b n D)", lambda t: t["x"][None]),
     ("literal_one_last", "x: [b n D] -> [D n b 1]", "rearrange(x, b n D -> D n b 1)",
