@@ -122,10 +122,12 @@ CASES = [
      lambda t: torch.where(t["c"].T[None], t["x"][None], t["y"])),
     ("where_two_scalars", "c: [D n] bool -> [D n]", "where(c, 1.5, -2.0)",
      lambda t: torch.where(t["c"], 1.5, -2.0)),
-    ("maximum_of_numbers", "x: [b n D] -> [b n D]", "x * maximum(Dh, 2.5) + minimum(F, 3.5)", lambda t: t["x"] * 6 + 3.5),
+    ("maximum_of_numbers", "x: [b n D] -> [b n D]", "x * maximum(Dh, 2.5) + minimum(F, 3.5)",
+     lambda t: t["x"] * 6 + 3.5),
     ("where_cond_largest", "c: [b n D] bool, x: [D], y: [] -> [b n D]", "where(c, x, y)",
      lambda t: torch.where(t["c"], t["x"], t["y"])),
-    ("scalar_tensor", "x: [b n D], a: [] -> [b n D]", "maximum(x * a, a)", lambda t: torch.maximum(t["x"] * t["a"], t["a"])),
+    ("scalar_tensor", "x: [b n D], a: [] -> [b n D]", "maximum(x * a, a)",
+     lambda t: torch.maximum(t["x"] * t["a"], t["a"])),
     ("where_scalar", "x: [b n D] -> [b n D]", "where(x > 0.0, x, 0.1)",
      lambda t: torch.where(t["x"] > 0, t["x"], 0.1)),
     # ---- reductions
@@ -245,9 +247,12 @@ CASES = [
     ("to_f16", "x: [b n D] -> [b n D] f16", "to(x, f16)", lambda t: t["x"].half()),
     ("to_from_index", "ids: [b n] Index[V] -> [b n] f32", "to(ids, f32)", lambda t: t["ids"].float()),
     ("comparisons", "x: [b n D], y: [D] -> [b n D] f32",
-     "to(x == y, f32) + 2.0 * to(x != y, f32) + 4.0 * to(x < y, f32) + 8.0 * to(x >= y, f32) + to(x <= 0.5, f32) - to(x > 0.1, f32)",
-     lambda t: ((t["x"] == t["y"]).float() + 2.0 * (t["x"] != t["y"]).float() + 4.0 * (t["x"] < t["y"]).float()
-                + 8.0 * (t["x"] >= t["y"]).float() + (t["x"] <= 0.5).float() - (t["x"] > 0.1).float())),
+     "sx = to(x > 0.0, f32)\nsy = to(y > 0.0, f32)\n"
+     "to(sx == sy, f32) + 2.0 * to(x != sy, f32) + 4.0 * to(x < y, f32) + 8.0 * to(x >= y, f32) "
+     "+ 16.0 * to(x <= 0.5, f32) - to(x > 0.1, f32)",
+     lambda t: (lambda sx, sy, x, y: (sx == sy).float() + 2.0 * (x != sy).float() + 4.0 * (x < y).float()
+                + 8.0 * (x >= y).float() + 16.0 * (x <= 0.5).float() - (x > 0.1).float())(
+         (t["x"] > 0).float(), (t["y"] > 0).float(), t["x"], t["y"])),
     ("power_number", "x: [b n D] -> [b n D]", "x ** 3 + 2.0 ** x", lambda t: t["x"] ** 3 + 2.0 ** t["x"]),
     ("to_from_bool", "x: [b n D] -> [b n D] i64", "to(x > 0.0, i64)", lambda t: (t["x"] > 0).long()),
     # ---- concat, arange

@@ -195,7 +195,8 @@ PRECEDENCE = [
      lambda t: t["x"].masked_fill(((t["x"] > 0) & (t["y"] < 0.5)) | ~(t["p"] | (t["y"] > 1.0)), -1.0)),
     ("prec_and_over_or", "x: [b n D], p: [D] bool, q: [n D] bool, r: [b n D] bool -> [b n D]",
      "masked_fill(x, p or q and r, 0.0) + masked_fill(x, (p or q) and r, 1.0)",
-     lambda t: t["x"].masked_fill(t["p"] | (t["q"] & t["r"]), 0.0) + t["x"].masked_fill((t["p"] | t["q"]) & t["r"], 1.0)),
+     lambda t: t["x"].masked_fill(t["p"] | (t["q"] & t["r"]), 0.0)
+     + t["x"].masked_fill((t["p"] | t["q"]) & t["r"], 1.0)),
 ]
 
 NAMES = [
