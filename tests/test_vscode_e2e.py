@@ -238,4 +238,5 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     # a crashing server: restarted once (maxRestarts 1), then left stopped
     assert "stopped 2 times within 3 minutes and was not restarted" in r["crash_message"], r["crash_message"]
     assert starts.read_text().split() == ["start", "start"]
-    print(f"VS Code end to end: {elapsed:.1f} s in all, the UI steps {r['timings']}")
+    print(f"VS Code end to end: {elapsed:.1f} s in all, the UI steps {r['timings']}; "
+          f"Control+. pressed {r['quick_fix_attempts']}x, hover tries {r.get('hover_attempts')}")
