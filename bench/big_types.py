@@ -1,14 +1,15 @@
 """Checking time against the size of a type: functions whose tensors have N axes.
 
-For N = 100, 200, 400 and 800 axes, prints the time to check each program (the median of
-3 cold checks, grammar already built) and the growth factor from N/2 to N: about 2 is
+For N = 100, 200, 400 and 800 axes, prints the time to check each program (the best of
+5 cold checks, grammar already built: the machine is shared, the best is the steadiest) and the growth factor from N/2 to N: about 2 is
 linear, 4 quadratic, 8 cubic. Nothing in the checker should grow faster than n log n in
 the size of a type (issue 10: the return-type check was cubic, 400 axes took 20 s).
+On a busy machine the times wobble; the Python function calls of one check (counted by
+cProfile) grow the same way and don't, so each line ends with their growth too.
 """
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import time
 
@@ -36,13 +37,25 @@ def programs(n: int) -> dict:
 
 def time_check(src: str) -> float:
     runs = []
-    for _ in range(3):
+    for _ in range(5):
         ws = Workspace()
         t0 = time.perf_counter()
         ws.set_text("/tmp/bench_big_types.ss", src)
         ws.diagnostics("/tmp/bench_big_types.ss")
         runs.append(time.perf_counter() - t0)
-    return statistics.median(runs)
+    return min(runs)
+
+
+def count_calls(src: str) -> int:
+    import cProfile
+    import pstats
+    ws = Workspace()
+    ws.set_text("/tmp/bench_big_types.ss", src)
+    prof = cProfile.Profile()
+    prof.enable()
+    ws.diagnostics("/tmp/bench_big_types.ss")
+    prof.disable()
+    return pstats.Stats(prof).total_calls
 
 
 def main():
@@ -52,8 +65,9 @@ def main():
     for name in table[sizes[0]]:
         times = [time_check(table[n][name]) for n in sizes]
         growth = times[-1] / times[-2] if times[-2] > 0 else float("nan")
+        calls = [count_calls(table[n][name]) for n in sizes[-2:]]
         cells = "  ".join(f"N={n}: {t * 1000:7.1f} ms" for n, t in zip(sizes, times))
-        print(f"{name:28s} {cells}  growth x{growth:.1f}")
+        print(f"{name:26s} {cells}  growth x{growth:.1f} (calls x{calls[1] / calls[0]:.2f})")
 
 
 if __name__ == "__main__":
