@@ -15,7 +15,7 @@ import math
 
 from ..check.patterns import flat_names
 from ..check.types import ScalarT, TensorT
-from ..diagnostics import Edit, Fix
+from ..diagnostics import Edit, Fix, debugging, log
 from ..syntax import ast as A
 from . import edits as ED
 
@@ -23,7 +23,10 @@ from . import edits as ED
 def hand_attention(prog, ctx, softmax: A.Call):
     try:
         return _build(prog, ctx, softmax)
-    except (KeyError, IndexError, AttributeError, ValueError):
+    except (KeyError, IndexError, AttributeError, ValueError):  # a bug: no fix, and said in the log
+        if debugging():
+            raise
+        log.exception("the hand-written attention fix of %s failed", ctx.item.name)
         return None
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..check.builtins import BUILTINS, signature_label
+from ..diagnostics import debugging, log
 from ..check.types import DTYPE_NAMES, ModelT
 from ..syntax import ast as A
 from .hover import fn_header, render_type
@@ -77,7 +78,10 @@ def patched(a, item, rel: int):
             try:
                 sig, _ = build_signature(it, a.env.dims, a.env.model_names())
                 return it, check_function(it, sig, a.env)
-            except Exception:  # a half-typed function must never break completion
+            except Exception:  # noqa: BLE001 - a half-typed function never breaks completion
+                if debugging():
+                    raise
+                log.exception("completion: checking %s with the placeholder failed", item.name)
                 return None, None
     res = fn_result(a, item)
     return (item, res) if res is not None else (None, None)
