@@ -83,6 +83,17 @@ def wait_listening(log_path, proc, timeout: float = 60) -> int:
     raise AssertionError(f"code-server did not start within {timeout} s: {log_path.read_text()[-2000:]}")
 
 
+def window_logs(user_data, folders: dict) -> dict:
+    """{name: text} of the ShapeScript log channel of the window of each workspace folder."""
+    logs = {}
+    for f in user_data.glob("logs/*/exthost*/shapescript.shapescript/ShapeScript.log"):
+        text = f.read_text(errors="replace")
+        for name, folder in folders.items():
+            if f"{folder}{os.sep}.venv" in text:
+                logs[name] = text
+    return logs
+
+
 @pytest.fixture(scope="module")
 def toolchain():
     why = missing_toolchain()
@@ -135,7 +146,8 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     ws_crash = tmp_path / "ws-crash"
     (ws_crash / ".venv" / "bin").mkdir(parents=True)
     (ws_crash / ".vscode").mkdir()
-    (ws_crash / ".vscode" / "settings.json").write_text(json.dumps({"shapescript.server.maxRestarts": 1}))
+    (ws_crash / ".vscode" / "settings.json").write_text(json.dumps({"shapescript.server.maxRestarts": 1,
+                                                                   "shapescript.trace.server": "messages"}))
     (ws_crash / "a.ss").write_text(SOURCE, encoding="utf-8")
     starts = ws_crash / "starts.log"
     crashing = ws_crash / ".venv" / "bin" / "shapescript-lsp"
@@ -176,6 +188,11 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
         except subprocess.TimeoutExpired:
             kill_tree(driver)
             driver_out, _ = driver.communicate()
+        # the windows' logs reach the disk as their extension hosts end
+        end = time.monotonic() + 15
+        while time.monotonic() < end and "not restarting it" not in window_logs(
+                user_data, {"crash": ws_crash}).get("crash", ""):
+            time.sleep(0.2)
     finally:
         for proc in (driver, cs):
             if proc is not None:
@@ -238,5 +255,12 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     # a crashing server: restarted once (maxRestarts 1), then left stopped
     assert "stopped 2 times within 3 minutes and was not restarted" in r["crash_message"], r["crash_message"]
     assert starts.read_text().split() == ["start", "start"]
+    # the ShapeScript log channel of each window (on disk once its window is gone):
+    # the trace is on where the setting says so, and only there
+    logs = window_logs(user_data, {"main": ws, "crash": ws_crash})
+    assert set(logs) == {"main", "crash"}, sorted(logs)
+    assert "Sending request 'initialize" in logs["crash"], logs["crash"][-3000:]
+    assert "Sending request" not in logs["main"], logs["main"][-3000:]
+    assert "restarting the server" in logs["main"] and logs["main"].count("the server is running") == 2
     print(f"VS Code end to end: {elapsed:.1f} s in all, the UI steps {r['timings']}; "
           f"Control+. pressed {r['quick_fix_attempts']}x, hover tries {r.get('hover_attempts')}")
