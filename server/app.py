@@ -114,6 +114,15 @@ class Protocol(LanguageServerProtocol):
         super().handle_message(message)
 
 
+def warm_up():
+    """On the core thread, at start: what the first check would otherwise pay for on the
+    way to the first diagnostics (about 150 ms): the parser's tables, which each thread
+    builds for itself, and the export checks' modules, imported on first use."""
+    ws = Workspace()
+    ws.set_text("/__shapescript_warm_up__.ss", "dim D = 1\n\nfn f(x: [D]) -> [D]:\n    return x\n")
+    ws.diagnostics("/__shapescript_warm_up__.ss")
+
+
 class ShapeScriptServer(LanguageServer):
     def __init__(self):
         super().__init__("shapescript-lsp", VERSION, protocol_cls=Protocol,
@@ -132,6 +141,7 @@ class ShapeScriptServer(LanguageServer):
         self.commands: dict = {}  # name -> async fn(ExecuteCommandParams)
         self.export_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1,
                                                                  thread_name_prefix="shapescript-export")
+        self.submit("warm-up", warm_up)  # while the client initializes, not in its first check
 
     # ------------------------------------------------------------ capabilities
     def client_supports(self, dotted: str, default=False) -> Any:
@@ -181,7 +191,10 @@ class ShapeScriptServer(LanguageServer):
             try:
                 fn()
             except Exception as exc:
-                self.call_soon(self.report_failure, name, exc)
+                if self.loop is None:  # not serving yet (the warm-up): stderr only
+                    log.error("%s failed", name, exc_info=exc)
+                else:
+                    self.call_soon(self.report_failure, name, exc)
         return self.core.submit(job)
 
     def call_soon(self, fn, *args):
