@@ -72,6 +72,24 @@ async function goTo(line, column) {
   }, [line, column], 10000);
 }
 
+/** The value of the quick input's box once it shows one (Export…'s output folder). */
+async function inputBoxValue() {
+  return until('the output folder box', () => {
+    const w = document.querySelector('.quick-input-widget');
+    const i = w && w.querySelector('.quick-input-box input');
+    return w && w.style.display !== 'none' && i && i.value ? i.value : false;
+  });
+}
+
+/** The text of the export's result notification (a success or the server's reason). */
+async function exportResult(what) {
+  return until(what, () => {
+    const n = [...document.querySelectorAll('.notifications-toasts .notification-list-item')]
+      .find((e) => e.textContent.includes('exported classify for hf') || e.textContent.includes('classify for hf:'));
+    return n ? n.textContent : false;
+  }, undefined, 90000);
+}
+
 /** Hover `x` in `y = linear(x, m.w)` with the mouse (the cursor put there first, to
  * find it on screen); the hover's text. The lines may move under the mouse (the code
  * lens above line 8 goes and comes back while a restarted server answers): when the
@@ -251,24 +269,11 @@ try {
 
   await step('export', async () => {
     await runCommand('ShapeScript: Export…');
-    await page.waitForSelector('.quick-input-widget .quick-input-box input', { state: 'visible' });
-    result.export_output_default = await until('the output folder box', () => {
-      const w = document.querySelector('.quick-input-widget');
-      const i = w && w.querySelector('.quick-input-box input');
-      return w && w.style.display !== 'none' && i && i.value ? i.value : false;
-    });
+    result.export_output_default = await inputBoxValue();
     await page.keyboard.press('Enter');
     await quickInputFocused('Random weights');
     await page.keyboard.press('Enter');
-    result.export_message = await until('the export result', () => {
-      for (const n of document.querySelectorAll('.notifications-toasts .notification-list-item')) {
-        const t = n.textContent;
-        if (t.includes('exported classify for hf') || t.includes('classify for hf:')) {
-          return t;
-        }
-      }
-      return false;
-    }, undefined, 90000);
+    result.export_message = await exportResult('the export result');
   });
 
   await step('export from the lens', async () => {
@@ -278,11 +283,7 @@ try {
     await until('no notifications', () => document.querySelectorAll('.notifications-toasts .notification-list-item').length === 0,
       undefined, 10000);
     await page.locator('.part.editor .codelens-decoration a', { hasText: 'Export' }).first().click();
-    result.lens_output_default = await until('the output folder box', () => {
-      const w = document.querySelector('.quick-input-widget');
-      const i = w && w.querySelector('.quick-input-box input');
-      return w && w.style.display !== 'none' && i && i.value ? i.value : false;
-    });
+    result.lens_output_default = await inputBoxValue();
     await page.keyboard.press('Enter');
     await quickInputFocused('Random weights');
     await page.keyboard.press('Enter');
@@ -291,11 +292,7 @@ try {
       return d ? d.textContent : false;
     });
     await page.locator('.monaco-dialog-box .monaco-button', { hasText: 'Replace' }).first().click();
-    result.lens_export_message = await until('the second export result', () => {
-      const n = [...document.querySelectorAll('.notifications-toasts .notification-list-item')]
-        .find((e) => e.textContent.includes('exported classify for hf') || e.textContent.includes('classify for hf:'));
-      return n ? n.textContent : false;
-    }, undefined, 90000);
+    result.lens_export_message = await exportResult('the second export result');
   });
 
   await step('restart and log', async () => {
