@@ -166,3 +166,19 @@ def test_classifier_is_an_auto_model(tmp_path):
         got = model(x)
     assert got.shape == (5, 10)
     assert (got - want).abs().max().item() < 1e-5
+
+
+def test_deep_expressions_compile(tmp_path):
+    """A 1,000-term sum and a 300-step pipe are valid code: they export and compute."""
+    from transformers import AutoModel
+    pipe = "x" + "".join("\n        |> scale(1.0)" for _ in range(300))
+    src = tmp_path / "deep.ss"
+    src.write_text("dim D = 8\nmodel M:\n    w: [D] = ones\n@export(hf)\n"
+                   "fn forward(m: M, x: [b D]) -> [b D]:\n"
+                   f"    y = {' + '.join(['x'] * 1000)}\n    z = {pipe}\n    return (y + z) * m.w\n")
+    out = tmp_path / "deep-hf"
+    shapescript("export", src, "--hf", "--random-weights", "-o", out)
+    model = AutoModel.from_pretrained(str(out), trust_remote_code=True)
+    x = torch.randn(2, 8)
+    with torch.no_grad():
+        assert torch.allclose(model(x), 1001 * x, rtol=1e-5)

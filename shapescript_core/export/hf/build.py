@@ -1,8 +1,10 @@
 """Compile an exported function into the files of a Hugging Face model directory."""
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import sys
 from dataclasses import dataclass
 
 from ...compile.codegen import Generator
@@ -40,7 +42,24 @@ def is_language_model(ws, path: str, fn_name: str) -> bool:
     return not check_function(Program(ws, an), item, {"vllm"})
 
 
+@contextlib.contextmanager
+def _deep_expressions(limit: int = 100_000):
+    """Code generation follows an expression's nesting (a 1,000-term sum is valid code):
+    Python 3.11 runs Python-to-Python calls without the C stack, so a higher limit is safe."""
+    old = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(old, limit))
+    try:
+        yield
+    finally:
+        sys.setrecursionlimit(old)
+
+
 def build(ws, path: str, fn_name: str, dtype: str = "f32") -> Artifact:
+    with _deep_expressions():
+        return _build(ws, path, fn_name, dtype)
+
+
+def _build(ws, path: str, fn_name: str, dtype: str = "f32") -> Artifact:
     path = ws.norm(path)
     try:
         prog = build_program(ws, path, fn_name)
