@@ -219,6 +219,8 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     assert "serving-engines.md#e3306" in (r["problem"]["link"] or ""), r["problem"]
     assert r["squiggles"] >= 1
     assert any("Export ▸ hf" in lens for lens in r["lenses"]), r["lenses"]
+    # the language status names the running server
+    assert "shapescript-lsp 0.1.0" in r["language_status"], r["language_status"]
     # the hover: x's inferred shape
     assert "x: [b D] f32" in r["hover"], r["hover"]
     # the TextMate grammar, not only semantic tokens

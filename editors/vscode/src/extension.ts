@@ -4,6 +4,7 @@ import * as vscode from 'vscode';
 import { explainError } from './explain';
 import { ExportArgs, exportFunction } from './exportCommand';
 import { EXPORT_UI_COMMAND, ServerManager } from './server';
+import { languageStatus } from './status';
 
 let manager: ServerManager | undefined;
 
@@ -17,6 +18,7 @@ export async function activate(context: vscode.ExtensionContext) {
     vscode.commands.registerCommand('shapescript.explainError', () => explainError(server)),
     vscode.commands.registerCommand('shapescript.restartServer', () => server.restart()),
     vscode.commands.registerCommand('shapescript.showServerLog', () => log.show(true)),
+    languageStatus(server),
   );
   await server.start();
 }

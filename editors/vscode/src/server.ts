@@ -154,6 +154,7 @@ export class ServerManager implements vscode.Disposable {
     if (!this.server) {
       this.log.error(`shapescript-lsp was not found; looked in: ${searchedPlaces(folders).join(', ')}`);
       void this.notifyMissing(folders);
+      this.changed.fire();
       return false;
     }
     this.log.info(`starting ${[this.server.command, ...this.server.args].join(' ')} (from ${this.server.source})`);
@@ -194,6 +195,7 @@ export class ServerManager implements vscode.Disposable {
       }
     });
     this.client = client;
+    this.changed.fire();
     try {
       await client.start();
     } catch (e) {
@@ -223,6 +225,7 @@ export class ServerManager implements vscode.Disposable {
   private async doStop(): Promise<void> {
     const client = this.client;
     this.client = undefined;
+    this.changed.fire();
     if (client) {
       try {
         if (client.state !== State.Stopped) {

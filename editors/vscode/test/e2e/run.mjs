@@ -178,6 +178,17 @@ try {
     }, undefined, 15000);
   });
 
+  await step('language status', async () => {
+    // the `{}` of the status bar: the running server, by the name it gives
+    await page.locator('.statusbar-item[id="status.languageStatus"]').first().hover();
+    result.language_status = await until('the language status hover', () => {
+      const h = [...document.querySelectorAll('.hover-language-status, .monaco-hover')].find((e) => e.offsetParent !== null
+        && e.textContent.includes('shapescript-lsp'));
+      return h ? h.textContent : false;
+    }, undefined, 15000);
+    await page.mouse.move(5, 400);
+  });
+
   await step('hover', async () => {
     result.hover = await hoverX();
     await page.waitForTimeout(600); // the hover fades in
