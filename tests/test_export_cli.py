@@ -17,7 +17,6 @@ import time
 
 import numpy as np
 import pytest
-import torch
 from safetensors import safe_open
 from safetensors.numpy import save_file
 
@@ -170,6 +169,7 @@ def test_random_weights_are_deterministic_per_seed(tiny, src, tmp_path, capsys):
 
 
 def test_weights_round_trip_and_dtypes_exact_against_torch(tiny, src, tmp_path, capsys):
+    import torch  # here, not at the top: the subprocess exports import this module for its writer
     w = good_weights(tmp_path)
     assert export(capsys, src, "--hf", "--weights", w, "-o", tmp_path / "f32")[0] == 0
     src_t, out = tensors(w), tensors(tmp_path / "f32" / "model.safetensors")
