@@ -105,6 +105,11 @@ def qwen2_interleaved(sd, H=4, Hkv=2):
     return out
 
 
+def llama_transposed(sd):
+    out = llama_to_source(sd, L)
+    return {k: (v.T if v.ndim == 2 and ("attn." in k or "mlp." in k) else v) for k, v in out.items()}
+
+
 def gpt2(sd):
     t = "transformer."
     out = {"wte": sd[t + "wte.weight"], "wpe": sd[t + "wpe.weight"], "lnf_w": sd[t + "ln_f.weight"],
@@ -143,6 +148,19 @@ def gpt2_separate(sd, D=256):
     return {k.replace("layers.", "blocks."): v for k, v in out.items()}
 
 
+def gpt2_conv1d(sd):
+    """transformers' GPT-2 state dict as it is (Conv1D [in out]), under the program's names."""
+    t = "transformer."
+    out = {"wte": sd[t + "wte.weight"], "wpe": sd[t + "wpe.weight"], "ln_f_w": sd[t + "ln_f.weight"],
+           "ln_f_b": sd[t + "ln_f.bias"]}
+    for i in range(L):
+        p, s = f"h.{i}.", f"{t}h.{i}."
+        for a, b in (("ln_1", "ln_1"), ("ln_2", "ln_2"), ("c_attn", "attn.c_attn"), ("c_proj", "attn.c_proj"),
+                     ("c_fc", "mlp.c_fc"), ("mlp_proj", "mlp.c_proj")):
+            out[p + a + "_w"], out[p + a + "_b"] = sd[s + b + ".weight"], sd[s + b + ".bias"]
+    return out
+
+
 def hf_gpt2_no_out_bias(seed):
     import torch
     m = hf_gpt2(seed=seed)
@@ -169,6 +187,7 @@ class Case:
 CASES = [
     Case("renamed-split-swapped", program("llama_variant.ss"), lambda: hf_llama(seed=1), variant_names, "llama"),
     Case("fused-kv-and-gate-up", program("llama_fused.ss"), lambda: hf_llama(seed=2), fused, "llama"),
+    Case("matmul-in-out", program("llama_matmul.ss"), lambda: hf_llama(seed=12), llama_transposed, "llama"),
     Case("repeat-group-major", program("llama_repeat_group_major.ss"), lambda: hf_llama(seed=9), group_major,
          "llama"),
     Case("fused-qkv-dh-before-h", program("llama_qkv.ss"), lambda: hf_llama(seed=3, Hkv=4), qkv_dh_h, "llama"),
@@ -182,6 +201,8 @@ CASES = [
     Case("gpt2", os.path.join(CONFORMANCE, "gpt2.ss"), lambda: hf_gpt2(seed=6), gpt2, "gpt2",
          dims={"V": 256, "D": 256, "H": 4, "P": 64, "L": 2}, tied=True, hf_class="GPT2LMHeadModel",
          tolerance=3e-3, load_kwargs={"n_positions": 64, "vocab_size": 256}),
+    Case("gpt2-conv1d-matmul", program("gpt2_matmul.ss"), lambda: hf_gpt2(seed=11), gpt2_conv1d, "gpt2",
+         tied=True, hf_class="GPT2LMHeadModel", tolerance=3e-3, load_kwargs={"n_positions": 64, "vocab_size": 256}),
     Case("gpt2-separate-qkv", program("gpt2_separate.ss"), lambda: hf_gpt2_no_out_bias(8), gpt2_separate, "gpt2",
          tied=True, hf_class="GPT2LMHeadModel", tolerance=3e-3, load_kwargs={"n_positions": 64, "vocab_size": 256}),
 ]

@@ -1,5 +1,6 @@
 """Layout changes from the source's tensors to llama.cpp's (numpy; only the export loads it).
 
+- `Transpose`: a weight used as `x @ W` ([in, out]) into [out, in];
 - `Gather`: the rows (or columns) of a projection in the order llama.cpp reads them, and one
   slice of a fused projection (q, k or v out of one `w_qkv`);
 - `RopePermute`: Q/K rows between the rotate-half layout (Hugging Face Llama, our `rope`
@@ -10,12 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .plan import Gather, RopePermute
+from .plan import Gather, RopePermute, Transpose
 
 
 def apply(arr: np.ndarray, steps) -> np.ndarray:
     for s in steps:
-        if isinstance(s, Gather):
+        if isinstance(s, Transpose):
+            arr = arr.T
+        elif isinstance(s, Gather):
             arr = _gather(arr, s)
         elif isinstance(s, RopePermute):
             arr = rope_permute(arr, s.heads, s.to)

@@ -2,7 +2,7 @@
 
 A `Plan` is an architecture (`llama`, `qwen2`, `gpt2`), its hyperparameters, and one
 `TensorPlan` per GGUF tensor: which param it is read from and the layout changes applied
-on the way (`Gather` of rows or columns, `RopePermute`). `layout.apply` carries the
+on the way (`Transpose`, `Gather` of rows or columns, `RopePermute`). `layout.apply` carries the
 changes out on arrays.
 """
 from __future__ import annotations
@@ -35,6 +35,11 @@ class RopePermute:
 
 
 @dataclass(frozen=True)
+class Transpose:
+    """A [in, out] weight read by `x @ W` into PyTorch's and llama.cpp's [out, in]."""
+
+
+@dataclass(frozen=True)
 class TensorPlan:
     name: str            # the GGUF tensor kind as gguf.MODEL_TENSOR names it, e.g. "ATTN_Q"
     block: int | None    # the layer index for per-block tensors
@@ -42,7 +47,7 @@ class TensorPlan:
     source: str          # the param path the values come from ("layers.0.attn.wq")
     shape: tuple         # the source param's shape, PyTorch order ([out, in]); with no
                          # source (zeros written for a bias the source lacks), the tensor's
-    steps: tuple = ()    # Gather / RopePermute, in order
+    steps: tuple = ()    # Transpose / Gather / RopePermute, in order
     kind: str = "matrix"  # "matrix" (may be f16/bf16/q8_0) or "vector" (norms, biases: stay f32)
     parts: tuple = ()    # ((param path or None, its shape, steps), ...) stacked along rows into
                          # one tensor of `shape` (gpt2's attn_qkv from separate q, k, v)

@@ -1,11 +1,11 @@
-"""How the matcher reads a projection: linear(h, W, b?) behind a head split or a fused
-split, the repeat and rope on the way to the attention, and the row `Gather` that puts
+"""How the matcher reads a projection: linear(h, W, b?) (or h @ W, W [in out]) behind a
+head split or a fused split, the repeat and rope on the way to the attention, and the row `Gather` that puts
 W's rows in the order llama.cpp reads them (head first, then head width).
 """
 from __future__ import annotations
 
 from .departure import Depart, line_of
-from .plan import Gather
+from .plan import Gather, Transpose
 
 # elementwise builtins: on the residual stream, or where an MLP's gate belongs
 UNARY = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu",
@@ -28,26 +28,62 @@ class Proj:
 
     @property
     def W(self):
-        return self.lin.attrs["args"]["W"]
+        return parts_of(self.lin)[1]
 
     @property
     def b(self):
-        return self.lin.attrs["args"].get("b")
+        return parts_of(self.lin)[2]
+
+    @property
+    def steps(self) -> tuple:
+        """Transpose (for `x @ W`) and the row Gather, as the plan's steps."""
+        return (((Transpose(),) if self.lin.op != "linear" else ())
+                + ((self.gather,) if self.gather is not None else ()))
+
+
+def parts_of(n):
+    """(x, W, b or None) of a projection: linear(x, W, b?), x @ W with W a [in out] param,
+    or x @ W + b with b a [out] param; None for anything else."""
+    if n.op == "linear":
+        args = n.attrs["args"]
+        return args["x"], args["W"], args.get("b")
+    if n.op == "matmul" and len(n.inputs) == 2:
+        W = n.inputs[1]
+        if W.op == "param" and len(W.shape) == 2:
+            return n.inputs[0], W, None
+    if n.op == "add" and len(n.inputs) == 2:
+        for m, b in (n.inputs, n.inputs[::-1]):
+            inner = parts_of(m) if m.op == "matmul" else None
+            if inner is not None and b.op == "param" and tuple(b.shape) == (inner[1].shape[1],):
+                return inner[0], inner[1], b
+    return None
+
+
+def weight_of(n):
+    return parts_of(n)[1]
+
+
+def input_of(n):
+    return parts_of(n)[0]
+
+
+def is_projection(n) -> bool:
+    return parts_of(n) is not None
 
 
 class Projections:
     """Matcher methods for projections (mixed into `match.Matcher`)."""
 
     def linear(self, n, h, role: str):
-        if n.op != "linear":
+        if not is_projection(n):
             self.depart(n, "qk" if role in ("queries", "keys") else "v" if role == "values" else "mlp",
                         f"the {role} come from `{n.op}`")
-        if self.arg(n, "x") is not h:
-            x = self.arg(n, "x")
+        x = input_of(n)
+        if x is not h:
             raise Depart(x, f"the {role}' projection reads `{x.op}`{line_of(x)}, where {self.arch} "
-                             f"projects the normalized residual stream")
-        self.param(self.arg(n, "W"), f"{role}' weight")
-        b = self.arg(n, "b")
+                            f"projects the normalized residual stream")
+        self.param(weight_of(n), f"{role}' weight")
+        b = parts_of(n)[2]
         if b is not None:
             self.param(b, f"{role}' bias")
         return n
@@ -67,7 +103,7 @@ class Projections:
 
     def proj(self, n, h, role: str, heads: bool) -> Proj:
         """The projection feeding n: linear, rearrange(linear), getitem(split(linear))."""
-        if n.op == "linear":
+        if is_projection(n):
             if heads:
                 self.depart(n, "qk" if role != "values" else "v", f"the {role} are not split into heads")
             lin = self.linear(n, h, role)

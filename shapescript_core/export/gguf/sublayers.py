@@ -8,8 +8,8 @@ import math
 
 from .archs import has
 from .departure import Depart, line_of
-from .plan import Gather, TensorPlan
-from .projections import UNARY
+from .plan import Gather, TensorPlan, Transpose
+from .projections import UNARY, Proj, input_of, is_projection
 
 
 class Sublayers:
@@ -20,10 +20,11 @@ class Sublayers:
         """Adds the block's attention tensors; True when q/k/v have biases (qwen2)."""
         gpt2 = self.arch == "gpt2"
         wo = branch
-        if wo.op != "linear":
+        if not is_projection(wo):
             raise Depart(wo, f"the attention's output goes through `{wo.op}`{line_of(wo)}, where "
-                              f"{self.arch} adds an output projection's result to the residual stream")
-        flat = self.arg(wo, "x")
+                             f"{self.arch} adds an output projection's result to the residual stream")
+        out = Proj(wo, None)
+        flat = input_of(wo)
         if flat.op != "rearrange":
             raise Depart(flat, f"the attention's heads are merged by `{flat.op}`{line_of(flat)}")
         pat = flat.attrs["pattern"]
@@ -85,12 +86,12 @@ class Sublayers:
         if gpt2:
             self.fused_qkv(q, k, v, D, tensors, blk)
         else:
-            if wo.attrs["args"].get("b") is not None:
+            if out.b is not None:
                 raise Depart(wo, f"the attention's output projection has a bias{line_of(wo)}, where "
                                   f"{self.arch} has {has(self.arch, 'bias')}")
             style = hp.get("rope_style", "half")
             for p, name, heads in ((q, "ATTN_Q", H), (k, "ATTN_K", Hkv), (v, "ATTN_V", Hkv)):
-                rows = ((p.gather,) if p.gather else ()) + (regroup if p is q else ())
+                rows = p.steps + (regroup if p is q else ())
                 tp = TensorPlan(name, blk, "weight", self.param(p.W, "weight"), tuple(p.W.shape), rows)
                 tensors.append((tp, heads, style) if name != "ATTN_V" else tp)
                 if any(biases):  # qwen2: zeros where the source has no bias
@@ -100,8 +101,8 @@ class Sublayers:
                     tensors.append((b, heads, style) if name != "ATTN_V" else b)
         cols = (Gather(1, (H, Dh) if dst[-1][0] == src[-3] else (Dh, H), None, col_perm),) if col_perm else ()
         cols += tuple(Gather(1, g.shape, None, g.perm) for g in regroup)
-        tensors.append(TensorPlan("ATTN_OUT", blk, "weight", self.param(self.arg(wo, "W"), "weight"),
-                                  (D, H * Dh), cols))
+        tensors.append(TensorPlan("ATTN_OUT", blk, "weight", self.param(out.W, "weight"), tuple(out.W.shape),
+                                  out.steps + cols))
         if gpt2:
             self.bias(wo, "ATTN_OUT", (D,), tensors, blk)
         return any(biases)
@@ -119,31 +120,35 @@ class Sublayers:
             pos, sub = g.take[0], g.perm or (0, 1)
             rest = [i for i in range(3) if i != pos]
             perm = (pos, rest[sub[0]], rest[sub[1]])
-            steps = (Gather(0, g.shape, None, perm),) if perm != (0, 1, 2) else ()
-            tensors.append(TensorPlan("ATTN_QKV", blk, "weight", self.param(q.W, "weight"), (rows, D), steps))
+            steps = ((Transpose(),) if q.lin.op != "linear" else ()) + \
+                ((Gather(0, g.shape, None, perm),) if perm != (0, 1, 2) else ())
+            tensors.append(TensorPlan("ATTN_QKV", blk, "weight", self.param(q.W, "weight"), tuple(q.W.shape),
+                                      steps))
+            steps = tuple(s for s in steps if not isinstance(s, Transpose))  # the bias: rows only
             b = self.param(q.b, "bias") if q.b is not None else None
             tensors.append(TensorPlan("ATTN_QKV", blk, "bias", b, (rows,), steps, kind="vector"))
             return
         parts, bias_parts = [], []
         for p in (q, k, v):
-            steps = (p.gather,) if p.gather else ()
-            parts.append((self.param(p.W, "weight"), tuple(p.W.shape), steps))
-            bias_parts.append((self.param(p.b, "bias"), tuple(p.b.shape), steps) if p.b is not None
+            parts.append((self.param(p.W, "weight"), tuple(p.W.shape), p.steps))
+            bias_parts.append((self.param(p.b, "bias"), tuple(p.b.shape), (p.gather,) if p.gather else ())
+                              if p.b is not None
                               else (None, (p.heads * p.width,), ()))
         tensors.append(TensorPlan("ATTN_QKV", blk, "weight", None, (rows, D), parts=tuple(parts)))
         tensors.append(TensorPlan("ATTN_QKV", blk, "bias", None, (rows,), kind="vector", parts=tuple(bias_parts)))
 
     def bias(self, lin, name, shape, tensors, blk):
-        b = lin.attrs["args"].get("b")
+        b = Proj(lin, None).b
         path = self.param(b, "bias") if b is not None else None
         tensors.append(TensorPlan(name, blk, "bias", path, shape, kind="vector"))
 
     # ------------------------------------------------------------ MLP
     def mlp(self, branch, h, hp, tensors, blk):
         down = branch
-        if down.op != "linear":
+        if not is_projection(down):
             self.depart(down, "mlp", f"the MLP ends in `{down.op}`")
-        act = self.arg(down, "x")
+        dp = Proj(down, None)
+        act = input_of(down)
         D = hp["embedding_length"]
         if self.arch == "gpt2":
             if act.op != "gelu_tanh":
@@ -152,14 +157,14 @@ class Sublayers:
             up = self.proj(act.inputs[0], h, "MLP's inputs", heads=False)
             F = self.width(act)
             self._ffn(hp, F, act)
-            rows = (up.gather,) if up.gather else ()
             tensors.append(TensorPlan("FFN_UP", blk, "weight", self.param(up.W, "weight"), tuple(up.W.shape),
-                                      rows))
+                                      up.steps))
+            rows = (up.gather,) if up.gather else ()
             tensors.append(TensorPlan("FFN_UP", blk, "bias", self.param(up.b, "bias"), tuple(up.b.shape), rows,
                                       kind="vector") if up.b is not None
                            else TensorPlan("FFN_UP", blk, "bias", None, (F,), kind="vector"))
-            tensors.append(TensorPlan("FFN_DOWN", blk, "weight", self.param(down.attrs["args"]["W"], "weight"),
-                                      (D, F)))
+            tensors.append(TensorPlan("FFN_DOWN", blk, "weight", self.param(dp.W, "weight"), tuple(dp.W.shape),
+                                      dp.steps))
             self.bias(down, "FFN_DOWN", (D,), tensors, blk)
             return
         if act.op != "mul":
@@ -168,7 +173,7 @@ class Sublayers:
         a, b = act.inputs
         gate_act, up_n = (a, b) if a.op == "silu" else (b, a) if b.op == "silu" else (None, None)
         if gate_act is None:
-            other = a if a.op != "linear" else b
+            other = a if not is_projection(a) else b
             self.depart(other, "mlp", f"the MLP's gate uses `{other.op}`")
         gate = self.proj(gate_act.inputs[0], h, "MLP's gate", heads=False)
         up = self.proj(up_n, h, "MLP's up projection", heads=False)
@@ -176,16 +181,16 @@ class Sublayers:
             if p.b is not None:
                 raise Depart(p.lin, f"the MLP's projections have biases{line_of(p.lin)}, where {self.arch} "
                                      f"has {has(self.arch, 'bias')}")
-        if down.attrs["args"].get("b") is not None:
+        if dp.b is not None:
             raise Depart(down, f"the MLP's down projection has a bias{line_of(down)}, where {self.arch} "
                                 f"has {has(self.arch, 'bias')}")
         F = self.width(gate_act)
         self._ffn(hp, F, act)
         for p, name in ((gate, "FFN_GATE"), (up, "FFN_UP")):
             tensors.append(TensorPlan(name, blk, "weight", self.param(p.W, "weight"), tuple(p.W.shape),
-                                      (p.gather,) if p.gather else ()))
-        tensors.append(TensorPlan("FFN_DOWN", blk, "weight", self.param(down.attrs["args"]["W"], "weight"),
-                                  (D, F)))
+                                      p.steps))
+        tensors.append(TensorPlan("FFN_DOWN", blk, "weight", self.param(dp.W, "weight"), tuple(dp.W.shape),
+                                  dp.steps))
 
     def _ffn(self, hp, F, node):
         if hp.setdefault("ffn", F) != F:

@@ -18,7 +18,7 @@ from gguf.quants import quant_shape_to_byte_shape, quantize
 from ..writers import ExportError
 from . import layout, metadata
 from .messages import e3313
-from .plan import Departure, Gather
+from .plan import Departure, Gather, Transpose
 from .tokenizer import TokenizerError, add_tokenizer
 
 Q = gguf.GGMLQuantizationType
@@ -44,7 +44,9 @@ def out_shape(t) -> tuple:
         return tuple(t.shape)
     shape = list(t.shape)
     for s in t.steps:
-        if isinstance(s, Gather) and s.take is not None:
+        if isinstance(s, Transpose):
+            shape.reverse()
+        elif isinstance(s, Gather) and s.take is not None:
             shape[s.axis] //= s.shape[s.take[0]]
     return tuple(shape)
 
