@@ -181,4 +181,4 @@ def test_deep_expressions_compile(tmp_path):
     model = AutoModel.from_pretrained(str(out), trust_remote_code=True)
     x = torch.randn(2, 8)
     with torch.no_grad():
-        assert torch.allclose(model(x), 1001 * x, rtol=1e-5)
+        assert torch.allclose(model(x), 1001 * x, rtol=1e-4, atol=1e-4)  # 1,000 float32 additions

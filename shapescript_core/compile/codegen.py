@@ -265,6 +265,9 @@ class MethodGen:
         self.used_svars: dict = {}  # size variable -> python name
         self.svar_names: dict = {}
         self.elided: dict = {}  # id(Bind) -> code of the value kept instead
+        self.depth = 0  # nesting of the expression being generated
+        self.pending: list = []  # temporaries a deep expression needs, written before its statement
+        self.temps = 0
         self.kv_source: dict = {}  # id(sdpa arg node) -> (code node, groups)
         locals_ = {n for s in _all_binds(g.body) for n in s.targets} | {p for p, _, _ in g.params}
         for p, _, _ in g.params:
@@ -361,14 +364,34 @@ class MethodGen:
                     if code != targets:
                         out.append(f"{targets} = {code}")
                     continue
-                out.append(f"{targets} = {self.ex(s.value)}")
+                code = self.ex(s.value)
+                out += self.flush()
+                out.append(f"{targets} = {code}")
             elif isinstance(s, Loop):
                 it = self.ex(s.iter)
+                out += self.flush()
                 out.append(f"for {self.var(s.var)} in {it}:")
                 out.extend("    " + line for line in self.stmts(s.body))
             elif isinstance(s, Ret):
-                out.extend(self.ret(s))
+                lines = self.ret(s)
+                out += self.flush() + lines
         return out
+
+    # ------------------------------------------------------------ deep expressions
+    HOIST_EVERY = 32  # nesting levels per generated line: parsers of the file (Python's, transformers') recurse
+
+    def flush(self) -> list:
+        lines, self.pending = self.pending, []
+        return lines
+
+    def _hoist(self, code: str) -> str:
+        """A deeply nested operand as a temporary of its own, written before the statement."""
+        self.temps += 1
+        name = f"_deep{self.temps}"
+        while name in self.local_names:
+            name += "_"
+        self.pending.append(f"{name} = {code}")
+        return name
 
     def ret(self, s: Ret) -> list:
         if not self.lm_entry:
@@ -442,6 +465,16 @@ class MethodGen:
 
     # ------------------------------------------------------------ expressions
     def ex(self, n) -> str:
+        self.depth += 1
+        try:
+            code = self._ex(n)
+        finally:
+            self.depth -= 1
+        if n.inputs and self.depth and self.depth % self.HOIST_EVERY == 0:
+            return self._hoist(code)
+        return code
+
+    def _ex(self, n) -> str:
         op = n.op
         if op == "local":
             return self.var(n.attrs["name"])
