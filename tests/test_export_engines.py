@@ -99,18 +99,19 @@ VLLM_NATIVE = VLLM_SERVES.replace('model_impl="transformers", ', '').replace(
     "type(m).__name__", 'type(m).__module__ + "." + type(m).__name__')
 
 
-def test_vllm_runs_the_native_model_from_the_plugin(llama_vllm):
+def test_vllm_runs_the_native_model_from_the_plugin(llama_vllm, tmp_path):
+    """pip installs vllm_plugin/ (into a directory of its own on the script's path, so the
+    shared environment is left as it was), and vLLM then runs the generated native model."""
     import subprocess
     python = require_vllm()
     plugin = llama_vllm / "vllm_plugin"
     assert (plugin / "pyproject.toml").exists()
-    pip = [python, "-m", "pip", "--disable-pip-version-check", "-q"]
-    subprocess.run(pip + ["install", "--no-deps", "--no-build-isolation", str(plugin)], check=True,
-                   capture_output=True, text=True, timeout=300)
-    try:
-        r = run_in_env(python, VLLM_NATIVE, llama_vllm, timeout=480).result
-    finally:
-        subprocess.run(pip + ["uninstall", "-y", "shapescript-vllm-llama"], capture_output=True, timeout=120)
+    site = tmp_path / "site"
+    subprocess.run([python, "-m", "pip", "--disable-pip-version-check", "-q", "install", "--no-deps",
+                    "--no-build-isolation", "--target", str(site), str(plugin)],
+                   check=True, capture_output=True, text=True, timeout=300)
+    assert list(site.glob("shapescript_vllm_llama-*.dist-info/entry_points.txt"))
+    r = run_in_env(python, VLLM_NATIVE, llama_vllm, timeout=480, env={"PYTHONPATH": str(site)}).result
     assert r["classes"] == ["shapescript_vllm_llama.model.ShapeScriptLlamaForCausalLM"]
     assert [len(g) for g in r["got"]] == [8, 8, 8]
     assert r["got"] == r["want"]
