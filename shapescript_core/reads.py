@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from operator import itemgetter
+import weakref
 
 ALL_DIMS = ("all dims",)  # every dim's name, size and value (sizes rendered by name)
 ALL_MODELS = ("all models",)  # the set of model names
@@ -148,14 +149,17 @@ def sig_meaning(sig):
 
 
 class _Memo(dict):
-    """Answers by key, each computed on first use."""
+    """Answers by key, each computed on first use. It holds its Meanings' method weakly:
+    no reference cycle, so the last analysis's answers go when the next replaces them
+    (by reference counting, not at some later cycle collection, while the next
+    analysis's big tables are being made)."""
 
     def __init__(self, compute):
         super().__init__()
-        self._compute = compute
+        self._compute = weakref.WeakMethod(compute)
 
     def __missing__(self, key):
-        v = self[key] = self._compute(key)
+        v = self[key] = self._compute()(key)
         return v
 
 

@@ -251,3 +251,26 @@ def test_line_starts_kept_across_edits_equal_a_rescan(text, edits):
         f.set_text(text)
         assert f.lines.starts == LineIndex(f.text).starts
         assert f.lines.text == f.text
+
+
+def test_an_edit_leaves_no_cyclic_garbage():
+    """What an analysis replaces is freed by reference counting at once, not left for the
+    cycle collector while the next analysis allocates (which fragments memory)."""
+    import gc
+    ws = Workspace()
+    text = SRC
+    ws.set_text(P, text)
+    ws.diagnostics(P)
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        for k in range(20):
+            text = text.replace("x * 2.0", "x * 3.0") if k % 2 == 0 else text.replace("x * 3.0", "x * 2.0")
+            ws.set_text(P, text)
+            ws.diagnostics(P)
+        gc.collect()
+        kinds = sorted({type(o).__name__ for o in gc.garbage})
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert kinds == []
