@@ -103,11 +103,14 @@ class EnvView:
     def __init__(self, env, reads: set):
         self._env = env
         self._reads = reads
+        self._note = reads.add
+        self._dim_info = env.dims.info  # FileEnv.dim, inline: the checker's most frequent question
         self.dims = DimsView(env.dims, reads)
 
     def dim(self, name: str):
-        self._reads.add(name)
-        return self._env.dim(name)
+        self._note(name)
+        info = self._dim_info.get(name)
+        return info.canon if info is not None else None
 
     def dim_names(self) -> list:
         self._reads.add(ALL_DIMS)
