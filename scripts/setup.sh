@@ -29,7 +29,7 @@ fi
 # background, and collect it after the other steps.
 llama_pid=""
 if [ -z "$(llama_wheel)" ]; then
-    scripts/env_llama_wheel.sh >/dev/null &
+    scripts/env_llama_wheel.sh >/dev/null 9>&- &   # not holding this checkout's lock
     llama_pid=$!
 fi
 
