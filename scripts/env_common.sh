@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034
 # Shared by scripts/setup.sh and scripts/env_*.sh (sourced, not run).
 # Pins, cache locations and the helpers that print one line per step and fail loudly.
 
