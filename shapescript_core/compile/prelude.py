@@ -112,11 +112,9 @@ def with_cache(output_class, cache, **fields):
 
 
 def cache_of(output):
-    for name in ("cache", "past_key_values"):
-        value = getattr(output, name, None)
-        if value is not None:
-            return value
-    return None
+    """The cache an output holds, under the name this transformers version uses."""
+    names = {f.name for f in dataclasses.fields(output)}
+    return getattr(output, "cache" if "cache" in names else "past_key_values", None)
 ''',
 }
 
