@@ -114,16 +114,28 @@ VARIANTS = {
     "llama_renamed": (PROGRAMS / "llama_renamed.ss", {},
                       {"Vocab": 256, "Width": 256, "Heads": 4, "KvHeads": 2, "Hidden": 512, "Depth": 2}),
     "llama_split": (PROGRAMS / "llama_split.ss", {}, TINY),
-    "llama_interleaved": (PROGRAMS / "llama_interleaved.ss", {}, TINY),
+    "llama_interleaved": ("interleaved", {}, TINY),  # the reference llama, rope in pairs (made below)
     "llama_fused": (PROGRAMS / "llama_fused.ss", {"heads_kv": 4, "theta": 10000.0, "tied": True},
                     {"V": 256, "D": 256, "H": 4, "F": 512, "L": 2}),
 }
+
+
+def interleaved_llama(tmp: Path) -> Path:
+    """The reference llama with interleaved (GPT-J style) rotary positions."""
+    text = (SHARED_OK / "llama.ss").read_text()
+    rope = "rope(pos, theta=500000.0)"
+    assert text.count(rope) == 2
+    out = tmp / "llama_interleaved.ss"
+    out.write_text(text.replace(rope, 'rope(pos, theta=500000.0, style="interleaved")'))
+    return out
 
 
 def export_variant(name: str, tmp: Path, target: str = "hf"):
     """(reference model, export directory) for a variant, exported from the reference's weights."""
     from safetensors.torch import save_file
     src, opts, dims = VARIANTS[name]
+    if src == "interleaved":
+        src = interleaved_llama(tmp)
     ref = llama_reference(**opts)
     weights = tmp / f"{name}.safetensors"
     save_file(to_variant(name, llama_state(ref)), str(weights))
