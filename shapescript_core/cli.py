@@ -7,9 +7,13 @@ import sys
 
 from . import explain as explain_mod
 from .diagnostics import Severity
+from .export.cli import run_export_command
+from .export.request import unknown_dims
 from .fixes import apply_edits, safe_fix_edits
 from .render import render_human, to_json_line
-from .export.writers import DTYPES, TARGETS
+from .syntax.source import LineIndex
+from .export.writers import DTYPES
+from .targets import TARGETS
 from .workspace import Workspace
 
 
@@ -47,7 +51,6 @@ def _load(ws: Workspace, paths) -> list:
 def _lines_for(ws: Workspace):
     def lines(path):
         f = ws.file(path)
-        from .syntax.source import LineIndex
         return f.lines if f is not None else LineIndex("")
     return lines
 
@@ -89,7 +92,6 @@ def _require_fn(ws: Workspace, paths, name: str):
 
 
 def _require_dims(ws: Workspace, paths, dims: dict):
-    from .export.request import unknown_dims
     bad = unknown_dims(ws, paths, list(dims))
     if bad:
         raise UsageError(bad)
@@ -99,7 +101,7 @@ def cmd_check(args) -> int:
     dims = _parse_dims(args.dim)
     ws = Workspace(dims)
     paths = _load(ws, args.files)
-    ws.export_requests = _requests(args, paths)  # before anything analyses the files
+    ws.set_export_requests(_requests(args, paths))  # before anything analyses the files
     _require_dims(ws, paths, dims)
     if args.fn:
         _require_fn(ws, paths, args.fn)
@@ -134,7 +136,6 @@ def cmd_explain(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .export.cli import run_export_command
     targets = [t for t in TARGETS if getattr(args, t)]
     if len(targets) != 1:
         raise UsageError("export takes exactly one of --hf, --vllm, --gguf")

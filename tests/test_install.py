@@ -26,10 +26,10 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from shapescript_server.stdio_client import StdioClient
+from stdio_client import StdioClient
 
 ROOT = Path(__file__).resolve().parent.parent
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "shapescript_core", "server", "docs")
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "shapescript_core", "shapescript_server", "docs")
 BROKEN = ROOT / "examples" / "broken_attention.ss"  # E0408 at 14:27
 CLEAN = ROOT / "examples" / "llama.ss"
 
@@ -108,6 +108,7 @@ def test_the_wheel_holds_the_packages_and_the_pages_and_only_the_core_s_dependen
     tops = {n.split("/")[0] for n in names}
     assert "server" not in tops and "shapescript_server" in tops
     assert "shapescript_server/main.py" in names and "shapescript_server/transport.py" in names
+    assert not [n for n in names if "stdio_client" in n]  # a test helper, not shipped
     for init in ROOT.glob("shapescript_core/**/__init__.py"):  # every subpackage of the core
         assert str(init.relative_to(ROOT)) in names
     assert "shapescript_core/syntax/grammar.lark" in names

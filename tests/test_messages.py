@@ -20,8 +20,10 @@ def test_each_language_code_is_built_in_one_module():
                     where[code].add(os.path.relpath(path, CORE))
     spread = {c: sorted(ms) for c, ms in where.items() if len(ms) > 1}
     assert spread == {}, spread
-    for code in ("E0101", "E0201", "E0206", "E0301", "E0304", "E0401", "E0402", "E0404", "E0405"):
+    for code in ("E0201", "E0206", "E0212", "E0301", "E0304", "E0401", "E0402", "E0404", "E0405"):
         assert where[code] == {os.path.join("check", "messages.py")}, code
+    for code in ("E0101", "E0102", "E0103", "E0104"):
+        assert where[code] == {os.path.join("syntax", "syntax_errors.py")}, code
 
 
 def _messages(src):

@@ -17,7 +17,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..exporting import TARGETS
+from .targets import TARGETS
 
 FILE_NAME = "shapescript.toml"
 DTYPES = ("f32", "f16", "bf16")

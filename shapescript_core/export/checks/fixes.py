@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import os
 
-from ..check.types import DTypeValue, ModelT, TensorT
-from ..diagnostics import Edit, Fix
-from ..syntax import ast as A
+from ...check.types import DTypeValue, ModelT, TensorT
+from ...diagnostics import Edit, Fix
+from ...syntax import ast as A
 from . import edits as ED
-from .program import file_span, stmt_of
+from .places import file_span, stmt_of
 
 
 # ---------------------------------------------------------------- E3306

@@ -1,0 +1,1 @@
+"""The weights of an export: specs, reading, checks, random init, dtype conversion."""
