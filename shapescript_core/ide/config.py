@@ -7,6 +7,7 @@
     weights = "weights.safetensors"    # or random_weights = true, seed = 0
     output = "exported"
     dtype = "f16"
+    exclude = ["build", "generated/*.ss"]  # what `shapescript check` skips in folders
     [limits]                           # what the tools read and write (docs/security.md)
     max_file_size = "32 MiB"           # the largest source, import or settings file read
     max_tensor_size = "16 GiB"         # the largest tensor an export writes
@@ -35,13 +36,14 @@ class Config:
     dims: dict = field(default_factory=dict)
     export: dict = field(default_factory=dict)  # output weights random_weights seed dtype
     problems: list = field(default_factory=list)
+    exclude: list = field(default_factory=list)  # glob patterns (docs/command-line.md)
     max_file_size: Optional[int] = None    # [limits]; None: the default (files.DEFAULT_FILE_LIMIT)
     max_tensor_size: Optional[int] = None  # [limits]; None: the default (export/sizes.py)
 
     def merged(self, over: "Config") -> "Config":
         return Config(over.default_targets if over.default_targets is not None else self.default_targets,
                       {**self.dims, **over.dims}, {**self.export, **over.export},
-                      self.problems + over.problems,
+                      self.problems + over.problems, self.exclude + over.exclude,
                       over.max_file_size or self.max_file_size, over.max_tensor_size or self.max_tensor_size)
 
 
@@ -95,6 +97,12 @@ def parse_settings(data, source: str = "settings") -> Config:
                     cfg.export[key] = v
                 else:
                     cfg.problems.append(f"{source}: `export.{key}` can't be `{v}`")
+    exclude = data.get("exclude")
+    if exclude is not None:
+        if isinstance(exclude, list) and all(isinstance(p, str) and p.strip() for p in exclude):
+            cfg.exclude = list(exclude)
+        else:
+            cfg.problems.append(f"{source}: `exclude` takes a list of glob patterns, like [\"build\"]")
     limits = data.get("limits")
     if limits is not None:
         if not isinstance(limits, dict):
@@ -112,6 +120,19 @@ def parse_settings(data, source: str = "settings") -> Config:
                 else:
                     setattr(cfg, key, n)
     return cfg
+
+
+def settings_dir(start: str) -> Optional[str]:
+    """The nearest folder holding a `shapescript.toml`, from `start` (a folder) upward;
+    None when there is none."""
+    d = os.path.abspath(start)
+    while True:
+        if os.path.isfile(os.path.join(d, FILE_NAME)):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
 
 
 def load_config(root: Optional[str]) -> Config:
