@@ -34,14 +34,15 @@ def main(argv=None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     ls = create_server()
+    status = 0
     try:
         if args.tcp:
             serve_tcp(ls, *args.tcp)
         else:
-            serve_io(ls)
+            status = serve_io(ls)
     finally:
         ls.shutdown_core()
-    return 0
+    return status
 
 
 if __name__ == "__main__":

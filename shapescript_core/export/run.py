@@ -16,10 +16,11 @@ from .atomic import OutputExists, atomic_output
 from .context import ExportContext
 from .errors import ExportCancelled, ExportError, WriterUnavailable
 from .request import unknown_dims
+from .sizes import size_problem
 from .weights.check import check_weights
 from .weights.source import WeightSource
 from .weights.specs import find_function, resolve
-from .writers import KIND, load_writer
+from .writers import KIND, load_writer, missing_libraries
 
 log = logging.getLogger("shapescript.export")
 
@@ -58,6 +59,9 @@ def run_export(ws, request, progress=None, cancel=None) -> ExportResult:
     Bad input gives a result, never an exception; an internal error is logged and
     reported in the result."""
     cancelled = _cancel_check(cancel)
+    missing = missing_libraries(request.target)
+    if missing:  # a plain install: the exporter's libraries are the `export` extra
+        return _fail(missing, USAGE)
     try:
         return _run(ws, request, progress, cancelled)
     except ExportCancelled:
@@ -106,6 +110,10 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
         n = len(resolved.diagnostics)
         return _fail(f"not exported: {n} dim{'s' if n != 1 else ''} ha{'ve' if n != 1 else 's'} no value",
                      FAILED, resolved.diagnostics)
+
+    too_big = size_problem(resolved.specs, request, getattr(request, "max_tensor_size", None))
+    if too_big:
+        return _fail(too_big, FAILED)
 
     step(f"checking the weights of {len(resolved.specs)} params")
     source, warnings = None, []
