@@ -1,4 +1,4 @@
-"""The `shapescript` command line: check, explain, export."""
+"""The `shapescript` command line: check, explain, fmt, export."""
 from __future__ import annotations
 
 import argparse
@@ -147,6 +147,66 @@ def cmd_export(args) -> int:
                               lambda diags: _print(ws, diags, "human"))
 
 
+SKIPPED_DIRS = {"node_modules", "__pycache__", "venv", "site-packages"}
+
+
+def _ss_paths(paths) -> list:
+    """The `.ss` files the paths name: a file as it is, a folder as every `.ss` file below
+    it (hidden and tool folders skipped); no path: the current folder."""
+    out = []
+    for p in paths or ["."]:
+        if os.path.isdir(p):
+            for here, dirs, files in os.walk(p):
+                dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
+                out += [os.path.join(here, f) for f in sorted(files) if f.endswith(".ss")]
+        elif os.path.lexists(p):
+            out.append(p)
+        else:
+            raise UsageError(f"can't read `{p}`: no such file or folder")
+    return out
+
+
+def cmd_fmt(args) -> int:
+    """Format files in place (`--check`: only say which would change, exit 1 if any)."""
+    from .ide.format import format_markdown, format_text
+    changed = unchanged = failed = 0
+    for p in _ss_paths(args.paths):
+        try:
+            with open(p, "rb") as fh:
+                text = fh.read().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            print(f"shapescript: can't read `{p}`: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
+            failed += 1
+            continue
+        new = format_markdown(text) if p.endswith(".md") else format_text(text)
+        if "\r\n" in text:  # keep the file's line breaks
+            new = new.replace("\n", "\r\n")
+        if new == text:
+            unchanged += 1
+            continue
+        changed += 1
+        if args.check:
+            print(f"would reformat {p}")
+            continue
+        tmp = f"{p}.shapescript-fmt-{os.getpid()}"
+        try:
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                fh.write(new)
+            os.replace(tmp, p)  # a reader never sees a half-written file
+        except OSError as e:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            print(f"shapescript: can't write `{p}`: {e.strerror or e}", file=sys.stderr)
+            failed += 1
+            continue
+        print(f"formatted {p}", file=sys.stderr)
+    verb = "would be reformatted" if args.check else "reformatted"
+    print(f"{changed} file{'s' if changed != 1 else ''} {verb}, {unchanged} left unchanged", file=sys.stderr)
+    if failed:
+        return 2
+    return 1 if args.check and changed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="shapescript", description="ShapeScript checker and exporter")
     sub = ap.add_subparsers(dest="cmd")
@@ -161,6 +221,14 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("explain", help="print a code's explanation")
     e.add_argument("code")
     e.set_defaults(run=cmd_explain)
+    f = sub.add_parser("fmt", help="format files in the canonical layout",
+                       description="Format .ss files in place (folders: every .ss file below them; "
+                                   "no path: the current folder), and the ```shapescript code blocks of "
+                                   ".md files named. Only whitespace changes.")
+    f.add_argument("paths", nargs="*", metavar="PATH")
+    f.add_argument("--check", action="store_true",
+                   help="change nothing; list the files that would change and exit 1 if there are any")
+    f.set_defaults(run=cmd_fmt)
     x = sub.add_parser("export", help="export a function for a serving engine",
                        description="Check a function for a target and write it: a Hugging Face "
                                    "model directory (--hf, --vllm) or one .gguf file (--gguf).")
