@@ -8,6 +8,7 @@ import sys
 from . import explain as explain_mod
 from .diagnostics import Severity
 from .fixes import apply_edits, safe_fix_edits
+from .ide.format import format_markdown, format_text
 from .render import render_human, to_json_line
 from .export.writers import DTYPES, TARGETS
 from .workspace import Workspace
@@ -168,7 +169,6 @@ def _ss_paths(paths) -> list:
 
 def cmd_fmt(args) -> int:
     """Format files in place (`--check`: only say which would change, exit 1 if any)."""
-    from .ide.format import format_markdown, format_text
     changed = unchanged = failed = 0
     for p in _ss_paths(args.paths):
         try:
