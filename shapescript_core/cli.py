@@ -195,6 +195,7 @@ def cmd_fmt(args) -> int:
         print(f"shapescript: warning: {problem}", file=sys.stderr)
     changed = unchanged = failed = 0
     for p in files:
+        shown = os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p
         try:
             with open(p, "rb") as fh:
                 text = fh.read().decode("utf-8")
@@ -210,7 +211,7 @@ def cmd_fmt(args) -> int:
             continue
         changed += 1
         if args.check:
-            print(f"would reformat {p}")
+            print(f"would reformat {shown}")
             continue
         tmp = f"{p}.shapescript-fmt-{os.getpid()}"
         try:
@@ -223,7 +224,7 @@ def cmd_fmt(args) -> int:
             print(f"shapescript: can't write `{p}`: {e.strerror or e}", file=sys.stderr)
             failed += 1
             continue
-        print(f"formatted {p}", file=sys.stderr)
+        print(f"formatted {shown}", file=sys.stderr)
     verb = "would be reformatted" if args.check else "reformatted"
     print(f"{changed} file{'s' if changed != 1 else ''} {verb}, {unchanged} left unchanged", file=sys.stderr)
     if failed:

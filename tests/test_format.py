@@ -254,7 +254,7 @@ def test_fmt_check_then_fmt(tmp_path):
     (tmp_path / "crlf.ss").write_bytes(b"dim D=4\r\n")
     r = _cli("--check", cwd=tmp_path)
     assert r.returncode == 1
-    assert sorted(r.stdout.split("\n")) == ["", "would reformat ./a.ss", "would reformat ./crlf.ss"]
+    assert sorted(r.stdout.split("\n")) == ["", "would reformat a.ss", "would reformat crlf.ss"]
     assert "2 files would be reformatted, 1 left unchanged" in r.stderr
     assert (tmp_path / "a.ss").read_text() == ugly  # --check changes nothing
     r = _cli("a.ss", "sub", "crlf.ss", cwd=tmp_path)

@@ -326,7 +326,7 @@ def _collision(ws, occ: Occurrence, refs: list, new: str) -> Optional[str]:
         if it is not None:
             items[(o.path, it.offset)] = (a, it)
     if kind == "item":
-        for p in {o.path for o in refs} | {occ.key[1]}:
+        for p in [occ.key[1]] + sorted({o.path for o in refs} - {occ.key[1]}):  # its own file first
             a = ws.analyze(p)
             other = a.visible.get(new) if a is not None else None
             if other is not None:
