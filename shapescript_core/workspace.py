@@ -186,7 +186,6 @@ class Workspace:
         self.roots: list = []  # the project's folders (the editor's workspace folders):
         # where the IDE queries across files look for files that are not open (ide/project.py)
 
-
     # ------------------------------------------------------------ files
     @staticmethod
     def norm(path: str) -> str:
