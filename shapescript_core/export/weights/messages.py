@@ -48,3 +48,26 @@ def corrupt_file(file: str, why: str) -> str:
 def bad_init(path: str, text: str) -> str:
     return (f"`{path}`'s initializer `{text}` can't make random weights: "
             f"use ones, zeros or normal(STD)")
+
+
+# ---- importing a checkpoint of another layout (E3314-E3316)
+def e3314(headline: str, span, label: str, notes, help_text: str) -> Diagnostic:
+    """The checkpoint and the source are not the same model: one diagnostic, whatever
+    the number of tensors that differ."""
+    d = error("E3314", headline, span, label)
+    for n in notes:
+        d = d.note(n)
+    return d.help(help_text)
+
+
+def e3315(axis: str, ours: int, theirs: int, tensor: str, shape, span, written: str) -> Diagnostic:
+    what = f"`{axis}`" if axis.isidentifier() else f"`{axis}` (an axis of {written})"
+    return (error("E3315", f"{what} is {ours} in the source, but the checkpoint's `{tensor}` says {theirs}",
+                  span, f"declared {written} here")
+            .note(f"`{tensor}` is {_shape(shape)} in the checkpoint")
+            .help(f"give the dims the checkpoint's values (--dim NAME=VALUE, or `dim NAME = VALUE`)"))
+
+
+def e3316(what: str, ours, theirs, where: str) -> str:
+    return (f"[E3316] the source's {what} is {ours}, but the checkpoint's {where} says {theirs}: "
+            f"the export keeps the source's, and its outputs will differ from the original model's")
