@@ -78,6 +78,14 @@ class GGUFCheckpoint:
             out["eps"] = float(eps)
         return out
 
+    def heads(self) -> dict:
+        out = {}
+        for short, key in (("head_count", "attention.head_count"), ("head_count_kv", "attention.head_count_kv")):
+            v = self.field(f"{self.arch}.{key}")
+            if isinstance(v, int):
+                out[short] = (v, f"`{self.arch}.{key}`")
+        return out
+
     def context_length(self) -> int | None:
         v = self.field(f"{self.arch}.context_length")
         return int(v) if isinstance(v, int) and v > 0 else None

@@ -91,6 +91,18 @@ class HFCheckpoint:
             out["eps"] = float(eps)
         return out
 
+    def heads(self) -> dict:
+        """{"head_count": (value, where)...} as the config says."""
+        out = {}
+        for short, keys in (("head_count", ("num_attention_heads", "n_head")),
+                            ("head_count_kv", ("num_key_value_heads",))):
+            for k in keys:
+                v = self.config.get(k)
+                if isinstance(v, int) and not isinstance(v, bool):
+                    out[short] = (v, f"config.json {k}")
+                    break
+        return out
+
     def context_length(self) -> int | None:
         for k in ("max_position_embeddings", "n_positions", "n_ctx"):
             v = self.config.get(k)

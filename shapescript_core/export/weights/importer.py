@@ -18,7 +18,7 @@ import math
 import os
 
 from ..writers import ExportError
-from .messages import e3314, e3315, e3316
+from .messages import e3314, e3315, e3315_heads, e3316
 from .safetensors_format import TensorInfo
 
 MAX_LISTED = 4  # roles named in an E3314
@@ -193,6 +193,7 @@ def import_checkpoint(ws, request, resolved, ckpt):
     missing: list = []      # (param path, role name)
     consumed: set = set()
     mismatch = None         # the first shape the checkpoint contradicts
+    shaped: set = set()     # params whose tensor has another shape
     notes: list = []
     for t in plan.tensors:
         name = metadata.tensor_name(plan.arch, t)
@@ -225,10 +226,11 @@ def import_checkpoint(ws, request, resolved, ckpt):
         if ckpt.shape(got) != want:
             if mismatch is None:
                 mismatch = (t.source, got, want, t.steps)
+            shaped.add(t.source)
             continue
         add_part(recipes, t.source, t.shape, got, ckpt.to_gguf(got), t.steps)
     extra = [n for n in ckpt.names if n not in consumed] + list(ckpt.unknown)
-    unread = [p for p in specs if p not in recipes and not any(p == m[0] for m in missing)]
+    unread = [p for p in specs if p not in recipes and p not in shaped and not any(p == m[0] for m in missing)]
     wrong_arch = ckpt.family is not None and ckpt.family != plan.arch
     if (ckpt.family is None and ckpt.model_type) or wrong_arch or missing or extra or unread:
         raise ExportError("not exported: the checkpoint doesn't fit the source",
@@ -236,6 +238,12 @@ def import_checkpoint(ws, request, resolved, ckpt):
     if mismatch is not None:
         raise ExportError("not exported: the checkpoint's shapes contradict the source's dims",
                           diagnostics=[_e3315(resolved, ckpt, specs, *mismatch)])
+    words = {"head_count": "query heads", "head_count_kv": "key/value heads"}
+    for short, (theirs, where) in ckpt.heads().items():
+        if hp.get(short) is not None and hp[short] != theirs:
+            raise ExportError("not exported: the checkpoint's heads contradict the source's dims",
+                              diagnostics=[e3315_heads(words[short], hp[short], theirs, where,
+                                                       resolved.fn_item.span(resolved.fn_item.name_pos))])
     for r in recipes.values():
         for part in r.parts:
             why = ckpt.problem(part.tensor)
@@ -251,20 +259,28 @@ def _e3314(ws, resolved, ckpt, plan, missing, extra, unread, wrong_arch):
     first = missing[0][0] if missing else (unread[0] if unread else None)
     span = sites[first].span if first else resolved.fn_item.span(resolved.fn_item.name_pos)
     notes = [f"the weights are {ckpt.label()}", f"the source is a {plan.arch} model (matched by its graph)"]
-    for path, role in missing[:MAX_LISTED]:
-        line = _line(ws, sites[path].span)
-        notes.append(f"`{path}` (line {line}) is {describe_role(role)}, which the checkpoint has no tensor for")
-    for path in unread[:MAX_LISTED]:
-        notes.append(f"`{path}` (line {_line(ws, sites[path].span)}) is read by no role the architecture has")
-    for name in extra[:MAX_LISTED]:
-        if name in ckpt.names:
-            notes.append(f"the checkpoint's `{ckpt.key_of(name)}` is {describe_role(name)}, "
-                         f"which the source has no param for")
-        else:
-            notes.append(f"the checkpoint's `{name}` is no role of {ckpt.family or plan.arch}")
-    more = len(missing) + len(extra) + len(unread) - sum(min(len(x), MAX_LISTED) for x in (missing, extra, unread))
-    if more:
-        notes.append(f"and {more} more")
+    # the first few roles, each kind once (block 0's query norm stands for every block's)
+    listed, seen = [], set()
+    for path, role in missing:
+        if _kind(role) not in seen:
+            seen.add(_kind(role))
+            listed.append(f"`{path}` (line {_line(ws, sites[path].span)}) is {describe_role(role)}, "
+                          f"which the checkpoint has no tensor for")
+    for path in unread:
+        if ("unread", path) not in seen:
+            seen.add(("unread", path))
+            listed.append(f"`{path}` (line {_line(ws, sites[path].span)}) is read by no role the "
+                          f"architecture has")
+    for name in extra:
+        if _kind(name) not in seen:
+            seen.add(_kind(name))
+            listed.append(f"the checkpoint's `{ckpt.key_of(name)}` is {describe_role(name)}, which the "
+                          f"source has no param for" if name in ckpt.names else
+                          f"the checkpoint's `{name}` is no role of {ckpt.family or plan.arch}")
+    notes.extend(listed[:MAX_LISTED])
+    more = len(missing) + len(extra) + len(unread) - len(listed[:MAX_LISTED])
+    if more > 0:
+        notes.append(f"and {more} more tensor{'s' if more != 1 else ''} like these")
     if wrong_arch or (ckpt.family is None and ckpt.model_type):
         head = (f"the checkpoint is a `{theirs}` model, but the source is a {plan.arch} model"
                 if ckpt.family is not None else
@@ -278,6 +294,12 @@ def _e3314(ws, resolved, ckpt, plan, missing, extra, unread, wrong_arch):
                  "export the checkpoint into a source of its own architecture (the roles must be the same: "
                  "biases, tied output layer, per-head norms), or give --weights-map a file mapping each "
                  "param to its tensor")
+
+
+def _kind(name: str):
+    """A role without its block: `blk.3.attn_q.weight` -> `attn_q.weight`."""
+    parts = name.split(".")
+    return ".".join(parts[2:]) if parts[0] == "blk" and len(parts) > 2 and parts[1].isdigit() else name
 
 
 def _e3315(resolved, ckpt, specs, path, name, want, steps):

@@ -71,3 +71,11 @@ def e3315(axis: str, ours: int, theirs: int, tensor: str, shape, span, written: 
 def e3316(what: str, ours, theirs, where: str) -> str:
     return (f"[E3316] the source's {what} is {ours}, but the checkpoint's {where} says {theirs}: "
             f"the export keeps the source's, and its outputs will differ from the original model's")
+
+
+def e3315_heads(what: str, ours: int, theirs: int, where: str, span) -> Diagnostic:
+    return (error("E3315", f"the source has {ours} {what}, but the checkpoint's {where} says {theirs}",
+                  span, "the exported function")
+            .note("the tensors' shapes agree: only the split into heads differs, which would give other "
+                  "outputs silently")
+            .help("give the head dims the checkpoint's values (--dim NAME=VALUE)"))
