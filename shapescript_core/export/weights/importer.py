@@ -229,7 +229,13 @@ def import_checkpoint(ws, request, resolved, ckpt):
             shaped.add(t.source)
             continue
         add_part(recipes, t.source, t.shape, got, ckpt.to_gguf(got), t.steps)
-    extra = [n for n in ckpt.names if n not in consumed] + list(ckpt.unknown)
+    extra = [n for n in ckpt.names if n not in consumed]
+    zeros = [n for n in extra if _all_zeros(ckpt, n)]  # a bias of zeros the source doesn't have
+    if zeros:
+        notes.append(f"{len(zeros)} bias{'es' if len(zeros) != 1 else ''} of zeros in the checkpoint "
+                     f"(`{ckpt.key_of(zeros[0])}`...) {'have' if len(zeros) != 1 else 'has'} no param in the "
+                     f"source: left out, which changes nothing")
+    extra = [n for n in extra if n not in zeros] + list(ckpt.unknown)
     unread = [p for p in specs if p not in recipes and p not in shaped and not any(p == m[0] for m in missing)]
     wrong_arch = ckpt.family is not None and ckpt.family != plan.arch
     if (ckpt.family is None and ckpt.model_type) or wrong_arch or missing or extra or unread:
@@ -294,6 +300,14 @@ def _e3314(ws, resolved, ckpt, plan, missing, extra, unread, wrong_arch):
                  "export the checkpoint into a source of its own architecture (the roles must be the same: "
                  "biases, tied output layer, per-head norms), or give --weights-map a file mapping each "
                  "param to its tensor")
+
+
+def _all_zeros(ckpt, name: str) -> bool:
+    """A vector (a bias) of zeros: leaving it out changes nothing. Matrices are never read here."""
+    import numpy as np
+    if len(ckpt.shape(name)) != 1 or not name.endswith(".bias") or ckpt.problem(name):
+        return False
+    return not np.any(ckpt.read(name))
 
 
 def _kind(name: str):
