@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
-import numpy as np
+import pytest
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+from checkout import PROGRAMS, ROOT, shapescript
+
+np = pytest.importorskip("numpy")
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+pytest.importorskip("gguf")
+
 EXAMPLES = os.path.join(ROOT, "examples")
-PROGRAMS = os.path.join(HERE, "programs")
 
 TINY = dict(V=300, D=64, H=4, Hkv=2, F=128, L=2)  # head width 16
 TOKENS = [1, 17, 42, 99, 3, 250, 7, 128, 64, 5, 200, 31]
@@ -81,8 +84,7 @@ def save_checkpoint(model, directory: str, shards: bool = False) -> str:
 
 
 def run_cli(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "shapescript_core.cli", *map(str, args)],
-                          capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    return shapescript(*args)
 
 
 def export(source: str, target: str, out: str, weights: str, *extra) -> subprocess.CompletedProcess:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
 import pytest
 
 from import_support import (SOURCES, TOKENS, export, greedy, hf_model, load_export, logits, max_diff,

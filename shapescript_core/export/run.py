@@ -115,14 +115,8 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
             check_init(spec)
     else:
         from .weights.check import check_weights
-        from .weights.importer import foreign_names, import_checkpoint, open_checkpoint
-        from .weights.source import WeightSource
-        ckpt = open_checkpoint(request.weights)
-        if ckpt is None:
-            source = WeightSource(request.weights)
-            if foreign_names(source, resolved.specs):  # a bare .safetensors with Hugging Face names
-                from .weights.hf_checkpoint import HFCheckpoint
-                ckpt = HFCheckpoint(request.weights)
+        from .weights.importer import import_checkpoint, open_weights
+        source, ckpt = open_weights(request.weights, resolved.specs)
         if ckpt is not None:
             step(f"matching {ckpt.label()} to `{fn_item.name}` by role")
             source, import_notes, warnings = import_checkpoint(ws, request, resolved, ckpt)

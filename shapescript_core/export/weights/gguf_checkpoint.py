@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import os
 
+import gguf
+import numpy as np
+from gguf.quants import _type_traits  # what gguf-py can dequantize
+from gguf.quants import dequantize
+
 from ..writers import ExportError
 
 FAMILY = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2"}
@@ -29,7 +34,6 @@ class GGUFCheckpoint:
     kind = "gguf"
 
     def __init__(self, file: str):
-        import gguf
         self.path = file
         self.name = os.path.basename(file)
         try:
@@ -117,8 +121,6 @@ class GGUFCheckpoint:
         return ()
 
     def problem(self, name: str) -> str | None:
-        import gguf
-        from gguf.quants import _type_traits  # what gguf-py can dequantize
         q = self.tensors[name].tensor_type
         if q in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16) or q in _type_traits:
             return None
@@ -126,8 +128,6 @@ class GGUFCheckpoint:
                 f"re-quantize the model to another type (Q8_0, Q4_K, F16...)")
 
     def read(self, name: str):
-        import numpy as np
-        from gguf.quants import dequantize
         t = self.tensors[name]
         try:
             x = dequantize(np.asarray(t.data), t.tensor_type)

@@ -14,9 +14,11 @@ from __future__ import annotations
 import json
 import os
 
+import gguf
+
 from ..gguf.plan import RopePermute, Transpose
 from ..writers import ExportError
-from .source import INDEX, SINGLE, WeightSource
+from .source import INDEX, MAPPING, SINGLE, WeightSource
 
 CONFIG = "config.json"
 
@@ -45,7 +47,6 @@ def read_config(directory: str) -> dict:
 
 def is_checkpoint_dir(path: str) -> bool:
     """A Hugging Face checkpoint directory (ours carry mapping.json and are read as they are)."""
-    from .source import MAPPING
     return (os.path.isdir(path) and os.path.isfile(os.path.join(path, CONFIG))
             and not os.path.isfile(os.path.join(path, MAPPING))
             and (os.path.isfile(os.path.join(path, SINGLE)) or os.path.isfile(os.path.join(path, INDEX))))
@@ -113,7 +114,6 @@ class HFCheckpoint:
     # ---- names
     def index(self, arch: str, blocks: int, heads: int, kv_heads: int):
         """Name every tensor by its llama.cpp role for `arch`."""
-        import gguf
         tmap = gguf.TensorNameMap(getattr(gguf.MODEL_ARCH, arch.upper()), blocks)
         for key in self.source.keys():
             found = tmap.get_type_and_name(key, try_suffixes=(".weight", ".bias"))

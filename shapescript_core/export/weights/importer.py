@@ -17,9 +17,21 @@ from __future__ import annotations
 import math
 import os
 
+import gguf
+import numpy as np
+
+from ...compile.graph import CompileError, trace
+from ..gguf import metadata
+from ..gguf.match import match
+from ..gguf.plan import Departure, Gather, Transpose
 from ..writers import ExportError
+from .convert import NP, bf16_bits, bf16_to_f32, to_stored
+from .gguf_checkpoint import GGUFCheckpoint, is_gguf
+from .hf_checkpoint import HFCheckpoint, is_checkpoint_dir
 from .messages import e3314, e3315, e3315_heads, e3316
+from .recipe import Rows, add_part
 from .safetensors_format import TensorInfo
+from .source import WeightSource
 
 MAX_LISTED = 4  # roles named in an E3314
 
@@ -36,7 +48,6 @@ ROLE_WORDS = {
 
 def describe_role(name: str) -> str:
     """`blk.0.attn_q.bias` -> "block 0's query projection bias"."""
-    import gguf
     parts = name.split(".")
     block = None
     if parts[0] == "blk" and len(parts) > 2 and parts[1].isdigit():
@@ -51,24 +62,21 @@ def describe_role(name: str) -> str:
 
 
 # ------------------------------------------------------------------ recognising the input
-def open_checkpoint(path: str):
-    """The checkpoint reader for weights of another layout, or None for weights keyed by
-    param paths (today's formats). By content: the GGUF magic, a config.json beside
-    safetensors, or safetensors whose names are none of the params'."""
-    from .gguf_checkpoint import GGUFCheckpoint, is_gguf
-    from .hf_checkpoint import HFCheckpoint, is_checkpoint_dir
+def open_weights(path: str, specs):
+    """(WeightSource, None) for weights keyed by param paths (today's formats), or
+    (None, checkpoint reader) for weights of another layout. By content: the GGUF magic,
+    a config.json beside safetensors, or safetensors whose names are none of the params'
+    (Hugging Face names)."""
     if is_gguf(path):
-        return GGUFCheckpoint(path)
+        return None, GGUFCheckpoint(path)
     if is_checkpoint_dir(path):
-        return HFCheckpoint(path)
-    return None
-
-
-def foreign_names(source, specs) -> bool:
-    """Safetensors whose keys are no param path: Hugging Face names, read by role."""
+        return None, HFCheckpoint(path)
+    source = WeightSource(path)
     keys = source.keys()
     wanted = {s.path for s in specs}
-    return bool(keys) and not any(k in wanted for k in keys)
+    if keys and not any(k in wanted for k in keys):
+        return None, HFCheckpoint(path)
+    return source, None
 
 
 # ------------------------------------------------------------------ the source param view
@@ -112,8 +120,6 @@ class ImportedSource:
 
     def read(self, path: str):
         """The param in its declared dtype (bf16 as float32 holding bf16 values)."""
-        import numpy as np
-        from .convert import NP, bf16_bits, bf16_to_f32
         arr = self.recipes[path].build(self.ckpt.read)
         dt = self.specs[path].dtype
         if dt == "bf16":  # rounds f32 values; bf16 values stay as they are
@@ -126,8 +132,6 @@ class ImportedSource:
         t = self._direct(path)
         if t is not None:
             return self.ckpt.copy_into(t, out, check_cancelled)
-        import numpy as np
-        from .convert import to_stored
         arr = to_stored(self.read(path), self.specs[path].dtype)
         view = memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
         n = len(view)
@@ -148,7 +152,6 @@ def _line(ws, span) -> int | None:
 
 
 def _forward_shape(shape: tuple, steps) -> tuple:
-    from ..gguf.plan import Gather, Transpose
     shape = list(shape)
     for s in steps:
         if isinstance(s, Transpose):
@@ -159,9 +162,6 @@ def _forward_shape(shape: tuple, steps) -> tuple:
 
 
 def plan_for_import(ws, request, resolved, label: str):
-    from ...compile.graph import CompileError, trace
-    from ..gguf.match import match
-    from ..gguf.plan import Departure
     try:
         tr = trace(ws, request.path, resolved.fn_item.name, resolved.dims)
     except CompileError as e:
@@ -179,9 +179,6 @@ def plan_for_import(ws, request, resolved, label: str):
 
 def import_checkpoint(ws, request, resolved, ckpt):
     """(ImportedSource, notes, warnings) or ExportError with one E3314/E3315."""
-    from ..gguf import metadata
-    from ..gguf.plan import Gather
-    from .recipe import Rows, add_part
     label = ckpt.label()
     plan = plan_for_import(ws, request, resolved, label)
     hp = plan.hparams
@@ -255,7 +252,7 @@ def import_checkpoint(ws, request, resolved, ckpt):
             why = ckpt.problem(part.tensor)
             if why:
                 raise ExportError(why)
-    warnings = _constants(plan, ckpt)
+    warnings = [f"[{d.code}] {d.message}" for d in _constants(plan, ckpt, resolved)]
     return ImportedSource(ckpt, recipes, resolved.specs), notes, warnings
 
 
@@ -304,7 +301,6 @@ def _e3314(ws, resolved, ckpt, plan, missing, extra, unread, wrong_arch):
 
 def _all_zeros(ckpt, name: str) -> bool:
     """A vector (a bias) of zeros: leaving it out changes nothing. Matrices are never read here."""
-    import numpy as np
     if len(ckpt.shape(name)) != 1 or not name.endswith(".bias") or ckpt.problem(name):
         return False
     return not np.any(ckpt.read(name))
@@ -317,7 +313,6 @@ def _kind(name: str):
 
 
 def _e3315(resolved, ckpt, specs, path, name, want, steps):
-    from ..gguf.plan import Gather, Transpose
     got = ckpt.shape(name)
     site = resolved.sites[path]
     spec = specs[path]
@@ -336,7 +331,7 @@ def _e3315(resolved, ckpt, specs, path, name, want, steps):
     return e3315(text, spec.shape[axis], got[i] * factor, ckpt.key_of(name), got, site.span, written)
 
 
-def _constants(plan, ckpt) -> list:
+def _constants(plan, ckpt, resolved) -> list:
     hp = plan.hparams
     ours = {"theta": hp.get("freq_base"), "eps": hp.get("rms_eps", hp.get("ln_eps"))}
     words = {"theta": "rotary theta", "eps": "norm eps"}
@@ -348,7 +343,8 @@ def _constants(plan, ckpt) -> list:
     for k, v in ckpt.constants().items():
         o = ours.get(k)
         if o is not None and not math.isclose(float(o), v, rel_tol=1e-6):
-            out.append(e3316(words[k], _num(o), _num(v), where[k]))
+            out.append(e3316(words[k], _num(o), _num(v), where[k],
+                             resolved.fn_item.span(resolved.fn_item.name_pos)))
     return out
 
 

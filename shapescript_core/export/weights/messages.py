@@ -1,7 +1,7 @@
 """E3310-E3312 and the other weights problems: one constructor each."""
 from __future__ import annotations
 
-from ...diagnostics import Diagnostic, error
+from ...diagnostics import Diagnostic, error, warning
 
 
 def _shape(shape) -> str:
@@ -68,9 +68,12 @@ def e3315(axis: str, ours: int, theirs: int, tensor: str, shape, span, written: 
             .help(f"give the dims the checkpoint's values (--dim NAME=VALUE, or `dim NAME = VALUE`)"))
 
 
-def e3316(what: str, ours, theirs, where: str) -> str:
-    return (f"[E3316] the source's {what} is {ours}, but the checkpoint's {where} says {theirs}: "
-            f"the export keeps the source's, and its outputs will differ from the original model's")
+def e3316(what: str, ours, theirs, where: str, span) -> Diagnostic:
+    """A warning: the export goes on with the source's value."""
+    return (warning("E3316", f"the source's {what} is {ours}, but the checkpoint's {where} says {theirs}: "
+                             f"the export keeps the source's, and its outputs will differ from the "
+                             f"original model's", span, "the exported function")
+            .help(f"write the checkpoint's {what} in the source"))
 
 
 def e3315_heads(what: str, ours: int, theirs: int, where: str, span) -> Diagnostic:
