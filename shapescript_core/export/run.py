@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..diagnostics import Severity
+from .sizes import size_problem
 from .writers import KIND, ExportCancelled, ExportError, WriterUnavailable, load_writer, missing_libraries
 
 log = logging.getLogger("shapescript.export")
@@ -106,6 +107,10 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
         n = len(resolved.diagnostics)
         return _fail(f"not exported: {n} dim{'s' if n != 1 else ''} ha{'ve' if n != 1 else 's'} no value",
                      FAILED, resolved.diagnostics)
+
+    too_big = size_problem(resolved.specs, request, getattr(request, "max_tensor_size", None))
+    if too_big:
+        return _fail(too_big, FAILED)
 
     step(f"checking the weights of {len(resolved.specs)} params")
     source, warnings = None, []
