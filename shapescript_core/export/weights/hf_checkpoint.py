@@ -18,7 +18,7 @@ import gguf
 
 from ..gguf.plan import RopePermute, Transpose
 from ..writers import ExportError
-from .source import INDEX, MAPPING, SINGLE, WeightSource
+from .source import WeightSource
 
 CONFIG = "config.json"
 
@@ -45,19 +45,13 @@ def read_config(directory: str) -> dict:
     return cfg
 
 
-def is_checkpoint_dir(path: str) -> bool:
-    """A Hugging Face checkpoint directory (ours carry mapping.json and are read as they are)."""
-    return (os.path.isdir(path) and os.path.isfile(os.path.join(path, CONFIG))
-            and not os.path.isfile(os.path.join(path, MAPPING))
-            and (os.path.isfile(os.path.join(path, SINGLE)) or os.path.isfile(os.path.join(path, INDEX))))
-
-
 class HFCheckpoint:
     kind = "hf"
 
     def __init__(self, path: str):
         self.path = path
-        self.config = read_config(path) if os.path.isdir(path) else {}
+        has_config = os.path.isdir(path) and os.path.isfile(os.path.join(path, CONFIG))
+        self.config = read_config(path) if has_config else {}
         self.source = WeightSource(path)
         self.model_type = self.config.get("model_type") if isinstance(self.config.get("model_type"), str) else None
         archs = self.config.get("architectures")

@@ -27,7 +27,7 @@ from ..gguf.plan import Departure, Gather, Transpose
 from ..writers import ExportError
 from .convert import NP, bf16_bits, bf16_to_f32, to_stored
 from .gguf_checkpoint import GGUFCheckpoint, is_gguf
-from .hf_checkpoint import HFCheckpoint, is_checkpoint_dir
+from .hf_checkpoint import HFCheckpoint
 from .messages import e3314, e3315, e3315_heads, e3316
 from .recipe import Rows, add_part
 from .safetensors_format import TensorInfo
@@ -65,13 +65,11 @@ def describe_role(name: str) -> str:
 def open_weights(path: str, specs):
     """(WeightSource, None) for weights keyed by param paths (today's formats), or
     (None, checkpoint reader) for weights of another layout. By content: the GGUF magic,
-    a config.json beside safetensors, or safetensors whose names are none of the params'
-    (Hugging Face names)."""
+    or safetensors (a file, a sharded index, a directory with a config.json) whose names
+    are none of the params' (Hugging Face names)."""
     if is_gguf(path):
         return None, GGUFCheckpoint(path)
-    if is_checkpoint_dir(path):
-        return None, HFCheckpoint(path)
-    source = WeightSource(path)
+    source = WeightSource(path)  # our own exports too: a mapping.json renames their keys
     keys = source.keys()
     wanted = {s.path for s in specs}
     if keys and not any(k in wanted for k in keys):
