@@ -332,3 +332,8 @@ def edits_workspace_edit(edits: dict, lines_for: Callable, uri_for: Callable, ve
 def document_highlight(h, lines: LineIndex) -> T.DocumentHighlight:
     return T.DocumentHighlight(range=range_(lines, h.start, h.end),
                                kind=T.DocumentHighlightKind.Write if h.write else T.DocumentHighlightKind.Read)
+
+
+def piece_edit(p, lines: LineIndex) -> T.TextEdit:
+    """A formatter's piece (start, end, text) as a TextEdit."""
+    return T.TextEdit(range=range_(lines, p.start, p.end), new_text=p.text)

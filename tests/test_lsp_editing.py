@@ -126,3 +126,38 @@ async def test_type_definition_goes_to_the_model(client: LanguageClient, main):
         *_doc(main, at(MAIN, "helper(layer", 8))))
     (loc,) = locs if isinstance(locs, list) else [locs]
     assert loc.uri.endswith("/lib.ss") and loc.range.start == T.Position(2, 6)
+
+
+UGLY = """\
+dim D=64
+fn f(x:[b n D])->[b n D]:
+  return x|>softmax(over=D)
+fn g(x:[b n D])->[b n D]:
+  return x
+"""
+
+
+async def test_formatting_and_range_formatting(client: LanguageClient):
+    uri = uri_of(os.path.join(client.root, "ugly.ss"))
+    open_doc(client, uri, UGLY)
+    await wait_version(client, uri, 1)
+    edits = await client.text_document_formatting_async(T.DocumentFormattingParams(
+        T.TextDocumentIdentifier(uri), T.FormattingOptions(tab_size=2, insert_spaces=True)))
+    assert _apply(UGLY, edits) == ("dim D = 64\n\nfn f(x: [b n D]) -> [b n D]:\n    return x |> softmax(over=D)\n\n"
+                                   "fn g(x: [b n D]) -> [b n D]:\n    return x\n")
+    start = at(UGLY, "fn g")
+    edits = await client.text_document_range_formatting_async(T.DocumentRangeFormattingParams(
+        T.TextDocumentIdentifier(uri), T.Range(start, T.Position(start.line, 3)),
+        T.FormattingOptions(tab_size=4, insert_spaces=True)))
+    assert _apply(UGLY, edits) == UGLY.replace("fn g(x:[b n D])->[b n D]:\n  return x",
+                                               "\nfn g(x: [b n D]) -> [b n D]:\n    return x")
+
+
+def _apply(text: str, edits) -> str:
+    from shapescript_core.syntax.source import LineIndex
+    lines = LineIndex(text)
+    spans = [(lines.offset_utf16(e.range.start.line, e.range.start.character),
+              lines.offset_utf16(e.range.end.line, e.range.end.character), e.new_text) for e in edits]
+    for s, e, new in sorted(spans, reverse=True):
+        text = text[:s] + new + text[e:]
+    return text
