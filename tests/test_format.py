@@ -6,19 +6,18 @@ from __future__ import annotations
 import glob
 import os
 import re
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
+from checkout import SHARED, shapescript
 from shapescript_core.ide.format import format_markdown, format_range, format_text
 from shapescript_core.syntax.lexer import tokenize
 from shapescript_core.syntax.parser import parse_file
 from shapescript_core.workspace import Workspace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFORMANCE = os.path.join(os.path.dirname(ROOT), "shared", "conformance")
+CONFORMANCE = os.path.join(SHARED, "conformance") if SHARED else None  # when beside the checkout
 
 RULES = [
     ("spaces around operators, after commas and colons", """\
@@ -168,7 +167,7 @@ def test_layout_rules(name, src, expected):
 def _corpus() -> list:
     files = sorted(glob.glob(os.path.join(ROOT, "examples", "*.ss")))
     files += sorted(glob.glob(os.path.join(ROOT, "tests", "programs", "**", "*.ss"), recursive=True))
-    if os.path.isdir(CONFORMANCE):
+    if CONFORMANCE:
         files += sorted(glob.glob(os.path.join(CONFORMANCE, "**", "*.ss"), recursive=True))
     return files
 
@@ -242,8 +241,7 @@ def test_format_range_changes_only_the_items_it_touches():
 
 
 def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "shapescript_core.cli", "fmt", *args], cwd=cwd,
-                          capture_output=True, text=True, timeout=60)
+    return shapescript("fmt", *args, cwd=cwd, timeout=60)
 
 
 def test_fmt_check_then_fmt(tmp_path):

@@ -120,11 +120,17 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
             check_init(spec)
     else:
         from .weights.check import check_weights
-        from .weights.source import WeightSource
-        source = WeightSource(request.weights)
-        report = check_weights(resolved, source)
-        warnings = report.warnings
-        if not report.ok:
+        from .weights.importer import import_checkpoint, open_weights
+        source, ckpt = open_weights(request.weights, resolved.specs)
+        if ckpt is not None:
+            step(f"matching {ckpt.label()} to `{fn_item.name}` by role")
+            source, import_notes, warnings = import_checkpoint(ws, request, resolved, ckpt)
+            warnings = warnings + import_notes
+            report = None
+        else:
+            report = check_weights(resolved, source)
+            warnings = report.warnings
+        if report is not None and not report.ok:
             parts = []
             if report.diagnostics:
                 n = len(report.diagnostics)
