@@ -25,6 +25,10 @@ class ExportContext:
         self.tmp = tmp
         self.notes: list = []                # lines a writer wants shown to the user
         self._source = source                # a WeightSource, or None for random weights
+        # what an imported checkpoint brings along (bos/eos/pad ids, context length), and a
+        # GGUF input's tokenizer metadata; empty for weights keyed by param paths
+        self.imported: dict = source.settings() if hasattr(source, "settings") else {}
+        self.imported_tokenizer: list = source.tokenizer_fields() if hasattr(source, "tokenizer_fields") else []
         self._spec = {s.path: s for s in self.params}
         self._progress = progress
         self._cancelled = cancelled

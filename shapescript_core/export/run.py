@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import errno
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 from ..diagnostics import Severity
@@ -127,6 +127,8 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
             step(f"matching {ckpt.label()} to `{fn_item.name}` by role")
             source, import_notes, warnings = import_checkpoint(ws, request, resolved, ckpt)
             warnings = warnings + import_notes
+            if request.tokenizer is None and ckpt.tokenizer_dir():  # --tokenizer DIR still overrides
+                request = replace(request, tokenizer=ckpt.tokenizer_dir())
             report = None
         else:
             report = check_weights(resolved, source)

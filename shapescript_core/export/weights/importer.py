@@ -95,6 +95,14 @@ class ImportedSource:
     def describe(self) -> str:
         return self.ckpt.label()
 
+    def settings(self) -> dict:
+        """What comes along with the weights: bos/eos/pad ids, the context length."""
+        return self.ckpt.settings()
+
+    def tokenizer_fields(self) -> list:
+        """A GGUF input's embedded tokenizer (tokenizer.* metadata); [] for other inputs."""
+        return self.ckpt.tokenizer_fields() if hasattr(self.ckpt, "tokenizer_fields") else []
+
     def keys(self) -> list:
         return list(self.recipes)
 
