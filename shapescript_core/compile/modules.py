@@ -115,7 +115,6 @@ def site_decls(gen: Generator, cls, root: bool) -> list:
     for k, n in enumerate(cls.sites):
         fn = next(f for f in cls.order if _has_site(gen.prog.fns[f], n))
         mg = MethodGen(gen, gen.prog.fns[fn], cls)
-        mg._find_kv_sources()
         q = n.attrs["args"]["q"]
         heads = gen.size_code(q.type.axes[-3].size)
         width = gen.size_code(q.type.axes[-1].size)
@@ -128,7 +127,7 @@ def site_decls(gen: Generator, cls, root: bool) -> list:
                 scaling = mg.ex(scale)
                 if mg.used_svars:
                     raise CompileError("an attention's scale must not depend on the token axes", n.where)
-        groups = mg.attention_groups(n)
+        groups = gen.plan.attention.site(n).groups
         index = (str(k) if root else ("layer_idx" if k == 0 else f"layer_idx + {k}"))
         attr = cls.site_attrs[id(n)]
         out.append(f"self.{attr} = CausalAttention(config, {index}, {heads}, {groups}, {scaling}, {width})"
