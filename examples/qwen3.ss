@@ -36,10 +36,14 @@ model Qwen3:
     norm: [D] = ones
 
 fn attention(a: Attention, x: [b n D], pos: [b n] i64) -> [b n D]:
-    q = linear(x, a.wq) |> rearrange(b n (H Dh) -> b H n Dh)
-        |> rms_norm(a.q_norm, over=Dh, eps=1e-6) |> rope(pos, theta=1000000.0)
-    k = linear(x, a.wk) |> rearrange(b n (Hkv Dh) -> b Hkv n Dh)
-        |> rms_norm(a.k_norm, over=Dh, eps=1e-6) |> rope(pos, theta=1000000.0)
+    q = linear(x, a.wq)
+        |> rearrange(b n (H Dh) -> b H n Dh)
+        |> rms_norm(a.q_norm, over=Dh, eps=1e-6)
+        |> rope(pos, theta=1000000.0)
+    k = linear(x, a.wk)
+        |> rearrange(b n (Hkv Dh) -> b Hkv n Dh)
+        |> rms_norm(a.k_norm, over=Dh, eps=1e-6)
+        |> rope(pos, theta=1000000.0)
     v = linear(x, a.wv) |> rearrange(b n (Hkv Dh) -> b Hkv n Dh)
     k = k |> repeat(b Hkv n Dh -> b (Hkv G) n Dh)
     v = v |> repeat(b Hkv n Dh -> b (Hkv G) n Dh)

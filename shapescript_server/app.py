@@ -29,8 +29,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from shapescript_core.files import Access, DEFAULT_FILE_LIMIT
-from shapescript_core.ide.config import Config
+from shapescript_core.files import DEFAULT_FILE_LIMIT, Access
+from shapescript_core.settings import Config
 from shapescript_core.syntax.source import LineIndex
 from shapescript_core.workspace import Workspace
 
@@ -144,6 +144,7 @@ class ShapeScriptServer(LanguageServer):
                          text_document_sync_kind=T.TextDocumentSyncKind.Incremental)
         self.docs = Documents()
         self.ws = Workspace()
+        self.ws.use_parse_cache = True  # a large file opened again skips its parse (parse_cache.py)
         self.core = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="shapescript-core")
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.root: Optional[str] = None
