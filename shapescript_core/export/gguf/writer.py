@@ -9,6 +9,8 @@ into q8_0's blocks of 32 is stored f16, and the summary says so.
 """
 from __future__ import annotations
 
+import gc
+
 import os
 
 import gguf
@@ -29,11 +31,18 @@ def plan_for(ctx):
     """The matched Plan, or ExportError E3313."""
     from ...compile.graph import CompileError, trace
     from .match import match
+    # the trace of a stack of 100,000 layers is millions of small objects and no cycle:
+    # the cycle collector, paused, would otherwise walk them again and again
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         tr = trace(ctx.ws, ctx.request.path, ctx.fn_item.name, ctx.dims)
+        plan = match(tr)
     except CompileError as e:
         raise ExportError(f"can't follow the exported function for gguf: {e}") from None
-    plan = match(tr)
+    finally:
+        if enabled:
+            gc.enable()
     if isinstance(plan, Departure):
         raise ExportError(f"error[E3313]: {e3313(plan.reason)}")
     return plan
