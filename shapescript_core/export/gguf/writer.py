@@ -48,6 +48,15 @@ def plan_for(ctx):
     return plan
 
 
+def _write_array(fout, arr):
+    """Write an array's bytes with the file's own writes (numpy's `tofile` reports a full
+    disk as "N requested and M written", with no errno: this raises ENOSPC, which the
+    export names)."""
+    view = memoryview(np.ascontiguousarray(arr)).cast("B")
+    while view:
+        view = view[fout.write(view):]
+
+
 def out_shape(t) -> tuple:
     if t.parts:
         return tuple(t.shape)
@@ -151,7 +160,7 @@ def write(ctx) -> str:
                 arr = _values(ctx, t, shape)
                 out = convert(arr, qtype)
                 del arr
-                out.tofile(fout)
+                _write_array(fout, out)
                 del out
             if fout.tell() - start != nbytes:
                 raise ExportError(f"internal: `{name}` came out {fout.tell() - start} bytes, not {nbytes}")
