@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from lsp_support import SERVER
-from shapescript_server.stdio_client import StdioClient
+from stdio_client import StdioClient
 
 SOURCE = "dim D = 8\n\nfn f(x: [b D]) -> [b D]:\n    return x\n"
 LIB = "dim D = 8\nmodel M:\n    w: [D D]\n\n@export(hf)\nfn classify(x: [b D], m: M) -> [b D]:\n    return x @ m.w\n"
