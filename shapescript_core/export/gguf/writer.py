@@ -21,8 +21,8 @@ from ...compile.graph import CompileError, trace
 from ..errors import ExportError
 from . import layout, metadata
 from .match import match
-from .messages import e3313
-from .plan import Departure, Gather, Transpose
+from .e3313 import e3313
+from .gguf_plan import Departure, Gather, Transpose
 from .tokenizer import TokenizerError, add_tokenizer, copy_tokenizer
 
 Q = gguf.GGMLQuantizationType
@@ -30,7 +30,7 @@ _QTYPE = {"bf16": Q.BF16, "q8_0": Q.Q8_0}
 
 
 def plan_for(ctx):
-    """The matched Plan, or ExportError E3313."""
+    """The matched GGUFPlan, or ExportError E3313."""
     # the trace of a stack of 100,000 layers is millions of small objects and no cycle:
     # the cycle collector, paused, would otherwise walk them again and again
     enabled = gc.isenabled()
