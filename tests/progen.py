@@ -70,7 +70,7 @@ class Gen:
         opts = ["unary", "bounded", "binop", "scalar_mul", "norm", "softmax", "heads", "reduce", "minmax",
                 "where", "dot", "repeat", "to"]
         if blk:
-            opts += ["linear", "mlp", "matmul", "lnorm", "bias", "einsum_w"]
+            opts += ["linear", "mlp", "matmul", "lnorm", "bias", "einsum_w", "argmax"]
         if not self.lm:
             opts += ["over_n", "softmax_n"]
         callable_fns = [g for g in self.fns if g.name != f.name and self.fns.index(g) > self.fns.index(f)] \
@@ -130,6 +130,8 @@ class Gen:
             return f"{e()} |> linear({blk}.w_up) |> {act} |> linear({blk}.w_down)"
         if k == "matmul":
             return f"concat(linear({e()}, {blk}.half), linear({e()}, {blk}.half), over=E)"
+        if k == "argmax":  # ids computed from values: a row of the table per position
+            return f"embedding(argmax({e()}, over=D), {blk}.sq)"
         if k == "bias":
             return self.pick(f"({e()} + {blk}.b1)", f"({blk}.b1 * {e()})")
         if k == "einsum_w":

@@ -1,0 +1,128 @@
+"""Shrink a program on which an export and the evaluator disagree to a minimal one.
+
+    python tests/shrink.py FILE.ss [--plain] [-o OUT.ss]
+
+Delta debugging over the source: remove lines, then replace each statement's value by
+one of its parts (a local's name, a parenthesized sub-expression, a call's argument),
+keeping a change only when the program still checks and the export still disagrees in
+the same way (the same exception, or outputs that differ). Repeats until nothing more
+goes. The result is kept as a regression case in tests/programs/differential/.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+
+def failure_kind(case, tmp) -> str | None:
+    """None when the program does not check or the export agrees; else the kind of failure."""
+    import traceback
+
+    from differential_support import run_case
+    try:
+        res = run_case(case, tmp)
+    except Exception as e:  # noqa: BLE001 - an exception is a failure kind of its own
+        traceback.print_exc(limit=1)
+        return f"exception {type(e).__name__}"
+    status, why = res.get("hf", (None, ""))
+    if status != "disagree":
+        return None
+    if why.startswith("export failed"):
+        return "export failed"
+    return "outputs differ"
+
+
+def parts(expr: str) -> list:
+    """Candidate replacements for an expression: its balanced parenthesized parts and the
+    names it reads, shortest last."""
+    out = set()
+    stack = []
+    for i, ch in enumerate(expr):
+        if ch == "(":
+            stack.append(i)
+        elif ch == ")" and stack:
+            j = stack.pop()
+            inner = expr[j + 1:i]
+            for piece in _top_level_split(inner):
+                if piece.strip() and ":" not in piece and "=" not in piece and "->" not in piece:
+                    out.add(piece.strip())
+    out |= set(re.findall(r"\b(?:x|h\d*|o|[ac]\d+)\b", expr))
+    return sorted(out, key=len, reverse=True)
+
+
+def _top_level_split(s: str) -> list:
+    depth, cur, out = 0, "", []
+    for ch in s:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    return out + [cur]
+
+
+def shrink(case, tmp, log=print):
+    from dataclasses import replace
+    kind = failure_kind(case, tmp)
+    if kind is None:
+        raise SystemExit("the program does not fail: nothing to shrink")
+    log(f"failure: {kind}")
+    lines = case.source.split("\n")
+
+    def still(new_lines) -> bool:
+        return failure_kind(replace(case, source="\n".join(new_lines)), tmp) == kind
+    changed = True
+    while changed:
+        changed = False
+        i = len(lines) - 1
+        while i >= 0:  # lines, last first
+            if lines[i].strip() and still(lines[:i] + lines[i + 1:]):
+                del lines[i]
+                changed = True
+                log(f"removed a line: {len(lines)} left")
+            i -= 1
+        for i, line in enumerate(lines):  # values, by their parts
+            m = re.match(r"^(\s+(?:return |[\w, ]+ = ))(.*)$", line)
+            if not m:
+                continue
+            for cand in parts(m.group(2)):
+                if len(cand) < len(m.group(2)) and still(lines[:i] + [m.group(1) + cand] + lines[i + 1:]):
+                    lines[i] = m.group(1) + cand
+                    changed = True
+                    log(f"simplified line {i + 1}: {lines[i].strip()}")
+                    break
+    return replace(case, source="\n".join(lines))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("file")
+    ap.add_argument("--plain", action="store_true", help="a plain forward(m, x, ids, pos), not a language model")
+    ap.add_argument("-o", "--output")
+    args = ap.parse_args(argv)
+    from differential_support import Case, quiet
+    quiet()
+    src = open(args.file).read()
+    case = Case(src, lm=not args.plain and "-> [b n V]:" in src, plain_scalar=bool(re.search(r"fn forward\(.*s: \[\]", src)))
+    with tempfile.TemporaryDirectory() as tmp:
+        small = shrink(case, tmp)
+    out = args.output or args.file.replace(".ss", ".min.ss")
+    with open(out, "w") as fh:
+        fh.write(small.source)
+    print(f"wrote {out} ({len(small.source.splitlines())} lines)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
