@@ -31,7 +31,7 @@ def main(argv=None) -> int:
     ap.add_argument("--start", type=int, default=0)
     ap.add_argument("--keep", default=os.path.join(HERE, "differential-failures"))
     args = ap.parse_args(argv)
-    from differential_support import quiet, run_case
+    from differential_support import case_text, quiet, run_case
     quiet()
     from progen import generate
     counts = {"tried": 0, "checked": 0, "exported": {"hf": 0}, "disagree": {"hf": 0}}
@@ -53,7 +53,7 @@ def main(argv=None) -> int:
                     counts["disagree"][target] += 1
                     os.makedirs(args.keep, exist_ok=True)
                     with open(os.path.join(args.keep, f"seed{seed}.ss"), "w") as fh:
-                        fh.write(case.source)
+                        fh.write(case_text(case, f"progen-seed={seed}"))
                     print(f"seed {seed} ({target}): {why.strip()[:600]}", flush=True)
             if counts["tried"] % 25 == 0:
                 print(f"... {counts['tried']} tried, {time.time() - t0:.0f} s", flush=True)

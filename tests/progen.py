@@ -26,6 +26,7 @@ BOUNDED = ["exp(tanh({e}))", "sqrt(abs({e}) + 1.0)", "log(abs({e}) + 1.0)", "rsq
 class Fn:
     def __init__(self, name, b, n, model=None, scalar=True, ret="D"):
         self.name, self.b, self.n, self.model, self.scalar, self.ret = name, b, n, model, scalar, ret
+        self.default = False  # its scalar parameter has a default
 
 
 class Gen:
@@ -68,11 +69,11 @@ class Gen:
         e = lambda: self.expr(env, f, depth - 1, blk)  # noqa: E731
         s = "s" if f.scalar else None
         opts = ["unary", "bounded", "binop", "scalar_mul", "norm", "softmax", "heads", "reduce", "minmax",
-                "where", "dot", "repeat", "to"]
+                "where", "dot", "repeat", "to", "orders", "subset"]
         if blk:
-            opts += ["linear", "mlp", "matmul", "lnorm", "bias", "einsum_w", "argmax"]
+            opts += ["linear", "mlp", "matmul", "lnorm", "bias", "einsum_w", "argmax", "norm_inner"]
         if not self.lm:
-            opts += ["over_n", "softmax_n"]
+            opts += ["over_n", "softmax_n", "total"]
         callable_fns = [g for g in self.fns if g.name != f.name and self.fns.index(g) > self.fns.index(f)] \
             if f in self.fns else list(self.fns)
         if callable_fns:
@@ -130,13 +131,30 @@ class Gen:
             return f"{e()} |> linear({blk}.w_up) |> {act} |> linear({blk}.w_down)"
         if k == "matmul":
             return f"concat(linear({e()}, {blk}.half), linear({e()}, {blk}.half), over=E)"
+        if k == "orders":  # operands whose axes stand in other orders, combined by name
+            return self.pick(f"(({e()} |> rearrange({B} {N} D -> D {B} {N})) + {e()})",
+                             f"(({e()} |> mean(over=D) |> rearrange({B} {N} -> {N} {B})) * {e()})",
+                             f"(({e()} |> rearrange({B} {N} D -> {B} D {N}) |> softmax(over=D)) * {e()})",
+                             f"(({e()} |> rearrange({B} {N} D -> {N} D {B}) |> log_softmax(over=D)) - {e()})")
+        if k == "subset":  # masks and conditions over fewer axes
+            return self.pick(f"where(mean({e()}, over=D) > 0.0, {e()}, {e()})",
+                             f"masked_fill({e()}, mean({e()}, over=D) > 0.2, 0.5)",
+                             f"where(sum({e()}, over=D) < 0.5, {e()}, -1.0)")
+        if k == "total":  # a reduction over every axis: a tensor of shape []
+            return self.pick(f"({e()} * tanh(sum({e()})))", f"({e()} - mean({e()}))", f"({e()} / (max(abs({e()})) + 1.0))")
+        if k == "norm_inner":  # a norm over an axis that is not the last
+            if self.chance(0.5):
+                return (f"({e()} |> rearrange({B} {N} D -> {B} D {N}) |> rms_norm({blk}.n1, over=D, "
+                        f"eps={self.scalar('eps', s)}) |> rearrange({B} D {N} -> {B} {N} D))")
+            return (f"({e()} |> rearrange({B} {N} D -> D {B} {N}) |> layer_norm({blk}.n1, {blk}.b1, over=D, "
+                    f"eps={self.scalar('eps', s)}) |> rearrange(D {B} {N} -> {B} {N} D))")
         if k == "argmax":  # ids computed from values: a row of the table per position
-            return f"embedding(argmax({e()}, over=D), {blk}.sq)"
+            # values that can't tie (a tie's argmax is any of them): through a weight, plus a bias
+            return f"embedding(argmax(linear({e()}, {blk}.sq) + {blk}.b1, over=D), {blk}.sq)"
         if k == "bias":
             return self.pick(f"({e()} + {blk}.b1)", f"({blk}.b1 * {e()})")
         if k == "einsum_w":
-            return f"einsum({e()}, {blk}.sq: {B} {N} D, K D -> {B} {N} K) |> rearrange({B} {N} (K) -> {B} {N} (K))" \
-                if False else f"einsum({e()}, {blk}.n1: {B} {N} D, D -> {B} {N} D)"
+            return f"einsum({e()}, {blk}.n1: {B} {N} D, D -> {B} {N} D)"
         if k == "over_n":
             red = r.choice(["sum", "mean", "max", "min", "logsumexp"])
             return self.pick(f"({e()} - {red}({e()}, over={N}))", f"({e()} * tanh(mean({e()}, over=({N}, D))))")
@@ -149,10 +167,15 @@ class Gen:
                 if not blk:
                     return r.choice(env)
                 args.append(blk)
-            args.append(e())
-            if g.scalar:
-                args.append(self.scalar("mul", s))
-            call = f"{g.name}({', '.join(args)})"
+            x = e()
+            how = r.random()
+            rest = [self.scalar("mul", s)] if g.scalar and not (g.default and how < 0.3) else []
+            if how > 0.85 and not g.model:  # piped: `x |> f(…)`
+                call = f"({x} |> {g.name}({', '.join(rest)}))"
+            elif how >= 0.6 and rest:  # by keyword, out of order
+                call = f"{g.name}({', '.join(args + [f's={rest[0]}', f'x={x}'])})"
+            else:
+                call = f"{g.name}({', '.join(args + [x] + rest)})"
             if g.ret == "Dh":  # a helper over heads
                 return f"{call} |> repeat({B} {N} Dh -> {B} {N} (H Dh))"
             return call
@@ -240,8 +263,10 @@ model Root:
             b, n = r.choice([("b", "n"), ("p", "q"), ("bb", "t")])
             self.fns.append(Fn(f"f{i}", b, n, model="Block" if self.chance(0.4) else None, scalar=self.chance(0.7),
                                ret="Dh" if self.chance(0.15) else "D"))
+            self.fns[-1].default = self.fns[-1].scalar and self.chance(0.3)
         for f in self.fns:
-            params = ([f"blk: Block"] if f.model else []) + [f"x: [{f.b} {f.n} D]"] + (["s: []"] if f.scalar else [])
+            params = ([f"blk: Block"] if f.model else []) + [f"x: [{f.b} {f.n} D]"] + \
+                ([f"s: [] = {self.scalar('mul', None)}" if f.default else "s: []"] if f.scalar else [])
             if f.ret == "Dh":
                 head = f"fn {f.name}({', '.join(params)}) -> [{f.b} {f.n} Dh]:"
                 body = self.body(f, ["x"], "blk" if f.model else None, r.choice([0, 1, 2]),

@@ -1,6 +1,9 @@
 """Shrink a program on which an export and the evaluator disagree to a minimal one.
 
-    python tests/shrink.py FILE.ss [--plain] [-o OUT.ss]
+    python tests/shrink.py FILE.ss [-o OUT.ss]
+
+FILE starts with the header bench/differential.py writes (`# case: lm weights-seed=N`):
+the kind of forward and the seed of the random weights.
 
 Delta debugging over the source: remove lines, then replace each statement's value by
 one of its parts (a local's name, a parenthesized sub-expression, a call's argument),
@@ -85,6 +88,13 @@ def shrink(case, tmp, log=print):
     changed = True
     while changed:
         changed = False
+        starts = [k for k, line in enumerate(lines) if line[:1].strip() and not line.startswith("#")]
+        for k in reversed(starts):  # whole items first: a line at column 0 and its block
+            end = next((j for j in range(k + 1, len(lines)) if lines[j][:1].strip()), len(lines))
+            if k < len(lines) and still(lines[:k] + lines[end:]):
+                del lines[k:end]
+                changed = True
+                log(f"removed an item: {len(lines)} lines left")
         i = len(lines) - 1
         while i >= 0:  # lines, last first
             if lines[i].strip() and still(lines[:i] + lines[i + 1:]):
@@ -108,18 +118,16 @@ def shrink(case, tmp, log=print):
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("file")
-    ap.add_argument("--plain", action="store_true", help="a plain forward(m, x, ids, pos), not a language model")
     ap.add_argument("-o", "--output")
     args = ap.parse_args(argv)
-    from differential_support import Case, quiet
+    from differential_support import case_from_text, case_text, quiet
     quiet()
-    src = open(args.file).read()
-    case = Case(src, lm=not args.plain and "-> [b n V]:" in src, plain_scalar=bool(re.search(r"fn forward\(.*s: \[\]", src)))
+    case = case_from_text(open(args.file).read())
     with tempfile.TemporaryDirectory() as tmp:
         small = shrink(case, tmp)
     out = args.output or args.file.replace(".ss", ".min.ss")
     with open(out, "w") as fh:
-        fh.write(small.source)
+        fh.write(small.source if small.source.startswith("# case:") else case_text(small))
     print(f"wrote {out} ({len(small.source.splitlines())} lines)")
     return 0
 

@@ -12,12 +12,12 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from differential_support import Case, quiet, run_case  # noqa: E402
+from differential_support import case_from_text, quiet, run_case  # noqa: E402
 from progen import generate  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = os.path.join(HERE, "programs", "differential")
-SAMPLE = 48  # seeds 0 … SAMPLE-1: half language models (KV cache too), half plain functions
+SAMPLE = 120  # seeds 0 … SAMPLE-1: half language models (KV cache too), half plain functions
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +41,7 @@ def regression_cases() -> list:
 
 @pytest.mark.parametrize("name", regression_cases())
 def test_regression_case_agrees(name, tmp):
-    src = open(os.path.join(CASES, name)).read()
-    case = Case(src, lm="-> [b n V]:" in src, plain_scalar=bool(re.search(r"fn forward\(.*s: \[\]", src)))
+    case = case_from_text(open(os.path.join(CASES, name)).read())
     res = run_case(case, tmp)
     assert res["checked"], f"{name} does not check"
     status, why = res["hf"]

@@ -609,12 +609,12 @@ class MethodGen:
         first = params[0][1] if params else None
         codes, skipped = [], False
         start = 1 if isinstance(first, ModelT) else 0
-        for pname, _, _ in params[start:]:
+        for pname, ptype, _ in params[start:]:
             a = args.get(pname)
             if a is None:
                 skipped = True
                 continue
-            c = self.ex(a)
+            c = self.as_param(self.ex(a), ptype, a.type)
             codes.append(f"{self.gen.local_name(pname)}={c}" if skipped else c)
         if callee.name in self.gen.attention_fns:
             codes.append(ATTENTION_KWARGS)
@@ -625,6 +625,14 @@ class MethodGen:
             owner, cls = "self", self.cls
         method = cls.methods[callee.name]
         return f"{owner}.{method}({', '.join(codes)})"
+
+    @staticmethod
+    def as_param(code: str, ptype, atype) -> str:
+        """An argument as its parameter holds it: a number passed to a tensor parameter of
+        shape [] becomes a tensor, so that the callee's tensor operations take it."""
+        if isinstance(ptype, TensorT) and not ptype.axes and isinstance(atype, ScalarT):
+            return f"torch.tensor({code}, dtype={TORCH_DTYPES.get(ptype.dtype.name, 'torch.int64')})"
+        return code
 
     # ------------------------------------------------------------ builtins
     def arg(self, n, name):

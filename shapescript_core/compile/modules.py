@@ -146,7 +146,8 @@ def method_lines(gen: Generator, cls, fn: str) -> list:
     params = []
     start = 1 if g.model_param else 0
     for name, t, default in g.params[start:]:
-        params.append(f"{mg.var(name)}={mg.ex(default)}" if default is not None else mg.var(name))
+        params.append(f"{mg.var(name)}={mg.as_param(mg.ex(default), t, default.type)}" if default is not None
+                      else mg.var(name))
     if fn in gen.attention_fns:
         params.append("attention_mask=None, past_key_values=None, **kwargs")
     line = source_line(gen.prog, g.item, g.item.name_pos)

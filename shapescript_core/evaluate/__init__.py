@@ -15,6 +15,7 @@ of the core: it is imported when a function runs. See docs/evaluate.md.
 from __future__ import annotations
 
 import os
+import zlib
 from typing import Optional
 
 from ..check.types import ModelT, StackT, TensorT
@@ -76,7 +77,8 @@ class Program:
         return out
 
     def random_weights(self, fn: str, seed: int = 0, std: Optional[float] = None) -> dict:
-        """Random weights for the model `fn` takes: each param drawn as its field's
+        """Random weights for the model `fn` takes, each param from a stream of its own
+        (seeded by `seed` and its path): each param drawn as its field's
         initializer says (`ones`, `zeros`, `normal(STD)`, default normal(0.02)), or
         every float param from normal(std) when `std` is given (tests want weights
         far from ones, so that a mix-up shows)."""
@@ -84,9 +86,10 @@ class Program:
         model = self.model_of(fn)
         if model is None:
             return {}
-        g = torch.Generator().manual_seed(seed)
         out = {}
         for path, shape, dtype, f in self.params(model):
+            # each param from its own stream: a param's values do not depend on the others
+            g = torch.Generator().manual_seed(seed * 1_000_003 + zlib.crc32(path.encode()))
             if dtype not in ("f16", "bf16", "f32", "f64"):
                 out[path] = torch.zeros(shape, dtype=torch_dtype(dtype))
                 continue
@@ -103,11 +106,13 @@ class Program:
             out[path] = t.to(torch_dtype(dtype))
         return out
 
-    def run(self, fn: str, weights: Optional[dict] = None, **inputs):
+    def run(self, fn: str, weights: Optional[dict] = None, *, float64: bool = False, **inputs):
         """Call `fn` with the model's `weights` (param path -> tensor) and its other
         parameters by name (tensors, or numbers for scalar parameters). Returns what it
-        returns: a tensor whose axes are in the order of its return type, or a tuple."""
-        ev = Evaluator(self.ws, dict(weights or {}))
+        returns: a tensor whose axes are in the order of its return type, or a tuple.
+        `float64`: compute every f32 value in float64 (give float64 weights and inputs),
+        the value f32 computations approximate."""
+        ev = Evaluator(self.ws, dict(weights or {}), float64)
         f = ev.function(self._item(fn))
         args = dict(inputs)
         model = self.model_of(fn)

@@ -42,9 +42,10 @@ class StackRef:
     count: int
 
 
-def torch_dtype(name: str):
+def torch_dtype(name: str, float64: bool = False):
+    """The torch dtype of a ShapeScript dtype; f32 as float64 in a float64 evaluation."""
     import torch  # torch is not a dependency of the core: imported only when evaluating
-    return getattr(torch, TORCH_DTYPE_NAMES[name])
+    return getattr(torch, "float64" if float64 and name == "f32" else TORCH_DTYPE_NAMES[name])
 
 
 class Frame:
@@ -95,6 +96,10 @@ class Call:
     def size(self, s: Size) -> int:
         return self.frame.size(s)
 
+    def float_dtype(self):
+        """The dtype of f32 values: float32, or float64 in a float64 evaluation."""
+        return torch_dtype("f32", self.ev.float64)
+
     def over(self):
         """The canonical axis names of `over=`, or None when the call has none."""
         a = self.info.arg_map.get("over")
@@ -129,9 +134,10 @@ class Call:
 
 
 class Evaluator:
-    def __init__(self, ws, weights: dict):
+    def __init__(self, ws, weights: dict, float64: bool = False):
         self.ws = ws
         self.weights = weights
+        self.float64 = float64  # f32 values computed in float64: a reference for rounding
         self.semantics = semantics()
         self.after_pattern: list = []
 
@@ -218,7 +224,7 @@ class Evaluator:
         if isinstance(t, ScalarT) and t.size is not None:
             return frame.size(t.size)
         if isinstance(t, DTypeValue):
-            return torch_dtype(t.dtype.name)
+            return torch_dtype(t.dtype.name, self.float64)
         raise EvaluateError(f"`{e.id}` has no value")
 
     def unop(self, frame: Frame, e: A.Unop):

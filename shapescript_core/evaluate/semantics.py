@@ -201,15 +201,16 @@ def _one_hot(c):
     ids = c.v("ids")
     v = c.size(c.out.axes[-1].size)
     t = _torch()
-    return (ids.unsqueeze(-1) == t.arange(v, device=ids.device)).to(t.float32)
+    return (ids.unsqueeze(-1) == t.arange(v, device=ids.device)).to(c.float_dtype())
 
 
 def _rope(c):
     t = _torch()
     x, theta, style = c.v("x"), c.v("theta"), c.v("style")
     width = x.shape[-1]
-    pos = align(c.v("pos"), _names(c.t("pos")), _names(c.t("x"))[:-1]).to(t.float32)
-    exponent = t.arange(0, width, 2, dtype=t.float32) / width
+    f = c.float_dtype()
+    pos = align(c.v("pos"), _names(c.t("pos")), _names(c.t("x"))[:-1]).to(f)
+    exponent = t.arange(0, width, 2, dtype=f) / width
     inv_freq = 1.0 / (theta ** exponent)
     angles = pos.unsqueeze(-1) * inv_freq  # [… n width/2]
     cos, sin = angles.cos(), angles.sin()
