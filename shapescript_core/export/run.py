@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..diagnostics import Severity
-from .writers import KIND, ExportCancelled, ExportError, WriterUnavailable, load_writer
+from .sizes import size_problem
+from .writers import KIND, ExportCancelled, ExportError, WriterUnavailable, load_writer, missing_libraries
 
 log = logging.getLogger("shapescript.export")
 
@@ -51,6 +52,9 @@ def run_export(ws, request, progress=None, cancel=None) -> ExportResult:
     Bad input gives a result, never an exception; an internal error is logged and
     reported in the result."""
     cancelled = _cancel_check(cancel)
+    missing = missing_libraries(request.target)
+    if missing:  # a plain install: the exporter's libraries are the `export` extra
+        return _fail(missing, USAGE)
     try:
         return _run(ws, request, progress, cancelled)
     except ExportCancelled:
@@ -103,6 +107,10 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
         n = len(resolved.diagnostics)
         return _fail(f"not exported: {n} dim{'s' if n != 1 else ''} ha{'ve' if n != 1 else 's'} no value",
                      FAILED, resolved.diagnostics)
+
+    too_big = size_problem(resolved.specs, request, getattr(request, "max_tensor_size", None))
+    if too_big:
+        return _fail(too_big, FAILED)
 
     step(f"checking the weights of {len(resolved.specs)} params")
     source, warnings = None, []

@@ -7,8 +7,13 @@
     weights = "weights.safetensors"    # or random_weights = true, seed = 0
     output = "exported"
     dtype = "f16"
+    exclude = ["build", "generated/*.ss"]  # what `shapescript check` skips in folders
+    [limits]                           # what the tools read and write (docs/security.md)
+    max_file_size = "32 MiB"           # the largest source, import or settings file read
+    max_tensor_size = "16 GiB"         # the largest tensor an export writes
 
-The editor's settings (section `shapescript`) take the same keys, camelCase accepted,
+Sizes are bytes, or strings with a unit ("16 MiB", "2GB"). The editor's settings
+(section `shapescript`) take the same keys, camelCase accepted (`limits.maxFileSize`),
 and override the file's. Invalid entries are left out and described in `problems`.
 """
 from __future__ import annotations
@@ -17,7 +22,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..check.env import dim_value_problem
 from ..exporting import TARGETS
+from ..files import Access, ReadRefused, parse_size, read_bytes
 
 FILE_NAME = "shapescript.toml"
 DTYPES = ("f32", "f16", "bf16")
@@ -29,11 +36,15 @@ class Config:
     dims: dict = field(default_factory=dict)
     export: dict = field(default_factory=dict)  # output weights random_weights seed dtype
     problems: list = field(default_factory=list)
+    exclude: list = field(default_factory=list)  # glob patterns (docs/command-line.md)
+    max_file_size: Optional[int] = None    # [limits]; None: the default (files.DEFAULT_FILE_LIMIT)
+    max_tensor_size: Optional[int] = None  # [limits]; None: the default (export/sizes.py)
 
     def merged(self, over: "Config") -> "Config":
         return Config(over.default_targets if over.default_targets is not None else self.default_targets,
                       {**self.dims, **over.dims}, {**self.export, **over.export},
-                      self.problems + over.problems)
+                      self.problems + over.problems, self.exclude + over.exclude,
+                      over.max_file_size or self.max_file_size, over.max_tensor_size or self.max_tensor_size)
 
 
 def _get(d: dict, *names):
@@ -64,8 +75,9 @@ def parse_settings(data, source: str = "settings") -> Config:
             cfg.problems.append(f"{source}: `dims` takes a table of NAME = VALUE")
         else:
             for name, value in dims.items():
-                if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or not str(name).isidentifier():
-                    cfg.problems.append(f"{source}: dim `{name}` takes a positive integer, got `{value}`")
+                problem = dim_value_problem(value)
+                if problem or not str(name).isidentifier():
+                    cfg.problems.append(f"{source}: dim `{name}` {problem or 'is no dim name'}, got `{value!s:.40}`")
                 else:
                     cfg.dims[str(name)] = value
     export = data.get("export")
@@ -85,7 +97,42 @@ def parse_settings(data, source: str = "settings") -> Config:
                     cfg.export[key] = v
                 else:
                     cfg.problems.append(f"{source}: `export.{key}` can't be `{v}`")
+    exclude = data.get("exclude")
+    if exclude is not None:
+        if isinstance(exclude, list) and all(isinstance(p, str) and p.strip() for p in exclude):
+            cfg.exclude = list(exclude)
+        else:
+            cfg.problems.append(f"{source}: `exclude` takes a list of glob patterns, like [\"build\"]")
+    limits = data.get("limits")
+    if limits is not None:
+        if not isinstance(limits, dict):
+            cfg.problems.append(f"{source}: `limits` takes a table")
+        else:
+            for key, names in (("max_file_size", ("max_file_size", "maxFileSize")),
+                               ("max_tensor_size", ("max_tensor_size", "maxTensorSize"))):
+                v = _get(limits, *names)
+                if v is None:
+                    continue
+                n = parse_size(v)
+                if n is None:
+                    cfg.problems.append(f"{source}: `limits.{key}` takes a size in bytes or like \"16 MiB\", "
+                                        f"got `{v!s:.40}`")
+                else:
+                    setattr(cfg, key, n)
     return cfg
+
+
+def settings_dir(start: str) -> Optional[str]:
+    """The nearest folder holding a `shapescript.toml`, from `start` (a folder) upward;
+    None when there is none."""
+    d = os.path.abspath(start)
+    while True:
+        if os.path.isfile(os.path.join(d, FILE_NAME)):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
 
 
 def load_config(root: Optional[str]) -> Config:
@@ -94,10 +141,11 @@ def load_config(root: Optional[str]) -> Config:
         return Config()
     path = os.path.join(root, FILE_NAME)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return Config()
+        raw = read_bytes(path, Access())  # regular and bounded, like every file read
+    except ReadRefused as e:
+        if e.refusal.kind == "missing":
+            return Config()
+        return Config(problems=[str(e)])
     try:
         import tomllib
     except ImportError:  # Python < 3.11
