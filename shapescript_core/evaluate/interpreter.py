@@ -15,7 +15,7 @@ from ..check.sizes import Size
 from ..check.types import DTypeValue, ModelT, ScalarT, StackT, TensorT
 from ..syntax import ast as A
 from .axes import PatternRun, align
-from .semantics import semantics
+from .semantics import matmul_values, semantics
 
 TORCH_DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
                      "i32": "int32", "i64": "int64", "bool": "bool", "Index": "int64"}
@@ -236,11 +236,10 @@ class Evaluator:
 
     def binop(self, frame: Frame, e: A.Binop):
         import torch  # torch is not a dependency of the core: imported only when evaluating
-        from .semantics import _matmul_values
         lv, rv = self.expr(frame, e.left), self.expr(frame, e.right)
         lt, rt, out = self.type_of(frame, e.left), self.type_of(frame, e.right), self.type_of(frame, e)
         if e.op == "@":
-            return _matmul_values(lv, rv, lt, rt, out)
+            return matmul_values(lv, rv, lt, rt, out)
         names = [a.name for a in out.axes] if isinstance(out, TensorT) else []
         if isinstance(lt, TensorT):
             lv = align(lv, [a.name for a in lt.axes], names)

@@ -12,7 +12,7 @@ import math
 
 from ..check.builtins import BUILTINS
 from ..check.types import ScalarT, TensorT
-from .axes import align, positions
+from .axes import align, occurrences, positions
 
 
 def _torch():
@@ -170,13 +170,12 @@ def _linear(c):
     return y + b if b is not None else y
 
 
-def _matmul_values(x, w, xt, wt, out):
+def matmul_values(x, w, xt, wt, out):
     """`[… K] @ [K N]` with the batch axes of both matched by name (one einsum)."""
     letters = iter("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXY")
     out_names = _names(out)
     has_n = len(wt.axes) >= 2
     batch = out_names[:-1] if has_n else out_names
-    from .axes import occurrences
     keys = occurrences(batch)
     batch_letters = [next(letters) for _ in keys]
     k = next(letters)
@@ -190,7 +189,7 @@ def _matmul_values(x, w, xt, wt, out):
 
 
 def _matmul(c):
-    return _matmul_values(c.v("x"), c.v("w"), c.t("x"), c.t("w"), c.out)
+    return matmul_values(c.v("x"), c.v("w"), c.t("x"), c.t("w"), c.out)
 
 
 def _embedding(c):
