@@ -195,3 +195,29 @@ def run_case(case: Case, tmp: str) -> dict:
         want64 = f64_outputs(case, prog, weights, inputs)
         bad = {k: e for k, e in bad.items() if not agrees(e, got[k], want, want64)}
     return {"checked": True, "hf": ("disagree", f"outputs differ: {bad}") if bad else ("agree", "")}
+
+
+GGUF_RTOL = 1e-4  # llama.cpp's own kernels (rope, softmax, matmul order): as the GGUF tests
+
+
+def run_gguf(case: Case, tmp: str) -> dict:
+    """{"checked": bool, "gguf": (status, why)}: the --gguf export run by llama.cpp (one
+    sequence, all positions' logits) against the evaluator."""
+    import numpy as np
+    import torch
+    from shapescript_core.evaluate import EvaluateError, load
+    try:
+        prog = load(case.source, dims=case.dims)
+    except EvaluateError:
+        return {"checked": False}
+    prog, weights, inputs, want = evaluator_outputs(case, prog)
+    out = os.path.join(tmp, f"g{abs(hash(case.source)) % 10**8}.gguf")
+    r = export(case, weights, out, target="gguf")
+    if not r.ok:
+        return {"checked": True, "gguf": ("refused" if r.diagnostics else "disagree", r.message)}
+    from gguf_support import llama_cpp_logits
+    tokens = [int(t) for t in inputs["ids"][0]]
+    got = torch.from_numpy(np.asarray(llama_cpp_logits(out, tokens)))
+    err = rel_error(got, want[0])
+    ok = err <= GGUF_RTOL
+    return {"checked": True, "gguf": ("agree", "") if ok else ("disagree", f"logits differ: {err:.2e}")}

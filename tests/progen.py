@@ -319,3 +319,48 @@ model Root:
 def generate(seed: int) -> Case:
     """The program of a seed: even seeds language models, odd ones plain functions."""
     return Gen(seed, seed % 2 == 0).program()
+
+
+# ---------------------------------------------------------------- llama-shaped programs (--gguf)
+def llama_case(seed: int) -> Case:
+    """A llama written one of many ways that llama.cpp's llama runs: its scalar keywords
+    (eps, theta, scale) from literals, dims, parameters passed down and arithmetic, rope
+    in halves or pairs, the output layer tied or not, the block split into helpers."""
+    r = random.Random(seed)
+    c = r.choice
+    eps_value, theta_value = c([(1e-5, "1e-5"), (1e-6, "1e-6")]), c([10000.0, 500000.0, 1000.0])
+    eps_text = c([eps_value[1], "e", "e" if eps_value[0] == 1e-5 else eps_value[1]])
+    theta_text = c([repr(theta_value), "t", "t * 1", f"Dh * {theta_value / 16!r}"])
+    scale = c(["", ", scale=1 / sqrt(Dh)", ", scale=sc", ", scale=Dh ** -0.5"])
+    style = c(["", ', style="half"', ', style="interleaved"'])
+    tied = r.random() < 0.3
+    lines = ["dim V = 256", "dim D = 64", "dim H = 4", f"dim Hkv = {c([1, 2, 4])}", "dim G = H / Hkv",
+             "dim Dh = D / H", "dim F = 96", f"dim L = {c([1, 2])}", "",
+             "model Attention:", "    wq: [H*Dh D]", "    wk: [Hkv*Dh D]", "    wv: [Hkv*Dh D]", "    wo: [D H*Dh]", "",
+             "model Block:", "    attn_norm: [D] = ones", "    attn: Attention", "    mlp_norm: [D] = ones",
+             "    w_gate: [F D]", "    w_up: [F D]", "    w_down: [D F]", "",
+             "model Llama:", "    embed: [V D]", "    layers: [L] Block", "    norm: [D] = ones"]
+    lines += [] if tied else ["    lm_head: [V D]"]
+    lines += ["", "fn normed(x: [b n D], w: [D], e: []) -> [b n D]:", f"    return rms_norm(x, w, over=D, eps={eps_text})", ""]
+    lines += ["fn attention(a: Attention, x: [b n D], pos: [b n] i64, t: [], sc: []) -> [b n D]:",
+              f"    q = linear(x, a.wq) |> rearrange(b n (H Dh) -> b H n Dh) |> rope(pos, theta={theta_text}{style})",
+              f"    k = linear(x, a.wk) |> rearrange(b n (Hkv Dh) -> b Hkv n Dh) |> rope(pos, theta={theta_text}{style})",
+              "    v = linear(x, a.wv) |> rearrange(b n (Hkv Dh) -> b Hkv n Dh)",
+              "    k = k |> repeat(b Hkv n Dh -> b (Hkv G) n Dh)",
+              "    v = v |> repeat(b Hkv n Dh -> b (Hkv G) n Dh)",
+              f"    o = scaled_dot_product_attention(q, k, v, attn_mask=causal[n n]{scale})",
+              "    return o |> rearrange(b H n Dh -> b n (H Dh)) |> linear(a.wo)", ""]
+    mlp = c(["(silu(linear(h, p.w_gate)) * linear(h, p.w_up))", "(linear(h, p.w_up) * silu(linear(h, p.w_gate)))"])
+    e_arg = c([repr(eps_value[0]), "eps", "eps * 1"])
+    t_arg = c([repr(theta_value), f"{theta_value / 1000!r} * 1000"])
+    sc_arg = c(["1 / sqrt(Dh)", "Dh ** -0.5"])
+    lines += ["fn block(p: Block, x: [b n D], pos: [b n] i64, eps: []) -> [b n D]:",
+              f"    x = x + attention(p.attn, normed(x, p.attn_norm, {e_arg}), pos, {t_arg}, {sc_arg})",
+              f"    h = normed(x, p.mlp_norm, {e_arg})",
+              f"    return x + linear({mlp}, p.w_down)", ""]
+    head = "m.embed" if tied else "m.lm_head"
+    lines += ["@export(gguf)", "fn forward(m: Llama, ids: [b n] Index[V], pos: [b n] i64) -> [b n V]:",
+              "    x = embedding(ids, m.embed)", "    for layer in m.layers:",
+              f"        x = block(layer, x, pos, {eps_value[0]!r})",
+              f"    return normed(x, m.norm, {eps_value[0]!r}) |> linear({head})", ""]
+    return Case("\n".join(lines), lm=True, seed=r.randrange(1 << 16))

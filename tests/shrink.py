@@ -28,13 +28,14 @@ def failure_kind(case, tmp) -> str | None:
     """None when the program does not check or the export agrees; else the kind of failure."""
     import traceback
 
-    from differential_support import run_case
+    from differential_support import run_case, run_gguf
+    target = "gguf" if "target=gguf" in case.source.split("\n", 1)[0] else "hf"
     try:
-        res = run_case(case, tmp)
+        res = (run_gguf if target == "gguf" else run_case)(case, tmp)
     except Exception as e:  # noqa: BLE001 - an exception is a failure kind of its own
         traceback.print_exc(limit=1)
         return f"exception {type(e).__name__}"
-    status, why = res.get("hf", (None, ""))
+    status, why = res.get(target, (None, ""))
     if status != "disagree":
         return None
     if why.startswith("export failed"):
@@ -97,7 +98,7 @@ def shrink(case, tmp, log=print):
                 log(f"removed an item: {len(lines)} lines left")
         i = len(lines) - 1
         while i >= 0:  # lines, last first
-            if lines[i].strip() and still(lines[:i] + lines[i + 1:]):
+            if lines[i].strip() and not lines[i].startswith("# case:") and still(lines[:i] + lines[i + 1:]):
                 del lines[i]
                 changed = True
                 log(f"removed a line: {len(lines)} left")

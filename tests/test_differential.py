@@ -12,8 +12,8 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from differential_support import case_from_text, quiet, run_case  # noqa: E402
-from progen import generate  # noqa: E402
+from differential_support import case_from_text, quiet, run_case, run_gguf  # noqa: E402
+from progen import generate, llama_case  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CASES = os.path.join(HERE, "programs", "differential")
@@ -35,16 +35,29 @@ def test_random_program_export_agrees_with_the_evaluator(seed, tmp):
     assert status == "agree", f"seed {seed}: {why}\n{case.source}"
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_llama_shaped_program_gguf_agrees_with_the_evaluator(seed, tmp):
+    """--gguf through llama.cpp, on llamas whose scalar keywords are written many ways."""
+    pytest.importorskip("llama_cpp")
+    case = llama_case(seed)
+    res = run_gguf(case, tmp)
+    assert res["checked"], f"seed {seed}: does not check:\n{case.source}"
+    status, why = res["gguf"]
+    assert status == "agree", f"seed {seed}: {why}\n{case.source}"
+
+
 def regression_cases() -> list:
     return sorted(f for f in os.listdir(CASES) if f.endswith(".ss")) if os.path.isdir(CASES) else []
 
 
 @pytest.mark.parametrize("name", regression_cases())
 def test_regression_case_agrees(name, tmp):
-    case = case_from_text(open(os.path.join(CASES, name)).read())
-    res = run_case(case, tmp)
+    text = open(os.path.join(CASES, name)).read()
+    case = case_from_text(text)
+    target = "gguf" if "target=gguf" in text.split("\n", 1)[0] else "hf"
+    res = (run_gguf if target == "gguf" else run_case)(case, tmp)
     assert res["checked"], f"{name} does not check"
-    status, why = res["hf"]
+    status, why = res[target]
     assert status == "agree", f"{name}: {why}"
 
 

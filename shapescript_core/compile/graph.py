@@ -573,8 +573,8 @@ def fold(node, prog) -> Optional[object]:
         return node.attrs["value"]
     if node.op == "size":
         return prog.value_of(node.attrs["size"])
-    if not isinstance(node.type, ScalarT):
-        return None  # a tensor, even one of shape []: known only when the model runs
+    if not isinstance(node.type, ScalarT) and not (isinstance(node.type, TensorT) and not node.type.axes):
+        return None  # a tensor with axes: known only when the model runs
     vals = [fold(i, prog) for i in node.inputs]
     if any(v is None or isinstance(v, (str, bool)) for v in vals):
         return None

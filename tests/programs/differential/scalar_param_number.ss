@@ -1,3 +1,4 @@
+# case: plain+s weights-seed=0 target=hf
 # Bug: a number passed to a scalar parameter `s: []` reached the callee as a Python
 # number, but the callee's builtins on it were lowered as tensor operations: `torch.sqrt(s)`
 # raised TypeError when the export ran. Shrunk from progen seed 13.
