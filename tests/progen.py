@@ -69,11 +69,11 @@ class Gen:
         e = lambda: self.expr(env, f, depth - 1, blk)  # noqa: E731
         s = "s" if f.scalar else None
         opts = ["unary", "bounded", "binop", "scalar_mul", "norm", "softmax", "heads", "reduce", "minmax",
-                "where", "dot", "repeat", "to", "orders", "subset"]
+                "where", "dot", "repeat", "to", "orders", "subset", "logic", "power"]
         if blk:
             opts += ["linear", "mlp", "matmul", "lnorm", "bias", "einsum_w", "argmax", "norm_inner"]
         if not self.lm:
-            opts += ["over_n", "softmax_n", "total"]
+            opts += ["over_n", "softmax_n", "total", "mix_n", "pool", "shift"]
         callable_fns = [g for g in self.fns if g.name != f.name and self.fns.index(g) > self.fns.index(f)] \
             if f in self.fns else list(self.fns)
         if callable_fns:
@@ -148,6 +148,26 @@ class Gen:
                         f"eps={self.scalar('eps', s)}) |> rearrange({B} D {N} -> {B} {N} D))")
             return (f"({e()} |> rearrange({B} {N} D -> D {B} {N}) |> layer_norm({blk}.n1, {blk}.b1, over=D, "
                     f"eps={self.scalar('eps', s)}) |> rearrange(D {B} {N} -> {B} {N} D))")
+        if k == "logic":  # masks combined with and / or / not
+            return self.pick(f"masked_fill({e()}, ({e()} > 0.0) and ({e()} < 1.0), 0.0)",
+                             f"where(({e()} < -0.5) or not ({e()} < 0.5), {e()}, {e()})",
+                             f"masked_fill({e()}, !({e()} > -1.0), -1.0)")
+        if k == "power":
+            return self.pick(f"(abs({e()}) ** 0.5)", f"({e()} ** 2)", f"(-{e()})", f"scale({e()}, mean({e()}, over=D))",
+                             f"(2.0 ** tanh({e()}))")
+        if k == "mix_n":  # attention without heads: axes renamed by einsum, matmul with batch axes
+            x1, x2 = e(), e()
+            return self.pick(
+                f"(einsum({x1}, {x2}: {B} {N} D, {B} m D -> {B} {N} m) |> masked_fill(!causal[{N} m], -inf) "
+                f"|> softmax(over=m) |> matmul({x2} |> rearrange({B} {N} D -> {B} {N} D)))",
+                f"((einsum({x1}, {x2}: {B} {N} D, {B} m D -> {B} {N} m) |> scale(0.1) |> softmax(over=m)) @ {x2})",
+                f"(einsum({x1}, {x2}: {B} {N} D, {B} m D -> {B} m {N}) |> log_softmax(over={N}) |> exp "
+                f"|> einsum({x1}: {B} m {N}, {B} m D -> {B} {N} D))")
+        if k == "pool":  # a helper whose result has fewer axes, broadcast back by name
+            return f"({e()} * pooled({e()}))"
+        if k == "shift":  # integer arithmetic on positions
+            return f"({e()} |> rearrange({B} {N} (H Dh) -> {B} H {N} Dh) |> rope(arange({N}) + 1, theta=50.0) " \
+                   f"|> rearrange({B} H {N} Dh -> {B} {N} (H Dh)))"
         if k == "argmax":  # ids computed from values: a row of the table per position
             # values that can't tie (a tie's argmax is any of them): through a weight, plus a bias
             return f"embedding(argmax(linear({e()}, {blk}.sq) + {blk}.b1, over=D), {blk}.sq)"
@@ -310,6 +330,10 @@ model Root:
             decorator = "@export(hf)"
         self.fns.remove(fwd)
         forward = "\n".join([decorator, head] + ["    " + line for line in flines])
+        if "pooled(" in block + forward + "".join(helpers):
+            helpers.append("fn pooled(x: [pb pn D]) -> [pb D]:\n    h: [pb pn D] = tanh(x)\n"
+                           "    return mean(h, over=pn) |> rms_norm(ones_d(), over=D)")
+            helpers.append("fn ones_d() -> [D]:\n    return sum(causal[D D] |> to(f32) |> rearrange(D e -> D e), over=e) / D")
         source = "\n".join(dims) + "\n\n" + models + "\n\n" + "\n\n".join(helpers + [block, forward]) + "\n"
         case = Case(source, lm=self.lm, seed=self.r.randrange(1 << 16))
         case.plain_scalar = fwd.scalar
