@@ -1,4 +1,4 @@
-"""The `shapescript` command line: check, explain, export.
+"""The `shapescript` command line: check, explain, fmt, export.
 
 Exit statuses (docs/command-line.md): 0 nothing wrong (warnings allowed), 1 errors
 (diagnostics, or an export that failed), 2 a usage error (bad arguments, a path that
@@ -14,13 +14,18 @@ import sys
 
 from . import explain as explain_mod
 from .diagnostics import Severity
+from .export.cli import run_export_command
+from .export.request import unknown_dims
 from .fixes import apply_edits, safe_fix_edits
-from .project_files import PathError, files_to_check
-from .render import render_github, render_human, to_json_line
+from .ide.format import format_markdown, format_text
 from .check.env import dim_value_problem
 from .export.request import find_settings
-from .export.writers import DTYPES, TARGETS
+from .export.writers import DTYPES
 from .files import Access, ReadRefused, read_bytes, shown
+from .project_files import PathError, files_to_check
+from .render import render_github, render_human, to_json_line
+from .syntax.source import LineIndex
+from .targets import TARGETS
 from .workspace import Workspace
 
 
@@ -80,7 +85,6 @@ def _write_fixed(path: str, text: str):
 def _lines_for(ws: Workspace):
     def lines(path):
         f = ws.file(path)
-        from .syntax.source import LineIndex
         return f.lines if f is not None else LineIndex("")
     return lines
 
@@ -127,7 +131,6 @@ def _require_fn(ws: Workspace, paths, name: str):
 
 
 def _require_dims(ws: Workspace, paths, dims: dict):
-    from .export.request import unknown_dims
     bad = unknown_dims(ws, paths, list(dims))
     if bad:
         raise UsageError(bad)
@@ -147,7 +150,7 @@ def cmd_check(args) -> int:
         return 0
     ws = Workspace(dims, _access(files))
     paths = _load(ws, files)
-    ws.export_requests = _requests(args, paths)  # before anything analyses the files
+    ws.set_export_requests(_requests(args, paths))  # before anything analyses the files
     _require_dims(ws, paths, dims)
     if args.fn:
         _require_fn(ws, paths, args.fn)
@@ -181,7 +184,6 @@ def cmd_explain(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .export.cli import run_export_command
     targets = [t for t in TARGETS if getattr(args, t)]
     if len(targets) != 1:
         raise UsageError("export takes exactly one of --hf, --vllm, --gguf")
@@ -209,6 +211,53 @@ class _Version(argparse.Action):
         parser.exit(0)
 
 
+def cmd_fmt(args) -> int:
+    """Format files in place (`--check`: only say which would change, exit 1 if any)."""
+    try:  # the paths as `check` takes them; a Markdown file named: its code blocks
+        files, problems = files_to_check(args.paths)
+    except PathError as e:
+        raise UsageError(str(e))
+    for problem in problems:
+        print(f"shapescript: warning: {problem}", file=sys.stderr)
+    changed = unchanged = failed = 0
+    for p in files:
+        shown = os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p
+        try:
+            with open(p, "rb") as fh:
+                text = fh.read().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            print(f"shapescript: can't read `{p}`: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
+            failed += 1
+            continue
+        new = format_markdown(text) if p.endswith(".md") else format_text(text)
+        if "\r\n" in text:  # keep the file's line breaks
+            new = new.replace("\n", "\r\n")
+        if new == text:
+            unchanged += 1
+            continue
+        changed += 1
+        if args.check:
+            print(f"would reformat {shown}")
+            continue
+        tmp = f"{p}.shapescript-fmt-{os.getpid()}"
+        try:
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                fh.write(new)
+            os.replace(tmp, p)  # a reader never sees a half-written file
+        except OSError as e:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            print(f"shapescript: can't write `{p}`: {e.strerror or e}", file=sys.stderr)
+            failed += 1
+            continue
+        print(f"formatted {shown}", file=sys.stderr)
+    verb = "would be reformatted" if args.check else "reformatted"
+    print(f"{changed} file{'s' if changed != 1 else ''} {verb}, {unchanged} left unchanged", file=sys.stderr)
+    if failed:
+        return 2
+    return 1 if args.check and changed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="shapescript", description="ShapeScript checker and exporter",
                                  epilog="exit status: 0 no errors, 1 errors, 2 usage error")
@@ -232,6 +281,15 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("explain", help="print a code's explanation")
     e.add_argument("code")
     e.set_defaults(run=cmd_explain)
+    f = sub.add_parser("fmt", help="format files in the canonical layout",
+                       description="Format .ss files in place (paths as check takes them: folders "
+                                   "stand for the .ss files below them, no path for the project), and "
+                                   "the ```shapescript code blocks of .md files named. Only whitespace "
+                                   "changes.")
+    f.add_argument("paths", nargs="*", metavar="PATH")
+    f.add_argument("--check", action="store_true",
+                   help="change nothing; list the files that would change and exit 1 if there are any")
+    f.set_defaults(run=cmd_fmt)
     x = sub.add_parser("export", help="export a function for a serving engine",
                        description="Check a function for a target and write it: a Hugging Face "
                                    "model directory (--hf, --vllm) or one .gguf file (--gguf).")

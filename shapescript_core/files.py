@@ -257,16 +257,25 @@ def open_file(path: str, access: Access = Access()):
     return os.fdopen(fd, "rb")
 
 
-def walk_files(roots: Iterable[str], suffix: str, max_entries: int = WALK_MAX_ENTRIES,
-               seconds: float = WALK_SECONDS, access: Optional[Access] = None) -> Iterator[str]:
+def skipped_folder(name: str) -> bool:
+    """A folder no search enters: hidden (`.git`, `.venv`) or a dependency folder."""
+    return name.startswith(".") or name in SKIPPED_DIRS
+
+
+def walk_files(roots: Iterable[str], suffix: str, max_entries: Optional[int] = WALK_MAX_ENTRIES,
+               seconds: Optional[float] = WALK_SECONDS, access: Optional[Access] = None,
+               excluded=None) -> Iterator[str]:
     """The regular files named `*suffix` under `roots`, in a stable order: hidden and
     dependency folders skipped, symlinked folders not entered, a symlinked file only if it
-    resolves to a regular file inside a root; at most `max_entries` entries looked at,
-    for at most `seconds` (the consumer's time between files counts), then it stops and
-    logs why."""
+    resolves to a regular file inside a root, and what `excluded(path, is_folder)` says
+    (the `exclude` of shapescript.toml, for `shapescript check`); at most `max_entries`
+    entries looked at, for at most `seconds` (the consumer's time between files counts),
+    then it stops and logs why (None: no bound, for a command the user asked for)."""
     real_roots = tuple(os.path.realpath(r) for r in roots if usable_path(r))
     access = access or Access(DEFAULT_FILE_LIMIT, real_roots)
-    deadline = time.monotonic() + seconds
+    if max_entries is None:
+        max_entries = math.inf
+    deadline = time.monotonic() + (math.inf if seconds is None else seconds)
     seen = 0
     for root in real_roots:
         stack = [root]
@@ -290,10 +299,10 @@ def walk_files(roots: Iterable[str], suffix: str, max_entries: int = WALK_MAX_EN
             for e in entries:
                 try:
                     if e.is_dir(follow_symlinks=False):
-                        if not e.name.startswith(".") and e.name not in SKIPPED_DIRS:
+                        if not skipped_folder(e.name) and not (excluded and excluded(e.path, True)):
                             subdirs.append(e.path)
                         continue
-                    if not e.name.endswith(suffix):
+                    if not e.name.endswith(suffix) or (excluded and excluded(e.path, False)):
                         continue
                     if e.is_symlink():
                         real = os.path.realpath(e.path)
