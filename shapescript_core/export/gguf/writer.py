@@ -15,8 +15,10 @@ import gguf
 import numpy as np
 from gguf.quants import quant_shape_to_byte_shape, quantize
 
-from ..writers import ExportError
+from ...compile.graph import CompileError, trace
+from ..errors import ExportError
 from . import layout, metadata
+from .match import match
 from .messages import e3313
 from .plan import Departure, Gather, Transpose
 from .tokenizer import TokenizerError, add_tokenizer, copy_tokenizer
@@ -27,8 +29,6 @@ _QTYPE = {"bf16": Q.BF16, "q8_0": Q.Q8_0}
 
 def plan_for(ctx):
     """The matched Plan, or ExportError E3313."""
-    from ...compile.graph import CompileError, trace
-    from .match import match
     try:
         tr = trace(ctx.ws, ctx.request.path, ctx.fn_item.name, ctx.dims)
     except CompileError as e:

@@ -11,7 +11,7 @@ import logging
 import os
 import shutil
 
-from ..writers import ExportError
+from ..errors import ExportError
 from .build import build
 from .keys import MAPPING_FILE
 

@@ -13,7 +13,7 @@ import numpy as np
 from gguf.quants import _type_traits  # what gguf-py can dequantize
 from gguf.quants import dequantize
 
-from ..writers import ExportError
+from ..errors import ExportError
 
 FAMILY = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2"}
 BUFFERS = ("rope_freqs.weight",)

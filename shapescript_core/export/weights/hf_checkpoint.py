@@ -17,7 +17,7 @@ import os
 import gguf
 
 from ..gguf.plan import RopePermute, Transpose
-from ..writers import ExportError
+from ..errors import ExportError
 from .source import WeightSource
 
 CONFIG = "config.json"

@@ -24,7 +24,7 @@ from ...compile.graph import CompileError, trace
 from ..gguf import metadata
 from ..gguf.match import match
 from ..gguf.plan import Departure, Gather, Transpose
-from ..writers import ExportError
+from ..errors import ExportError
 from .convert import NP, bf16_bits, bf16_to_f32, to_stored
 from .gguf_checkpoint import GGUFCheckpoint, is_gguf
 from .hf_checkpoint import HFCheckpoint
