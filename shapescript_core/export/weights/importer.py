@@ -30,7 +30,7 @@ from .gguf_checkpoint import GGUFCheckpoint, is_gguf
 from .hf_checkpoint import HFCheckpoint
 from .messages import e3314, e3315, e3315_heads, e3316
 from .recipe import Rows, add_part
-from .safetensors_format import TensorInfo
+from .safetensors_format import ST_DTYPES, TO_ST, TensorInfo
 from .source import WeightSource
 from .weights_map import keys_for, read_map, recipe_for, rule_for
 
@@ -111,7 +111,7 @@ class ImportedSource:
 
     def info(self, path: str) -> TensorInfo:
         s = self.specs[path]
-        item = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2}.get(s.dtype, 4)
+        item = ST_DTYPES[TO_ST[s.dtype]][1]
         return TensorInfo(path, s.dtype, tuple(s.shape), 0, s.numel * item)
 
     def truncated(self, path: str):

@@ -26,7 +26,7 @@ import tomllib
 from dataclasses import dataclass
 
 from ..gguf.plan import RopePermute, Transpose
-from ..writers import ExportError
+from ..errors import ExportError
 from .recipe import Part, Recipe, Rows, step_shape
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")
