@@ -16,7 +16,7 @@ from . import explain as explain_mod
 from .diagnostics import Severity
 from .export.cli import run_export_command
 from .export.request import unknown_dims
-from .fixes import apply_edits, safe_fix_edits
+from .apply_fixes import apply_edits, safe_fix_edits
 from .ide.format import format_markdown, format_text
 from .check.env import dim_value_problem
 from .export.request import find_settings

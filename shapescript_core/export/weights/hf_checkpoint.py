@@ -16,7 +16,7 @@ import os
 
 import gguf
 
-from ..gguf.plan import RopePermute, Transpose
+from ..gguf.gguf_plan import RopePermute, Transpose
 from ..errors import ExportError
 from .source import WeightSource
 

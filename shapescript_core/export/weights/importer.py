@@ -23,12 +23,12 @@ import numpy as np
 from ...compile.graph import CompileError, trace
 from ..gguf import metadata
 from ..gguf.match import match
-from ..gguf.plan import Departure, Gather, Transpose
+from ..gguf.gguf_plan import Departure, Gather, Transpose
 from ..errors import ExportError
 from .convert import NP, bf16_bits, bf16_to_f32, to_stored
 from .gguf_checkpoint import GGUFCheckpoint, is_gguf
 from .hf_checkpoint import HFCheckpoint
-from .messages import e3314, e3315, e3315_heads, e3316
+from .weight_messages import e3314, e3315, e3315_heads, e3316
 from .recipe import Rows, add_part
 from .safetensors_format import ST_DTYPES, TO_ST, TensorInfo
 from .source import WeightSource
