@@ -19,8 +19,8 @@ from ...compile.graph import CompileError, trace
 from ..errors import ExportError
 from . import layout, metadata
 from .match import match
-from .messages import e3313
-from .plan import Departure, Gather, Transpose
+from .e3313 import e3313
+from .gguf_plan import Departure, Gather, Transpose
 from .tokenizer import TokenizerError, add_tokenizer, copy_tokenizer
 
 Q = gguf.GGMLQuantizationType
@@ -28,7 +28,7 @@ _QTYPE = {"bf16": Q.BF16, "q8_0": Q.Q8_0}
 
 
 def plan_for(ctx):
-    """The matched Plan, or ExportError E3313."""
+    """The matched GGUFPlan, or ExportError E3313."""
     try:
         tr = trace(ctx.ws, ctx.request.path, ctx.fn_item.name, ctx.dims)
     except CompileError as e:

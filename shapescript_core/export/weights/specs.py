@@ -15,7 +15,7 @@ from ...check.types import ModelT, StackT, TensorT
 from ...syntax import ast as A
 from ...targets import candidates, decorated_targets
 from ..errors import ExportError, ParamSpec
-from .messages import e3312
+from .weight_messages import e3312
 
 
 @dataclass
