@@ -25,7 +25,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 
-from ..gguf.plan import RopePermute, Transpose
+from ..gguf.gguf_plan import RopePermute, Transpose
 from ..errors import ExportError
 from .recipe import Part, Recipe, Rows, step_shape
 
