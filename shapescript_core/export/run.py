@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..diagnostics import Severity
-from .writers import KIND, ExportCancelled, ExportError, WriterUnavailable, load_writer
+from .writers import KIND, ExportCancelled, ExportError, WriterUnavailable, check_requirements, load_writer
 
 log = logging.getLogger("shapescript.export")
 
@@ -126,6 +126,7 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
 
     try:
         writer = load_writer(request.target)
+        check_requirements(request.target)
     except WriterUnavailable as e:
         return _fail(str(e), USAGE, warnings=warnings)
 

@@ -1,6 +1,6 @@
 """Which functions of a file the export checks run on, and for which targets.
 
-1. a function marked `@export(hf, vllm, gguf)` (any subset), for its listed targets;
+1. a function marked `@export(hf, vllm, gguf, litert)` (any subset), for its listed targets;
 2. in a file with no `@export`, `forward`: all targets when a parameter is an `Index[…]`
    tensor (a language model), else `hf` only (or the settings' default targets);
 3. explicit requests (`check --target/--fn`, `export`) replace both for their file.
@@ -10,8 +10,8 @@ from __future__ import annotations
 from ..check.types import TensorT
 from ..syntax import ast as A
 
-TARGETS = ("hf", "vllm", "gguf")
-FULL = frozenset(("vllm", "gguf"))  # the targets that add E3301 to E3305
+TARGETS = ("hf", "vllm", "gguf", "litert")
+FULL = frozenset(("vllm", "gguf", "litert"))  # the targets that add E3301 to E3305
 
 
 def decorated_targets(item: A.FnItem):

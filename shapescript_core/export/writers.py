@@ -12,12 +12,18 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-TARGETS = ("hf", "vllm", "gguf")
+TARGETS = ("hf", "vllm", "gguf", "litert")
 WRITERS = {"hf": "shapescript_core.export.hf.writer:write",
            "vllm": "shapescript_core.export.vllm.writer:write",
-           "gguf": "shapescript_core.export.gguf.writer:write"}
-KIND = {"hf": "dir", "vllm": "dir", "gguf": "file"}  # gguf output is one .gguf file
-DTYPES = {"hf": ("f32", "f16", "bf16"), "vllm": ("f32", "f16", "bf16"), "gguf": ("f32", "f16", "bf16", "q8_0")}
+           "gguf": "shapescript_core.export.gguf.writer:write",
+           "litert": "shapescript_core.export.litert.writer:write"}
+KIND = {"hf": "dir", "vllm": "dir", "gguf": "file", "litert": "dir"}  # gguf output is one .gguf file
+# litert converts in float32 (its weights' precision is `--quantize`, not the dtype)
+DTYPES = {"hf": ("f32", "f16", "bf16"), "vllm": ("f32", "f16", "bf16"), "gguf": ("f32", "f16", "bf16", "q8_0"),
+          "litert": ("f32",)}
+# A target whose writer runs in an environment of its own: "module:function" that raises
+# WriterUnavailable (a one-line message saying how to install it) when it is missing.
+REQUIRES = {"litert": "shapescript_core.export.litert.env:require"}
 
 
 class ExportError(Exception):
@@ -69,6 +75,15 @@ def load_writer(target: str):
             raise WriterUnavailable(f"the checks pass, but the {target} writer is not available yet") from e
         raise
     return getattr(mod, name)
+
+
+def check_requirements(target: str):
+    """Raise WriterUnavailable when the target's own environment is missing."""
+    spec = REQUIRES.get(target)
+    if spec is None:
+        return
+    module, _, name = spec.partition(":")
+    getattr(importlib.import_module(module), name)()
 
 
 def __getattr__(name):  # ExportContext lives with the machinery that builds it

@@ -7,6 +7,8 @@
     weights = "weights.safetensors"    # or random_weights = true, seed = 0
     output = "exported"
     dtype = "f16"
+    prefill_length = 128               # --litert's (see docs/serving-engines.md)
+    cache_length = 1024
 
 The editor's settings (section `shapescript`) take the same keys, camelCase accepted,
 and override the file's. Invalid entries are left out and described in `problems`.
@@ -34,6 +36,10 @@ class Config:
         return Config(over.default_targets if over.default_targets is not None else self.default_targets,
                       {**self.dims, **over.dims}, {**self.export, **over.export},
                       self.problems + over.problems)
+
+
+def _positive(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0
 
 
 def _get(d: dict, *names):
@@ -77,7 +83,9 @@ def parse_settings(data, source: str = "settings") -> Config:
                                    ("weights", ("weights",), lambda v: isinstance(v, str)),
                                    ("random_weights", ("random_weights", "randomWeights"), lambda v: isinstance(v, bool)),
                                    ("seed", ("seed",), lambda v: isinstance(v, int) and not isinstance(v, bool)),
-                                   ("dtype", ("dtype",), lambda v: v in DTYPES)):
+                                   ("dtype", ("dtype",), lambda v: v in DTYPES),
+                                   ("prefill_length", ("prefill_length", "prefillLength"), _positive),
+                                   ("cache_length", ("cache_length", "cacheLength"), _positive)):
                 v = _get(export, *names)
                 if v is None:
                     continue

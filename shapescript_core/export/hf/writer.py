@@ -2,7 +2,9 @@
 
 The directory: `config.json`, `configuration_<stem>.py`, `modeling_<stem>.py`, the
 source file(s), `model.safetensors` (keys: the generated model's state_dict), and
-`shapescript-weights.json` mapping each param path to its key.
+`shapescript-weights.json` mapping each param path to its key. With a tokenizer
+(`--tokenizer DIR`) its files are copied, and a language model's special token ids go into
+`config.json` and `generation_config.json` (`special_tokens.py`).
 """
 from __future__ import annotations
 
@@ -14,11 +16,13 @@ import shutil
 from ..writers import ExportError
 from .build import build
 from .keys import MAPPING_FILE
+from .special_tokens import generation_config, special_token_ids
 
 log = logging.getLogger("shapescript.export.hf")
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
-                   "vocab.json", "merges.txt", "added_tokens.json", "generation_config.json")
+                   "vocab.json", "merges.txt", "added_tokens.json", "generation_config.json",
+                   "chat_template.jinja", "chat_template.json")
 
 
 def write(ctx) -> str:
@@ -31,6 +35,11 @@ def write_directory(ctx) -> dict:
     ctx.progress("compiling to PyTorch", 0, 1)
     art = build(ctx.ws, ctx.request.path, ctx.fn_item.name, ctx.request.dtype)
     d = ctx.tmp
+    tok = getattr(ctx.request, "tokenizer", None)
+    ids = {}
+    if tok and art.lm:
+        ids = special_token_ids(tok, art.config.get("vocab_size"))
+        art.config.update(ids)
     _text(d, "config.json", json.dumps(art.config, indent=2) + "\n")
     _text(d, f"{art.names.configuration}.py", art.configuration)
     _text(d, f"{art.names.modeling}.py", art.modeling)
@@ -45,9 +54,10 @@ def write_directory(ctx) -> dict:
             entries.append((key, spec.path))
     _text(d, MAPPING_FILE, json.dumps({"format": 1, "source": os.path.basename(ctx.request.path),
                                        "function": ctx.fn_item.name, "keys": keys}, indent=2) + "\n")
-    tok = getattr(ctx.request, "tokenizer", None)
     if tok:
         copy_tokenizer(tok, d)
+        if ids and not os.path.exists(os.path.join(d, "generation_config.json")):
+            _text(d, "generation_config.json", json.dumps(generation_config(ids), indent=2) + "\n")
     ctx.check_cancelled()
     size = ctx.write_safetensors("model.safetensors", entries, metadata={"format": "pt"})
     return {"tensors": len(entries), "bytes": size, "lm": art.lm, "artifact": art}
