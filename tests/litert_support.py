@@ -117,3 +117,78 @@ for text in texts:
                  "engine_ids": tok(got, add_special_tokens=False).input_ids})
 print(json.dumps({"eos": engine.eos_token_ids, "runs": runs}))
 """
+
+# argv: OUT. The seed's checks of the shipped extension, on the hf/ export:
+# - patch parity: logits with and without patch_model equal, every patched function and
+#   every module's class and forward restored on exit;
+# - torch.export of prefill and decode through the extension's exportables (what export_hf
+#   traces), plain and with apply_gpu_composites: the odml composites found in each graph.
+EXTENSION_CHECKS = r"""
+import dataclasses, importlib, json, os, sys
+import torch
+
+out = sys.argv[1]
+hf = out + "/hf"
+sys.path.insert(0, out)
+name = next(f[:-3] for f in os.listdir(out) if f.startswith("shapescript_litert_") and f.endswith(".py"))
+ext_module = importlib.import_module(name)
+from litert_torch.generative.export_hf.core import export_lib, exportable_module
+from litert_torch.generative.export_hf.model_ext import extension as extension_lib
+
+config = exportable_module.ExportableModuleConfig(
+    model=hf, trust_remote_code=True, prefill_lengths=[8], cache_length=32, prefill_logits=True,
+    quantization_recipe="none", extension_modules=[name])
+artifacts = export_lib.load_model(hf, config, trust_remote_code=True)
+config = export_lib.update_export_config(config, artifacts)
+model = artifacts.model.eval()
+ext = extension_lib.resolve_model_extension(model.config.model_type, config)
+modeling = sys.modules[type(model).__module__]
+
+ids = torch.tensor([[5, 17, 42, 99, 3, 250, 7, 11]])
+model.set_attn_implementation("sdpa")  # eager runs; export_hf's attention needs its cache
+def logits():
+    with torch.no_grad():
+        return model(ids, use_cache=False).logits
+
+functions = {n: getattr(modeling, n) for n in ext_module.PATCHED if hasattr(modeling, n)}
+modules = {n: (type(m), type(m).forward) for n, m in model.named_modules()}
+before = logits()
+with ext.patch_model(model, config):
+    swapped = sorted(n for n, f in functions.items() if getattr(modeling, n) is not f)
+    during = logits()
+restored = (all(getattr(modeling, n) is f for n, f in functions.items())
+            and modules == {n: (type(m), type(m).forward) for n, m in model.named_modules()})
+after = logits()
+
+def composites(gpu, extension=True):
+    cfg = dataclasses.replace(config, apply_gpu_composites=gpu, use_sdpa_composite=gpu)
+    found = {}
+    model.set_attn_implementation("lrt_transposed_attention")
+    with ext.patch_model(model, cfg):
+        pair = export_lib.get_prefill_decode_exportable_cls(artifacts.model_config, cfg) if extension else \
+            (exportable_module.LiteRTExportableModuleForDecoderOnlyLMPrefill,
+             exportable_module.LiteRTExportableModuleForDecoderOnlyLMGenerate)
+        for cls in pair:
+            module = cls(model, cfg, artifacts)
+            for sig, (inputs, dyn) in module.get_sample_inputs(artifacts.text_model_config).items():
+                ep = torch.export.export(module, args=(), kwargs=inputs)
+                ops = {}
+                for node in ep.graph.nodes:
+                    if node.op == "call_function" and "mark_tensor" in str(node.target) \
+                            and not node.kwargs.get("is_input", node.args[4] if len(node.args) > 4 else True):
+                        kw = dict(node.kwargs)
+                        nm = kw.get("name", node.args[1] if len(node.args) > 1 else None)
+                        attr = kw.get("attr", node.args[5] if len(node.args) > 5 else None)
+                        entry = ops.setdefault(nm, {"count": 0, "attrs": []})
+                        entry["count"] += 1
+                        if attr is not None:
+                            entry["attrs"].append({k: v for k, v in attr if isinstance(v, (int, float, bool, str))})
+                found[sig] = ops
+    return {"exportables": [c.__name__ for c in pair], "signatures": found}
+
+print(json.dumps({"swapped": swapped, "restored": restored,
+                  "parity": float((during - before).abs().max()), "after": float((after - before).abs().max()),
+                  "plain": composites(False), "gpu": composites(True),
+                  "gpu_generic_exportables": composites(True, extension=False),
+                  "layers": model.config.num_hidden_layers}))
+"""
