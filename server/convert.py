@@ -309,3 +309,26 @@ def stitch(encoded: list) -> T.SemanticTokens:
         data += chunk[2:]
         prev_line, prev_col = base_line + last_line, last_col
     return T.SemanticTokens(data=data)
+
+
+# ---------------------------------------------------------------- edits of whole files
+def edits_workspace_edit(edits: dict, lines_for: Callable, uri_for: Callable, version_for: Callable,
+                         document_changes: bool) -> T.WorkspaceEdit:
+    """A WorkspaceEdit of the core's `{path: [TextEdit]}` (rename): versioned for the
+    open documents when the client takes `documentChanges`."""
+    per_uri = {}
+    for path, es in sorted(edits.items()):
+        lines = lines_for(path)
+        per_uri[uri_for(path)] = [T.TextEdit(range=range_(lines, e.start, e.end), new_text=e.text) for e in es]
+    if document_changes:
+        return T.WorkspaceEdit(document_changes=[
+            T.TextDocumentEdit(text_document=T.OptionalVersionedTextDocumentIdentifier(uri=uri,
+                                                                                       version=version_for(uri)),
+                               edits=es)
+            for uri, es in per_uri.items()])
+    return T.WorkspaceEdit(changes=per_uri)
+
+
+def document_highlight(h, lines: LineIndex) -> T.DocumentHighlight:
+    return T.DocumentHighlight(range=range_(lines, h.start, h.end),
+                               kind=T.DocumentHighlightKind.Write if h.write else T.DocumentHighlightKind.Read)

@@ -69,6 +69,7 @@ def register(ls: ShapeScriptServer):
     def initialize(ls: ShapeScriptServer, params: T.InitializeParams):
         ls.loop = asyncio.get_running_loop()
         ls.root = root_of(params)
+        ls.ws.roots = [ls.root] if ls.root else []  # the project's files, for rename and references
         opts = params.initialization_options
         ls.init_options = opts if isinstance(opts, dict) else {}
         apply_config(ls, ls.init_options.get("settings"), force=True, refresh=False)

@@ -1,14 +1,21 @@
-"""The `shapescript` command line: check, explain, export."""
+"""The `shapescript` command line: check, explain, export.
+
+Exit statuses (docs/command-line.md): 0 nothing wrong (warnings allowed), 1 errors
+(diagnostics, or an export that failed), 2 a usage error (bad arguments, a path that
+can't be read, a missing library), 130 interrupted.
+"""
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
 import sys
 
 from . import explain as explain_mod
 from .diagnostics import Severity
 from .fixes import apply_edits, safe_fix_edits
-from .render import render_human, to_json_line
+from .project_files import PathError, files_to_check
+from .render import render_github, render_human, to_json_line
 from .export.writers import DTYPES, TARGETS
 from .workspace import Workspace
 
@@ -52,16 +59,21 @@ def _lines_for(ws: Workspace):
     return lines
 
 
+FORMATS = ("human", "json", "github")
+
+
 def _print(ws: Workspace, diags: list, fmt: str):
     lines = _lines_for(ws)
     order = sorted(diags, key=lambda d: (d.path, d.span.abs_start, d.code))
     for d in order:
         if fmt == "json":
             print(to_json_line(d, lines))
+        elif fmt == "github":
+            print(render_github(d, lines))
         else:
             print(render_human(d, lines))
             print()
-    if fmt != "json" and diags:
+    if fmt == "human" and diags:
         ne = sum(1 for d in diags if d.severity == Severity.ERROR)
         nw = sum(1 for d in diags if d.severity == Severity.WARNING)
         parts = []
@@ -97,8 +109,18 @@ def _require_dims(ws: Workspace, paths, dims: dict):
 
 def cmd_check(args) -> int:
     dims = _parse_dims(args.dim)
+    try:
+        files, problems = files_to_check(args.paths)
+    except PathError as e:
+        raise UsageError(str(e))
+    for problem in problems:
+        print(f"shapescript: warning: {problem}", file=sys.stderr)
+    if not files:
+        where = ", ".join(f"`{p}`" for p in args.paths) if args.paths else f"`{os.getcwd()}` (the project)"
+        print(f"shapescript: no .ss files in {where}", file=sys.stderr)
+        return 0
     ws = Workspace(dims)
-    paths = _load(ws, args.files)
+    paths = _load(ws, files)
     ws.export_requests = _requests(args, paths)  # before anything analyses the files
     _require_dims(ws, paths, dims)
     if args.fn:
@@ -147,12 +169,36 @@ def cmd_export(args) -> int:
                               lambda diags: _print(ws, diags, "human"))
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed distribution's version (looked up only when asked)."""
+
+    def __init__(self, option_strings, dest, **kw):
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            v = importlib.metadata.version("shapescript")
+        except importlib.metadata.PackageNotFoundError:  # a checkout run without installing it
+            v = "(not installed)"
+        print(f"shapescript {v}")
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="shapescript", description="ShapeScript checker and exporter")
+    ap = argparse.ArgumentParser(prog="shapescript", description="ShapeScript checker and exporter",
+                                 epilog="exit status: 0 no errors, 1 errors, 2 usage error")
+    ap.add_argument("--version", action=_Version)
     sub = ap.add_subparsers(dest="cmd")
-    c = sub.add_parser("check", help="check files and print diagnostics")
-    c.add_argument("files", nargs="+")
-    c.add_argument("--format", choices=("human", "json"), default="human")
+    c = sub.add_parser("check", help="check files and folders and print diagnostics",
+                       description="Check .ss files: each file named, every .ss file below each folder "
+                                   "named (skipping what `exclude` in shapescript.toml names); with no "
+                                   "path, the project of the current folder (the nearest folder "
+                                   "holding a shapescript.toml, else the current folder).",
+                       epilog="exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error")
+    c.add_argument("paths", nargs="*", metavar="PATH", help="a .ss file or a folder (default: the project)")
+    c.add_argument("--format", choices=FORMATS, default="human",
+                   help="human (rustc's layout), json (one object per line), github (GitHub Actions "
+                        "annotations)")
     c.add_argument("--target", action="append", choices=TARGETS, help="run a target's export checks")
     c.add_argument("--fn", help="the function the export checks run on")
     c.add_argument("--fix", action="store_true", help="apply the safe fixes")

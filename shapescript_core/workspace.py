@@ -179,6 +179,24 @@ class Workspace:
         self._disk: dict = {}  # path -> (mtime, SourceFile)
         # path -> [(fn name or None, {targets})]: explicit export checks (CLI --target/--fn)
         self.export_requests: dict = {}
+        self.roots: list = []  # the project's folders (the editor's workspace folders)
+
+    # files of the project that IDE queries across files (references, rename, workspace
+    # symbols) look at: the open ones, and every `.ss` file under the roots
+    PROJECT_SKIP = {".git", ".venv", "venv", "node_modules", "__pycache__", ".hg", ".tox"}
+    PROJECT_LIMIT = 5000
+
+    def project_files(self) -> list:
+        out = dict.fromkeys(sorted(self.open))
+        for root in self.roots:
+            for dirpath, dirnames, filenames in os.walk(root):
+                dirnames[:] = sorted(d for d in dirnames if d not in self.PROJECT_SKIP and not d.startswith("."))
+                for name in sorted(filenames):
+                    if name.endswith(".ss"):
+                        out.setdefault(self.norm(os.path.join(dirpath, name)))
+                if len(out) >= self.PROJECT_LIMIT:
+                    return list(out)
+        return list(out)
 
     # ------------------------------------------------------------ files
     @staticmethod

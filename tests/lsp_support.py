@@ -64,6 +64,7 @@ def capabilities(pull: bool = False, **extra) -> T.ClientCapabilities:
                 related_information=True, version_support=True, code_description_support=True,
                 data_support=True),
             diagnostic=T.DiagnosticClientCapabilities(related_document_support=False) if pull else None,
+            rename=T.RenameClientCapabilities(prepare_support=True),
         ),
         workspace=T.WorkspaceClientCapabilities(
             workspace_edit=T.WorkspaceEditClientCapabilities(document_changes=True),

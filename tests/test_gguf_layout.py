@@ -3,8 +3,9 @@ fused-projection gathers, stored types, and a tokenizer that can't be embedded (
 message, exit 1, nothing written)."""
 import os
 
-import numpy as np
 import pytest
+
+np = pytest.importorskip("numpy")
 
 from gguf_support import CONFORMANCE, LLAMA_DIMS, run_cli
 from shapescript_core.export.gguf import layout

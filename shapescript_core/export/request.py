@@ -61,15 +61,9 @@ class ExportRequest:
 def find_settings(path: str):
     """(Config, its directory) of the nearest `shapescript.toml` above `path`, or
     (empty Config, None)."""
-    from ..ide.config import FILE_NAME, Config, load_config
-    d = os.path.dirname(os.path.abspath(path))
-    while True:
-        if os.path.isfile(os.path.join(d, FILE_NAME)):
-            return load_config(d), d
-        parent = os.path.dirname(d)
-        if parent == d:
-            return Config(), None
-        d = parent
+    from ..ide.config import Config, load_config, settings_dir
+    d = settings_dir(os.path.dirname(os.path.abspath(path)))
+    return (load_config(d), d) if d is not None else (Config(), None)
 
 
 def default_output(path: str, target: str) -> str:

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..diagnostics import Severity
-from .writers import KIND, ExportCancelled, ExportError, WriterUnavailable, check_requirements, load_writer
+from .writers import (KIND, ExportCancelled, ExportError, WriterUnavailable, check_requirements, load_writer,
+                      missing_libraries)
 
 log = logging.getLogger("shapescript.export")
 
@@ -51,6 +52,9 @@ def run_export(ws, request, progress=None, cancel=None) -> ExportResult:
     Bad input gives a result, never an exception; an internal error is logged and
     reported in the result."""
     cancelled = _cancel_check(cancel)
+    missing = missing_libraries(request.target)
+    if missing:  # a plain install: the exporter's libraries are the `export` extra
+        return _fail(missing, USAGE)
     try:
         return _run(ws, request, progress, cancelled)
     except ExportCancelled:

@@ -10,6 +10,7 @@ neither the writers nor torch nor numpy, so the checker and the server start wit
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from dataclasses import dataclass
 
 TARGETS = ("hf", "vllm", "gguf", "litert")
@@ -18,6 +19,10 @@ WRITERS = {"hf": "shapescript_core.export.hf.writer:write",
            "gguf": "shapescript_core.export.gguf.writer:write",
            "litert": "shapescript_core.export.litert.writer:write"}
 KIND = {"hf": "dir", "vllm": "dir", "gguf": "file", "litert": "dir"}  # gguf output is one .gguf file
+# The third-party libraries each writer imports: the `export` extra installs them. (litert's
+# conversion runs in an environment of its own: REQUIRES)
+LIBRARIES = {"hf": ("numpy",), "vllm": ("numpy",), "gguf": ("numpy", "gguf"), "litert": ("numpy",)}
+INSTALL_EXTRA = "pip install 'shapescript[export]'"
 # litert converts in float32 (its weights' precision is `--quantize`, not the dtype)
 DTYPES = {"hf": ("f32", "f16", "bf16"), "vllm": ("f32", "f16", "bf16"), "gguf": ("f32", "f16", "bf16", "q8_0"),
           "litert": ("f32",)}
@@ -58,6 +63,16 @@ class ParamSpec:
         for s in self.shape:
             n *= s
         return n
+
+
+def missing_libraries(target: str) -> str | None:
+    """What to say when `target`'s writer lacks libraries here (none imported); None when
+    it has them all: a plain install has none of the `export` extra."""
+    missing = [m for m in LIBRARIES[target] if importlib.util.find_spec(m) is None]
+    if not missing:
+        return None
+    return (f"the {target} export needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
+            f"not installed: {INSTALL_EXTRA}")
 
 
 def load_writer(target: str):

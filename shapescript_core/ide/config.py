@@ -9,6 +9,7 @@
     dtype = "f16"
     prefill_length = 128               # --litert's (see docs/serving-engines.md)
     cache_length = 1024
+    exclude = ["build", "generated/*.ss"]  # what `shapescript check` skips in folders
 
 The editor's settings (section `shapescript`) take the same keys, camelCase accepted,
 and override the file's. Invalid entries are left out and described in `problems`.
@@ -31,11 +32,12 @@ class Config:
     dims: dict = field(default_factory=dict)
     export: dict = field(default_factory=dict)  # output weights random_weights seed dtype
     problems: list = field(default_factory=list)
+    exclude: list = field(default_factory=list)  # glob patterns (docs/command-line.md)
 
     def merged(self, over: "Config") -> "Config":
         return Config(over.default_targets if over.default_targets is not None else self.default_targets,
                       {**self.dims, **over.dims}, {**self.export, **over.export},
-                      self.problems + over.problems)
+                      self.problems + over.problems, self.exclude + over.exclude)
 
 
 def _positive(v) -> bool:
@@ -93,7 +95,26 @@ def parse_settings(data, source: str = "settings") -> Config:
                     cfg.export[key] = v
                 else:
                     cfg.problems.append(f"{source}: `export.{key}` can't be `{v}`")
+    exclude = data.get("exclude")
+    if exclude is not None:
+        if isinstance(exclude, list) and all(isinstance(p, str) and p.strip() for p in exclude):
+            cfg.exclude = list(exclude)
+        else:
+            cfg.problems.append(f"{source}: `exclude` takes a list of glob patterns, like [\"build\"]")
     return cfg
+
+
+def settings_dir(start: str) -> Optional[str]:
+    """The nearest folder holding a `shapescript.toml`, from `start` (a folder) upward;
+    None when there is none."""
+    d = os.path.abspath(start)
+    while True:
+        if os.path.isfile(os.path.join(d, FILE_NAME)):
+            return d
+        parent = os.path.dirname(d)
+        if parent == d:
+            return None
+        d = parent
 
 
 def load_config(root: Optional[str]) -> Config:
