@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-EXAMPLES = os.path.join(os.path.dirname(HERE), "examples")
+from checkout import CLI, ROOT
+
+EXAMPLES = os.path.join(ROOT, "examples")
 PREFILL, CACHE = 16, 64
 LLAMA_DIMS = {"V": 320, "D": 256, "H": 4, "Hkv": 2, "F": 512, "L": 2}  # V: the tokenizer's
 GPT2_DIMS = {"V": 320, "D": 256, "H": 4, "L": 2, "P": 64}
@@ -20,7 +20,7 @@ DECODE = [23, 180, 6, 91, 240, 14, 57, 301]
 
 def export_litert(source: str, out: str, dims: dict, *, tokenizer: str | None = None, weights: str | None = None,
                   extra=(), env=None, timeout=600) -> subprocess.CompletedProcess:
-    args = [sys.executable, "-m", "shapescript_core.cli", "export", source, "--litert", "-o", out,
+    args = [*CLI, "export", source, "--litert", "-o", out,
             "--prefill-length", str(PREFILL), "--cache-length", str(CACHE), *extra]
     for k, v in dims.items():
         args += ["--dim", f"{k}={v}"]
