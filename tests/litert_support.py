@@ -13,9 +13,10 @@ EXAMPLES = os.path.join(ROOT, "examples")
 PREFILL, CACHE = 16, 64
 LLAMA_DIMS = {"V": 320, "D": 256, "H": 4, "Hkv": 2, "F": 512, "L": 2}  # V: the tokenizer's
 GPT2_DIMS = {"V": 320, "D": 256, "H": 4, "L": 2, "P": 64}
-# a prompt shorter than the prefill (right-padded), and one as long as it; then decode
-PROMPTS = [[5, 17, 42, 99, 3, 250, 7], [11, 64, 128, 200, 31, 9, 77, 150, 2, 300, 45, 88, 19, 260, 133, 71]]
-DECODE = [23, 180, 6, 91, 240, 14, 57, 301]
+# a prompt shorter than the prefill (right-padded), and one as long as it; then decode.
+# Ids below 256 (the llama variants' vocabulary), none 0 (export_hf reads 0 as padding).
+PROMPTS = [[5, 17, 42, 99, 3, 250, 7], [11, 64, 128, 200, 31, 9, 77, 150, 2, 30, 45, 88, 19, 26, 133, 71]]
+DECODE = [23, 180, 6, 91, 240, 14, 57, 101]
 
 
 def export_litert(source: str, out: str, dims: dict, *, tokenizer: str | None = None, weights: str | None = None,

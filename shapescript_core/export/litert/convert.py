@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -58,7 +59,7 @@ def run_export_hf(ctx, python: str, args: dict) -> float:
     with open(args_file, "w", encoding="utf-8") as fh:
         json.dump(args, fh)
     start = time.monotonic()
-    ok = False
+    keep = False  # the log stays only when the conversion failed: the error names it
     try:
         with open(log_file, "wb") as out:
             proc = subprocess.Popen([python, SCRIPT, args_file], stdin=subprocess.DEVNULL, stdout=out,
@@ -76,14 +77,12 @@ def run_export_hf(ctx, python: str, args: dict) -> float:
         if proc.returncode != 0:
             text = _tail(log_file)
             log.error("export_hf failed (exit %s); its output:\n%s", proc.returncode, text)
+            keep = True
             raise ExportError(conversion_failed(_last_error(text), log_file))
-        ok = True
         return time.monotonic() - start
     finally:
-        if ok:
-            for p in (args_file, log_file):
-                os.unlink(p)
-            os.rmdir(work)
+        if not keep:
+            shutil.rmtree(work, ignore_errors=True)
 
 
 def _report(ctx, log_file: str, seen: int, start: float) -> int:
