@@ -44,7 +44,7 @@ async def _workspace_wide(ls: ShapeScriptServer, path, text, version, diagnostic
     """E3306's fix, recomputed to reach every file of the workspace folder that imports
     this one, open or not (a diagnostic's own copy reaches the open files only)."""
     wanted = [d for d in diagnostics if str(d.code) == "E3306" and d.source in (None, convert.SOURCE)]
-    if not wanted or not ls.root:
+    if not wanted or not ls.roots:
         return []
 
     def job():
@@ -53,7 +53,7 @@ async def _workspace_wide(ls: ShapeScriptServer, path, text, version, diagnostic
         lines = ls.lines_for(path)
         out = []
         for d in wanted:
-            fix = model_first_at(ls.ws, path, convert.offset(lines, d.range.start), [ls.root])
+            fix = model_first_at(ls.ws, path, convert.offset(lines, d.range.start), ls.roots)
             if fix is not None:
                 out.append((convert.fix_data(fix, ls.lines_for, ls.docs.uri_for, ls.docs.version), d))
         return out

@@ -18,21 +18,23 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import logging
+import os
 import traceback
 from typing import Any, Callable, Optional
 
 from lsprotocol import types as T
 from pygls.capabilities import get_capability
-from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcContentModified, JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
+from shapescript_core.files import Access, DEFAULT_FILE_LIMIT
 from shapescript_core.ide.config import Config
 from shapescript_core.syntax.source import LineIndex
 from shapescript_core.workspace import Workspace
 
-from .documents import Documents, path_of
+from .documents import UNTITLED, Documents, path_of
 
 log = logging.getLogger("shapescript.server")
 
@@ -49,6 +51,12 @@ class _ExpectedAnswers(logging.Filter):
 
 logging.getLogger("pygls.protocol.json_rpc").addFilter(_ExpectedAnswers())
 VERSION = "0.1.0"
+
+
+class RequestFailed(JsonRpcException):
+    """LSP's RequestFailed: a valid request the server can't carry out (a file it won't read)."""
+    CODE = -32803
+    MESSAGE = "Request failed"
 
 
 class _Malformed:
@@ -106,6 +114,13 @@ class Protocol(LanguageServerProtocol):
             raise
 
     def handle_message(self, message):
+        if self._shutdown and getattr(message, "method", None) not in (None, T.EXIT) and \
+                getattr(message, "id", None) is not None:
+            # after `shutdown`, a request is an error (LSP: InvalidRequest); pygls would not answer
+            log.warning("%s (request %s) after shutdown", message.method, message.id)
+            self._send_response(message.id, None, JsonRpcInvalidRequest(
+                f"{message.method} after shutdown: the server only takes `exit` now").to_response_error())
+            return
         if isinstance(message, _Malformed):
             log.warning("invalid params for %s (request %s)", message.method, message.id)
             err = JsonRpcInvalidParams(f"invalid params for {message.method}")
@@ -132,6 +147,7 @@ class ShapeScriptServer(LanguageServer):
         self.core = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="shapescript-core")
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.root: Optional[str] = None
+        self.roots: list = []  # the workspace folders the client opened (paths); the reading boundary
         self.config = Config()
         self.push = True  # publish diagnostics; else the client pulls them
         self.generation = 0  # bumped by every change that can change any diagnostic
@@ -141,6 +157,8 @@ class ShapeScriptServer(LanguageServer):
         self.commands: dict = {}  # name -> async fn(ExecuteCommandParams)
         self.export_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1,
                                                                  thread_name_prefix="shapescript-export")
+        self._access_sent = None
+        self.update_access()  # nothing may be read until the client names its folders
         self.submit("warm-up", warm_up)  # while the client initializes, not in its first check
 
     # ------------------------------------------------------------ capabilities
@@ -244,7 +262,29 @@ class ShapeScriptServer(LanguageServer):
             if f is None or f.version != version or f.text != text:
                 self.ws.set_text(path, text, version)
             return True
-        return self.ws.file(path) is not None
+        if path.startswith(UNTITLED + os.sep):
+            return False  # a made-up path: nothing on disk to read
+        if self.ws.file(path) is not None:
+            return True
+        why = self.ws.refusal(path)
+        if why is not None and why.kind != "missing":
+            raise RequestFailed(f"E0214: can't read `{path}`: {why.reason}")
+        return False
+
+    def access(self) -> Access:
+        """What the server may read: files inside the workspace folders the client opened
+        (or, with none, the folders of the open documents), at most `max_file_size` each."""
+        roots = self.roots or sorted({os.path.dirname(d.path) for d in self.docs if not d.path.startswith(UNTITLED)})
+        return Access.within(roots, self.config.max_file_size or DEFAULT_FILE_LIMIT)
+
+    def update_access(self):
+        """After the folders, the open documents or the settings changed: the core's
+        workspace reads with the new boundary from its next job on."""
+        access = self.access()
+        if access == self._access_sent:
+            return
+        self._access_sent = access
+        self.submit("reading boundary", lambda: self.ws.set_access(access))
 
     def show(self, message: str, kind: T.MessageType = T.MessageType.Info):
         self.window_show_message(T.ShowMessageParams(type=kind, message=message))

@@ -332,3 +332,65 @@ def edits_workspace_edit(edits: dict, lines_for: Callable, uri_for: Callable, ve
 def document_highlight(h, lines: LineIndex) -> T.DocumentHighlight:
     return T.DocumentHighlight(range=range_(lines, h.start, h.end),
                                kind=T.DocumentHighlightKind.Write if h.write else T.DocumentHighlightKind.Read)
+
+
+def piece_edit(p, lines: LineIndex) -> T.TextEdit:
+    """A formatter's piece (start, end, text) as a TextEdit."""
+    return T.TextEdit(range=range_(lines, p.start, p.end), new_text=p.text)
+
+
+def tokens_delta(old: list, new: list) -> list:
+    """The one SemanticTokensEdit that turns `old` data into `new` (the changed middle,
+    in whole tokens of five numbers), or none."""
+    if old == new:
+        return []
+    n = min(len(old), len(new))
+    p = 0
+    while p < n and old[p] == new[p]:
+        p += 1
+    p -= p % 5
+    s = 0
+    while s < n - p and old[len(old) - 1 - s] == new[len(new) - 1 - s]:
+        s += 1
+    s -= s % 5
+    return [T.SemanticTokensEdit(start=p, delete_count=len(old) - s - p, data=new[p:len(new) - s])]
+
+
+# ---------------------------------------------------------------- structure, symbols, calls
+FOLD_KINDS = {"comment": T.FoldingRangeKind.Comment, "imports": T.FoldingRangeKind.Imports}
+
+
+def folding_range(f, lines: LineIndex) -> Optional[T.FoldingRange]:
+    start, end = lines.line_of(f.start), lines.line_of(f.end)
+    if end <= start:
+        return None
+    return T.FoldingRange(start_line=start, end_line=end, kind=FOLD_KINDS.get(f.kind))
+
+
+def selection_range(ranges: list, lines: LineIndex) -> T.SelectionRange:
+    """[(start, end)] innermost first, as SelectionRange's parent chain."""
+    out = None
+    for s, e in reversed(ranges):
+        out = T.SelectionRange(range=range_(lines, s, e), parent=out)
+    return out
+
+
+def workspace_symbol(s, lines: LineIndex, uri: str) -> T.WorkspaceSymbol:
+    return T.WorkspaceSymbol(name=s.name, kind=SYMBOL_KINDS.get(s.kind, T.SymbolKind.Variable),
+                             location=T.Location(uri=uri, range=range_(lines, s.start, s.end)),
+                             container_name=s.container or None)
+
+
+def call_item(c, lines_for: Callable, uri_for: Callable) -> T.CallHierarchyItem:
+    lines = lines_for(c.path)
+    return T.CallHierarchyItem(name=c.name, kind=T.SymbolKind.Function, uri=uri_for(c.path), detail=c.detail,
+                               range=range_(lines, c.start, c.end),
+                               selection_range=range_(lines, c.sel_start, c.sel_end),
+                               data={"path": c.path, "name": c.name})
+
+
+def call_item_data(data) -> dict:
+    """The `data` of a CallHierarchyItem we sent, back from the client: checked."""
+    if not isinstance(data, dict) or not isinstance(data.get("path"), str) or not isinstance(data.get("name"), str):
+        raise JsonRpcInvalidParams("item.data is not the call hierarchy item's data")
+    return data

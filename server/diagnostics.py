@@ -124,6 +124,7 @@ def register(ls: ShapeScriptServer):
     def did_open(ls: ShapeScriptServer, params: T.DidOpenTextDocumentParams):
         td = params.text_document
         ls.docs.open(td.uri, td.text, td.version)
+        ls.update_access()  # with no workspace folders, the document's folder may be read
         schedule_check(ls, td.uri)
 
     @ls.feature(T.TEXT_DOCUMENT_DID_CHANGE)
@@ -142,6 +143,7 @@ def register(ls: ShapeScriptServer):
         doc = ls.docs.close(uri)
         if doc is None:
             return
+        ls.update_access()
         ls.generation += 1
         ls.published.pop(uri, None)
         if ls.push:

@@ -13,17 +13,22 @@ from typing import Optional
 from urllib.parse import quote
 
 from pygls import uris
+from pygls.exceptions import JsonRpcInvalidParams
 
+from shapescript_core.files import shown, usable_path
 from shapescript_core.syntax.source import LineIndex
 
 UNTITLED = os.path.join(os.sep, "__untitled__")
 
 
 def path_of(uri: str) -> str:
-    """The file path the core knows a document by (made up for non-file URIs)."""
+    """The file path the core knows a document by (made up for non-file URIs).
+    A file URI whose path no file can have (a NUL, a lone surrogate) is InvalidParams."""
     p = uris.to_fs_path(uri) if uri.startswith("file:") else None
     if not p:
-        return os.path.join(UNTITLED, quote(uri, safe=""))
+        return os.path.join(UNTITLED, quote(uri, safe="", errors="backslashreplace"))
+    if not usable_path(p):
+        raise JsonRpcInvalidParams(f"`{shown(uri)[:200]}` names no file path: it holds a NUL or a lone surrogate")
     return os.path.normpath(os.path.abspath(p))
 
 

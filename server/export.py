@@ -22,6 +22,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from shapescript_core.export.request import RequestError, make_request
 from shapescript_core.export.run import ExportResult, run_export
 from shapescript_core.export.writers import TARGETS
+from shapescript_core.files import outside_problem
 from shapescript_core.ide import lens as ide_lens
 from shapescript_core.workspace import Workspace
 
@@ -104,6 +105,16 @@ def register(ls: ShapeScriptServer):
                                    base=ls.root)
         except RequestError as e:
             request, failure = None, ExportResult(False, str(e), status=2)
+        access = ls.access()
+        if request is not None:
+            # the editor's export reads and writes inside the workspace only (the CLI anywhere)
+            problem = next((p for p in (outside_problem(request.output, access, "the output"),
+                                        request.weights and outside_problem(request.weights, access, "the weights"),
+                                        request.tokenizer and outside_problem(request.tokenizer, access,
+                                                                              "the tokenizer"))
+                            if p), None)
+            if problem:
+                request, failure = None, ExportResult(False, problem + "; nothing was written", status=2)
 
         token = await _progress_token(ls, params)
         if token is not None:
@@ -123,7 +134,7 @@ def register(ls: ShapeScriptServer):
                          T.WorkDoneProgressReport(message=message, percentage=percent))
 
         def job():
-            ws = Workspace(dict(request.dims))
+            ws = Workspace(dict(request.dims), access)
             ws.default_targets = default_targets
             for p, text, version in open_docs:
                 ws.set_text(p, text, version)

@@ -3,11 +3,12 @@ server object it is given (`register(ls)`); this is the one place that knows the
 so no feature module imports the server's module at run time, nor the other way round."""
 from __future__ import annotations
 
-from . import (actions, completion, diagnostics, export, hover, inlay, navigation, references, settings,
-               tokens)
+from . import (actions, calls, completion, diagnostics, export, formatting, hover, inlay, navigation, references,
+               settings, structure, tokens)
 from .app import ShapeScriptServer
 
-FEATURES = (settings, diagnostics, hover, inlay, navigation, references, completion, actions, export, tokens)
+FEATURES = (settings, diagnostics, hover, inlay, navigation, references, formatting, structure, calls, completion,
+            actions, export, tokens)
 
 
 def create_server() -> ShapeScriptServer:

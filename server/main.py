@@ -33,14 +33,15 @@ def main(argv=None) -> int:
     from .transport import serve_io, serve_tcp
 
     ls = create_server()
+    status = 0
     try:
         if args.tcp:
             serve_tcp(ls, *args.tcp)
         else:
-            serve_io(ls)
+            status = serve_io(ls)
     finally:
         ls.shutdown_core()
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -4,11 +4,13 @@ initialize handshake and file watching."""
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import TYPE_CHECKING, Optional
 
 from lsprotocol import types as T
 from pygls import uris
 
+from shapescript_core.files import usable_path
 from shapescript_core.ide.config import FILE_NAME, load_config, parse_settings
 
 from .diagnostics import recheck_all
@@ -29,6 +31,7 @@ def apply_config(ls: ShapeScriptServer, client_settings=None, force: bool = Fals
     cfg = load_config(ls.root).merged(parse_settings(getattr(ls, "client_settings", None), "settings"))
     old = ls.config
     ls.config = cfg
+    ls.update_access()  # the size limit may have changed
     if cfg.problems and cfg.problems != old.problems:
         ls.show("shapescript: " + "; ".join(cfg.problems), T.MessageType.Warning)
     if not force and (cfg.dims, cfg.default_targets) == (old.dims, old.default_targets):
@@ -69,7 +72,8 @@ def register(ls: ShapeScriptServer):
     def initialize(ls: ShapeScriptServer, params: T.InitializeParams):
         ls.loop = asyncio.get_running_loop()
         ls.root = root_of(params)
-        ls.ws.roots = [ls.root] if ls.root else []  # the project's files, for rename and references
+        ls.roots = roots_of(params)
+        ls.ws.roots = list(ls.roots)  # the project's files, for rename and references
         opts = params.initialization_options
         ls.init_options = opts if isinstance(opts, dict) else {}
         apply_config(ls, ls.init_options.get("settings"), force=True, refresh=False)
@@ -107,6 +111,20 @@ def register(ls: ShapeScriptServer):
     @guarded("notification")
     def did_save(ls: ShapeScriptServer, params: T.DidSaveTextDocumentParams):
         apply_config(ls)  # clients that watch no files: pick up shapescript.toml on save
+
+
+def roots_of(params: T.InitializeParams) -> list:
+    """Every workspace folder (else rootUri, else rootPath): what the server may read."""
+    out = []
+    for f in params.workspace_folders or ():
+        p = uris.to_fs_path(f.uri) if isinstance(f.uri, str) else None
+        if p:
+            out.append(p)
+    if not out:
+        p = root_of(params)
+        if p:
+            out.append(p)
+    return [os.path.normpath(os.path.abspath(p)) for p in out if usable_path(p)]
 
 
 def root_of(params: T.InitializeParams) -> Optional[str]:

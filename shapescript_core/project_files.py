@@ -3,21 +3,21 @@ every `.ss` file below it), or with no path the project of the current folder: t
 nearest folder holding a `shapescript.toml`, from the current folder upward, else the
 current folder itself.
 
-Below a folder, hidden folders (`.git`, `.venv`) and the folders of tools
-(`node_modules`, `__pycache__`, `venv`, `site-packages`) are skipped, and so is what
-the `exclude` patterns of the nearest `shapescript.toml` name (see
-docs/command-line.md). A file named on the command line is always checked, as ruff
-and mypy do.
+Below a folder, the walk is `files.walk_files` (hidden and dependency folders
+skipped, symlinks out of the folder not followed, special files left out), without its
+bounds (the user asked for that folder), minus what the `exclude` patterns of the
+nearest `shapescript.toml` name (see docs/command-line.md). A file named on the command
+line is always checked, as ruff and mypy do.
 """
 from __future__ import annotations
 
 import fnmatch
 import os
-from typing import Iterator, Optional
+from typing import Optional
 
+from .files import walk_files
 from .ide.config import load_config, settings_dir
 
-SKIPPED_DIRS = {"node_modules", "__pycache__", "venv", "site-packages"}
 SUFFIX = ".ss"
 
 
@@ -31,23 +31,6 @@ def project_root(cwd: Optional[str] = None) -> str:
     return settings_dir(cwd) or cwd
 
 
-def skipped_folder(name: str) -> bool:
-    """A folder a walk for `.ss` files does not enter."""
-    return name.startswith(".") or name in SKIPPED_DIRS
-
-
-def ss_files_below(folder: str, excluded=None) -> Iterator[str]:
-    """Every `.ss` file below `folder`, in a stable order, skipping the folders of
-    `skipped_folder` and what `excluded(path, is_folder)` says."""
-    for here, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not skipped_folder(d)
-                         and not (excluded and excluded(os.path.join(here, d), True)))
-        for name in sorted(files):
-            p = os.path.join(here, name)
-            if name.endswith(SUFFIX) and not (excluded and excluded(p, False)) and os.path.isfile(p):
-                yield p
-
-
 class Exclusions:
     """The `exclude` patterns of a `shapescript.toml`, relative to the folder holding it.
 
@@ -56,7 +39,7 @@ class Exclusions:
     `experiments/old.ss`). A folder that matches excludes everything below it."""
 
     def __init__(self, base: str, patterns):
-        self.base = base
+        self.base = os.path.realpath(base)  # the walk gives real paths
         self.patterns = [p.strip().rstrip("/").removeprefix("./") for p in patterns]
 
     def __call__(self, path: str, is_folder: bool = False) -> bool:
@@ -95,7 +78,7 @@ def files_to_check(paths, cwd: Optional[str] = None) -> tuple:
         if os.path.isdir(full):
             excluded, found_problems = _settings_for(full)
             problems += [m for m in found_problems if m not in problems]
-            found = list(ss_files_below(full, excluded))
+            found = list(walk_files([full], SUFFIX, max_entries=None, seconds=None, excluded=excluded))
         elif os.path.lexists(full):
             found = [p]  # as given: a file named is checked (and an unreadable one said so)
         else:

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .diagnostics import FileAnchor, Span, error, internal_error, warning
+from .files import Access, ReadRefused, Refusal, check_path, read_bytes
 from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature, model_cycles
 from .check.function import FnResult, check_function
 from .check.graphs import components as _components, shortest_path as _path
-from .check.messages import defined_twice, import_missing, import_not_utf8
+from .check.messages import defined_twice, import_missing, import_not_utf8, import_unreadable
 from .check.sizes import Size
 from .check.types import TensorT, Type, render_nested
 from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
@@ -165,8 +166,11 @@ class Analysis:
 
 
 class Workspace:
-    def __init__(self, dim_overrides: dict | None = None):
+    def __init__(self, dim_overrides: dict | None = None, access: Access | None = None):
         self.files: dict[str, SourceFile] = {}
+        # what may be read from disk (files.py): the size limit, and the server's workspace folders
+        self.access = access or Access()
+        self._refused: dict[str, Refusal] = {}  # path -> why it was not read, last time it was asked
         self.open: set[str] = set()
         self.dim_overrides = dict(dim_overrides or {})
         self._model_cache: dict = {}
@@ -179,24 +183,8 @@ class Workspace:
         self._disk: dict = {}  # path -> (mtime, SourceFile)
         # path -> [(fn name or None, {targets})]: explicit export checks (CLI --target/--fn)
         self.export_requests: dict = {}
-        self.roots: list = []  # the project's folders (the editor's workspace folders)
-
-    # files of the project that IDE queries across files (references, rename, workspace
-    # symbols) look at: the open ones, and every `.ss` file under the roots
-    PROJECT_SKIP = {".git", ".venv", "venv", "node_modules", "__pycache__", ".hg", ".tox"}
-    PROJECT_LIMIT = 5000
-
-    def project_files(self) -> list:
-        out = dict.fromkeys(sorted(self.open))
-        for root in self.roots:
-            for dirpath, dirnames, filenames in os.walk(root):
-                dirnames[:] = sorted(d for d in dirnames if d not in self.PROJECT_SKIP and not d.startswith("."))
-                for name in sorted(filenames):
-                    if name.endswith(".ss"):
-                        out.setdefault(self.norm(os.path.join(dirpath, name)))
-                if len(out) >= self.PROJECT_LIMIT:
-                    return list(out)
-        return list(out)
+        self.roots: list = []  # the project's folders (the editor's workspace folders):
+        # where the IDE queries across files look for files that are not open (ide/project.py)
 
     # ------------------------------------------------------------ files
     @staticmethod
@@ -233,28 +221,55 @@ class Workspace:
         self._analysis.clear()
 
     def file(self, path: str) -> Optional[SourceFile]:
+        """An open file, or the file on disk read through `files.read_bytes` (regular,
+        bounded, inside `access.roots`); None when it can't be read: `refusal(path)`
+        says why."""
         path = self.norm(path)
         f = self.files.get(path)
         if f is not None:
             return f
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None
+        target, refusal = check_path(path, self.access)
+        if refusal is None:
+            try:
+                st = os.stat(target)
+            except OSError:
+                st = None
+                refusal = Refusal(path, "missing", "no such file")
+        if refusal is not None:
+            return self._refuse(path, refusal)
         cached = self._disk.get(path)
-        if cached and cached[0] == st.st_mtime_ns:
+        if cached and cached[0] == (st.st_mtime_ns, st.st_size, st.st_ino) and st.st_size <= self.access.limit:
             return cached[1]
         try:
-            with open(path, "rb") as fh:
-                text, sf_problem = decode_source(fh.read())
-        except OSError:
-            return None
+            data = read_bytes(path, self.access)
+        except ReadRefused as e:
+            return self._refuse(path, e.refusal)
+        text, sf_problem = decode_source(data)
         sf = SourceFile(path, text)
         sf.decode_error = sf_problem  # not UTF-8: E0210 at the import that reads it
         if cached:
             self._forget(cached[1].items)
-        self._disk[path] = (st.st_mtime_ns, sf)
+        self._disk[path] = ((st.st_mtime_ns, st.st_size, st.st_ino), sf)
+        self._refused.pop(path, None)
         return sf
+
+    def set_access(self, access: Access):
+        """A new reading boundary (the server's folders, the size limit): every file read
+        from disk is looked at again."""
+        self.access = access
+        self._refused.clear()
+        self._analysis.clear()
+
+    def _refuse(self, path: str, refusal: Refusal) -> None:
+        cached = self._disk.pop(path, None)
+        if cached:
+            self._forget(cached[1].items)
+        self._refused[path] = refusal
+        return None
+
+    def refusal(self, path: str) -> Optional[Refusal]:
+        """Why `file(path)` gave None the last time (kind "missing": it isn't there)."""
+        return self._refused.get(self.norm(path))
 
     def _forget(self, items: list, keep: list = ()):
         """Drop the cache entries of items that no longer exist (all of `items` but the
@@ -367,7 +382,9 @@ class Workspace:
         for it, target in self._import_targets(f):
             tf = self.file(target)
             if tf is None:
-                diags.append(import_missing(it))
+                why = self.refusal(target)
+                diags.append(import_unreadable(it, why) if why is not None and why.kind != "missing"
+                             else import_missing(it))
                 continue
             if tf.decode_error is not None:
                 diags.append(import_not_utf8(it, tf.decode_error))

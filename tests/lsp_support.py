@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 import subprocess
 import sys
 from typing import Optional
@@ -77,7 +78,8 @@ def capabilities(pull: bool = False, **extra) -> T.ClientCapabilities:
 
 
 async def initialize(client: LanguageClient, root: Optional[str] = None, caps=None, options=None):
-    root = root or "/tmp/shapescript-lsp-tests"
+    # the workspace folder is the server's reading boundary: the default holds every tmp_path
+    root = root or tempfile.gettempdir()
     return await client.initialize_session(T.InitializeParams(
         capabilities=caps if caps is not None else capabilities(),
         root_uri=uris.from_fs_path(root),

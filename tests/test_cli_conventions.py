@@ -4,6 +4,9 @@ project of the current folder; `--format github` annotations; the pre-commit hoo
 import importlib.metadata
 import json
 import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -147,11 +150,36 @@ def test_github_escapes_line_breaks_and_levels():
 
 
 # ---------------------------------------------------------------- pre-commit, docs
-def test_the_pre_commit_hook_runs_check_on_ss_files():
-    text = open(os.path.join(ROOT, ".pre-commit-hooks.yaml"), encoding="utf-8").read()
-    assert "- id: shapescript-check\n" in text
-    assert "  entry: shapescript check\n" in text and "  language: python\n" in text
-    assert "  files: \\.ss$\n" in text
+PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
+
+
+def test_the_pre_commit_manifest_is_valid():
+    p = subprocess.run([*PRE_COMMIT, "validate-manifest", os.path.join(ROOT, ".pre-commit-hooks.yaml")],
+                       capture_output=True, text=True, timeout=120)
+    assert (p.returncode, p.stdout, p.stderr) == (0, "", "")
+
+
+def test_pre_commit_runs_the_hook_on_the_staged_ss_files(tmp_path):
+    """pre-commit's own `try-repo`: it installs this checkout into a fresh hook environment
+    (pip, as a user's pre-commit would) and runs the hook on the files given."""
+    if not os.path.isdir(os.path.join(ROOT, ".git")) and not os.path.isfile(os.path.join(ROOT, ".git")):
+        pytest.skip("the checkout is not a git repository: pre-commit installs hooks from one")
+    repo = tmp_path / "user"
+    repo.mkdir()
+    shutil.copy2(BROKEN, repo / "broken_attention.ss")
+    (repo / "clean.ss").write_text(CLEAN, encoding="utf-8")
+    (repo / "notes.txt").write_text("not a program\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    for cmd in (["git", "init", "-q"], ["git", "add", "."]):
+        subprocess.run(cmd, cwd=repo, check=True, env=env, timeout=60)
+    p = subprocess.run([*PRE_COMMIT, "try-repo", ROOT, "shapescript-check", "--all-files"], cwd=repo, env=env,
+                       capture_output=True, text=True, timeout=900)
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "- hook id: shapescript-check\n- exit code: 1\n" in p.stdout
+    assert "error[E0408]" in p.stdout and "--> broken_attention.ss:14:27" in p.stdout
+    assert "clean.ss" not in p.stdout and "notes.txt" not in p.stdout and "\n1 error\n" in p.stdout
 
 
 def test_the_exit_statuses_are_documented():

@@ -126,3 +126,96 @@ async def test_type_definition_goes_to_the_model(client: LanguageClient, main):
         *_doc(main, at(MAIN, "helper(layer", 8))))
     (loc,) = locs if isinstance(locs, list) else [locs]
     assert loc.uri.endswith("/lib.ss") and loc.range.start == T.Position(2, 6)
+
+
+UGLY = """\
+dim D=64
+fn f(x:[b n D])->[b n D]:
+  return x|>softmax(over=D)
+fn g(x:[b n D])->[b n D]:
+  return x
+"""
+
+
+async def test_formatting_and_range_formatting(client: LanguageClient):
+    uri = uri_of(os.path.join(client.root, "ugly.ss"))
+    open_doc(client, uri, UGLY)
+    await wait_version(client, uri, 1)
+    edits = await client.text_document_formatting_async(T.DocumentFormattingParams(
+        T.TextDocumentIdentifier(uri), T.FormattingOptions(tab_size=2, insert_spaces=True)))
+    assert _apply(UGLY, edits) == ("dim D = 64\n\nfn f(x: [b n D]) -> [b n D]:\n    return x |> softmax(over=D)\n\n"
+                                   "fn g(x: [b n D]) -> [b n D]:\n    return x\n")
+    start = at(UGLY, "fn g")
+    edits = await client.text_document_range_formatting_async(T.DocumentRangeFormattingParams(
+        T.TextDocumentIdentifier(uri), T.Range(start, T.Position(start.line, 3)),
+        T.FormattingOptions(tab_size=4, insert_spaces=True)))
+    assert _apply(UGLY, edits) == UGLY.replace("fn g(x:[b n D])->[b n D]:\n  return x",
+                                               "\nfn g(x: [b n D]) -> [b n D]:\n    return x")
+
+
+def _apply(text: str, edits) -> str:
+    from shapescript_core.syntax.source import LineIndex
+    lines = LineIndex(text)
+    spans = [(lines.offset_utf16(e.range.start.line, e.range.start.character),
+              lines.offset_utf16(e.range.end.line, e.range.end.character), e.new_text) for e in edits]
+    for s, e, new in sorted(spans, reverse=True):
+        text = text[:s] + new + text[e:]
+    return text
+
+
+async def test_folding_and_selection_ranges(client: LanguageClient, main):
+    folds = await client.text_document_folding_range_async(T.FoldingRangeParams(T.TextDocumentIdentifier(main)))
+    assert [(f.start_line, f.end_line) for f in folds] == [(2, 4), (6, 10), (8, 9)]
+    (sel,) = await client.text_document_selection_range_async(T.SelectionRangeParams(
+        T.TextDocumentIdentifier(main), [at(MAIN, "helper(layer, y)", 8)]))
+    chain = []
+    while sel is not None:
+        chain.append((sel.range.start.line, sel.range.start.character, sel.range.end.line, sel.range.end.character))
+        sel = sel.parent
+    assert chain[:3] == [(9, 19, 9, 24), (9, 12, 9, 28), (9, 8, 9, 28)]
+    assert chain[-1][:2] == (0, 0)
+
+
+async def test_workspace_symbols_include_files_not_open(client: LanguageClient, main):
+    syms = await client.workspace_symbol_async(T.WorkspaceSymbolParams(query="twi"))
+    assert [(s.name, s.location.uri.rsplit("/", 2)[-2:]) for s in syms] == [("twice", ["sub", "user.ss"])]
+
+
+async def test_call_hierarchy(client: LanguageClient, main):
+    (item,) = await client.text_document_prepare_call_hierarchy_async(T.CallHierarchyPrepareParams(
+        *_doc(main, at(MAIN, "helper(m.attn", 1))))
+    assert item.name == "helper" and item.uri.endswith("/lib.ss")
+    incoming = await client.call_hierarchy_incoming_calls_async(T.CallHierarchyIncomingCallsParams(item))
+    got = sorted((c.from_.name, len(c.from_ranges)) for c in incoming)
+    assert got == [("encode", 2), ("twice", 2)]
+    outgoing = await client.call_hierarchy_outgoing_calls_async(T.CallHierarchyOutgoingCallsParams(incoming[0].from_))
+    assert [c.to.name for c in outgoing] == ["helper"]
+
+
+async def test_semantic_tokens_full_delta_and_range(client: LanguageClient):
+    caps = client.init_result.capabilities.semantic_tokens_provider
+    assert caps.range is True and caps.full.delta is True
+    uri = uri_of(os.path.join(client.root, "tokens.ss"))
+    text = "dim D = 4\n\nfn f(x: [D]) -> [D]:\n    return x\n\nfn g(y: [D]) -> [D]:\n    return y\n"
+    open_doc(client, uri, text)
+    await wait_version(client, uri, 1)
+    first = await client.text_document_semantic_tokens_full_async(T.SemanticTokensParams(T.TextDocumentIdentifier(uri)))
+    assert first.result_id
+    new = text.replace("return y", "return f(y)")
+    client.text_document_did_change(T.DidChangeTextDocumentParams(
+        text_document=T.VersionedTextDocumentIdentifier(uri=uri, version=2),
+        content_changes=[T.TextDocumentContentChangeWholeDocument(text=new)]))
+    delta = await client.text_document_semantic_tokens_full_delta_async(T.SemanticTokensDeltaParams(
+        T.TextDocumentIdentifier(uri), previous_result_id=first.result_id))
+    full = await client.text_document_semantic_tokens_full_async(T.SemanticTokensParams(T.TextDocumentIdentifier(uri)))
+    data = list(first.data)
+    for e in delta.edits:
+        data[e.start:e.start + e.delete_count] = e.data or []
+    assert data == list(full.data) and len(delta.edits) == 1 and delta.edits[0].start > 0
+    ranged = await client.text_document_semantic_tokens_range_async(T.SemanticTokensRangeParams(
+        T.TextDocumentIdentifier(uri), T.Range(T.Position(0, 0), T.Position(0, 9))))
+    assert list(ranged.data) == list(full.data)[:15]  # `dim`, `D` and `4`: the first item only
+    # a stale base gets the full tokens
+    stale = await client.text_document_semantic_tokens_full_delta_async(T.SemanticTokensDeltaParams(
+        T.TextDocumentIdentifier(uri), previous_result_id="nope"))
+    assert list(stale.data) == list(full.data)

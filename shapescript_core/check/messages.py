@@ -3,6 +3,7 @@ per code (or per form of a code), so that every place words a mistake the same w
 from __future__ import annotations
 
 from ..diagnostics import Diagnostic, error
+from ..files import shown
 
 
 # ---------------------------------------------------------------- E0210 imports
@@ -14,6 +15,18 @@ def import_not_utf8(imp, where: str) -> Diagnostic:
     """The imported file exists but its bytes are not UTF-8 (`where`: the first bad byte)."""
     return error("E0210", f"can't read `{imp.target}`: it isn't UTF-8 ({where})", imp.span(imp.target_pos),
                  "this file can't be decoded").help("save the file as UTF-8")
+
+
+def import_unreadable(imp, refusal) -> Diagnostic:
+    """E0214: the imported path is no file that may be read (files.py says why)."""
+    helps = {"special": "import a regular `.ss` file",
+             "directory": "import a `.ss` file, not a folder",
+             "too_large": "split the file, or raise `max_file_size` in shapescript.toml's [limits]",
+             "outside": "move the file into the workspace, or open a folder that holds both",
+             "bad_path": "write the path without control characters"}
+    d = error("E0214", f"can't read `{shown(imp.target)}`: {refusal.reason}", imp.span(imp.target_pos),
+              "this file is not read")
+    return d.help(helps[refusal.kind]) if refusal.kind in helps else d
 
 
 # ---------------------------------------------------------------- E0211 models
@@ -118,6 +131,13 @@ def dim_not_positive(span, name: str, value, written: str | None = None) -> Diag
     """`written`: the dim's arithmetic, when its value is computed."""
     head = f"`{name} = {written}` is not positive: {value}" if written else f"`{name}` must be positive, found {value}"
     return error("E0208", head, span, "a size is a positive integer")
+
+
+def dim_too_large(span, name: str, written: str) -> Diagnostic:
+    """A dim's value (or a step of its arithmetic) past 2^63 − 1; `written` is abbreviated."""
+    short = written if len(written) <= 40 else written[:30] + f"… ({len(written):,} characters)"
+    return error("E0208", f"`{name} = {short}` is too large", span,
+                 "a size is at most 2^63 − 1 (9223372036854775807)")
 
 
 def dim_inexact(span, written: str, num: str, den: str) -> Diagnostic:

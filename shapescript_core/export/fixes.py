@@ -4,10 +4,9 @@ Hand-written attention (E3304) is recognised in hand_attention.py.
 """
 from __future__ import annotations
 
-import os
-
 from ..check.types import DTypeValue, ModelT, TensorT
 from ..diagnostics import Edit, Fix
+from ..files import walk_files
 from ..syntax import ast as A
 from . import edits as ED
 from .program import file_span, stmt_of
@@ -70,21 +69,16 @@ def _callers(ws, item, importers) -> list:
     return out
 
 
-SKIPPED_DIRS = {"node_modules", "__pycache__", "venv", "site-packages"}
-
-
 def workspace_importers(ws, path: str, roots) -> list:
-    """The `.ss` files under `roots` (hidden folders and the like skipped) that import
-    `path`, directly or through other files; read from disk where they are not open."""
+    """The `.ss` files under `roots` that import `path`, directly or through other files;
+    read from disk where they are not open. The walk is `files.walk_files`: special files
+    and symlinks out of the roots skipped, bounded in entries and time."""
     path = ws.norm(path)
     out = []
-    for root in roots or ():
-        for folder, dirs, files in os.walk(root):
-            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d not in SKIPPED_DIRS)
-            for name in sorted(files):
-                p = ws.norm(os.path.join(folder, name))
-                if name.endswith(".ss") and p != path and path in ws.import_closure(p):
-                    out.append(p)
+    for p in walk_files(roots or (), ".ss"):
+        p = ws.norm(p)
+        if p != path and path in ws.import_closure(p):
+            out.append(p)
     return out
 
 

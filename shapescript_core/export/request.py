@@ -20,6 +20,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..check.env import dim_value_problem
 from .writers import DTYPES, KIND, TARGETS
 
 
@@ -42,9 +43,13 @@ class ExportRequest:
     dims: dict = field(default_factory=dict)  # NAME -> value, overriding the source
     tokenizer: Optional[str] = None  # a Hugging Face tokenizer directory, absolute
     explicit_dims: tuple = ()       # the dims named by the caller (not the settings): each must exist
+<<<<<<< HEAD
     prefill_length: Optional[int] = None  # litert: the prefill signature's length (None: the default)
     cache_length: Optional[int] = None    # litert: the KV cache's length (None: the default)
     quantize: Optional[str] = None        # litert: None (float32) or "int8" (dynamic int8 weights)
+=======
+    max_tensor_size: Optional[int] = None  # bytes; None: export/sizes.py's default (settings' [limits])
+>>>>>>> main
 
     @property
     def kind(self) -> str:
@@ -86,8 +91,9 @@ def _positive_dims(dims) -> dict:
     for name, value in (dims or {}).items():
         if not str(name).isidentifier():
             raise RequestError(f"`{name}` is not a dim name")
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise RequestError(f"dim `{name}` takes a positive integer, got `{value}`")
+        problem = dim_value_problem(value)
+        if problem:
+            raise RequestError(f"dim `{name}` {problem}, got `{value!s:.40}`")
         out[str(name)] = value
     return out
 
@@ -156,7 +162,8 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
     given = _positive_dims(dims)
     return ExportRequest(**litert, path=path, target=target, output=out, fn=fn, weights=w, random_weights=rand,
                          random_reason=reason, seed=s, dtype=dt, force=bool(force),
-                         dims={**settings.dims, **given}, tokenizer=tok, explicit_dims=tuple(given))
+                         dims={**settings.dims, **given}, tokenizer=tok, explicit_dims=tuple(given),
+                         max_tensor_size=getattr(settings, "max_tensor_size", None))
 
 
 def _litert_options(target: str, prefill, cache, quantize, defaults) -> dict:

@@ -12,8 +12,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..diagnostics import Severity
+<<<<<<< HEAD
 from .writers import (KIND, ExportCancelled, ExportError, WriterUnavailable, check_requirements, load_writer,
                       missing_libraries)
+=======
+from .sizes import size_problem
+from .writers import KIND, ExportCancelled, ExportError, WriterUnavailable, load_writer, missing_libraries
+>>>>>>> main
 
 log = logging.getLogger("shapescript.export")
 
@@ -108,6 +113,10 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
         return _fail(f"not exported: {n} dim{'s' if n != 1 else ''} ha{'ve' if n != 1 else 's'} no value",
                      FAILED, resolved.diagnostics)
 
+    too_big = size_problem(resolved.specs, request, getattr(request, "max_tensor_size", None))
+    if too_big:
+        return _fail(too_big, FAILED)
+
     step(f"checking the weights of {len(resolved.specs)} params")
     source, warnings = None, []
     if request.random_weights:
@@ -116,11 +125,17 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
             check_init(spec)
     else:
         from .weights.check import check_weights
-        from .weights.source import WeightSource
-        source = WeightSource(request.weights)
-        report = check_weights(resolved, source)
-        warnings = report.warnings
-        if not report.ok:
+        from .weights.importer import import_checkpoint, open_weights
+        source, ckpt = open_weights(request.weights, resolved.specs)
+        if ckpt is not None:
+            step(f"matching {ckpt.label()} to `{fn_item.name}` by role")
+            source, import_notes, warnings = import_checkpoint(ws, request, resolved, ckpt)
+            warnings = warnings + import_notes
+            report = None
+        else:
+            report = check_weights(resolved, source)
+            warnings = report.warnings
+        if report is not None and not report.ok:
             parts = []
             if report.diagnostics:
                 n = len(report.diagnostics)

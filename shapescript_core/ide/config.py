@@ -10,8 +10,12 @@
     prefill_length = 128               # --litert's (see docs/serving-engines.md)
     cache_length = 1024
     exclude = ["build", "generated/*.ss"]  # what `shapescript check` skips in folders
+    [limits]                           # what the tools read and write (docs/security.md)
+    max_file_size = "32 MiB"           # the largest source, import or settings file read
+    max_tensor_size = "16 GiB"         # the largest tensor an export writes
 
-The editor's settings (section `shapescript`) take the same keys, camelCase accepted,
+Sizes are bytes, or strings with a unit ("16 MiB", "2GB"). The editor's settings
+(section `shapescript`) take the same keys, camelCase accepted (`limits.maxFileSize`),
 and override the file's. Invalid entries are left out and described in `problems`.
 """
 from __future__ import annotations
@@ -20,7 +24,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..check.env import dim_value_problem
 from ..exporting import TARGETS
+from ..files import Access, ReadRefused, parse_size, read_bytes
 
 FILE_NAME = "shapescript.toml"
 DTYPES = ("f32", "f16", "bf16")
@@ -33,11 +39,14 @@ class Config:
     export: dict = field(default_factory=dict)  # output weights random_weights seed dtype
     problems: list = field(default_factory=list)
     exclude: list = field(default_factory=list)  # glob patterns (docs/command-line.md)
+    max_file_size: Optional[int] = None    # [limits]; None: the default (files.DEFAULT_FILE_LIMIT)
+    max_tensor_size: Optional[int] = None  # [limits]; None: the default (export/sizes.py)
 
     def merged(self, over: "Config") -> "Config":
         return Config(over.default_targets if over.default_targets is not None else self.default_targets,
                       {**self.dims, **over.dims}, {**self.export, **over.export},
-                      self.problems + over.problems, self.exclude + over.exclude)
+                      self.problems + over.problems, self.exclude + over.exclude,
+                      over.max_file_size or self.max_file_size, over.max_tensor_size or self.max_tensor_size)
 
 
 def _positive(v) -> bool:
@@ -72,8 +81,9 @@ def parse_settings(data, source: str = "settings") -> Config:
             cfg.problems.append(f"{source}: `dims` takes a table of NAME = VALUE")
         else:
             for name, value in dims.items():
-                if isinstance(value, bool) or not isinstance(value, int) or value <= 0 or not str(name).isidentifier():
-                    cfg.problems.append(f"{source}: dim `{name}` takes a positive integer, got `{value}`")
+                problem = dim_value_problem(value)
+                if problem or not str(name).isidentifier():
+                    cfg.problems.append(f"{source}: dim `{name}` {problem or 'is no dim name'}, got `{value!s:.40}`")
                 else:
                     cfg.dims[str(name)] = value
     export = data.get("export")
@@ -101,6 +111,22 @@ def parse_settings(data, source: str = "settings") -> Config:
             cfg.exclude = list(exclude)
         else:
             cfg.problems.append(f"{source}: `exclude` takes a list of glob patterns, like [\"build\"]")
+    limits = data.get("limits")
+    if limits is not None:
+        if not isinstance(limits, dict):
+            cfg.problems.append(f"{source}: `limits` takes a table")
+        else:
+            for key, names in (("max_file_size", ("max_file_size", "maxFileSize")),
+                               ("max_tensor_size", ("max_tensor_size", "maxTensorSize"))):
+                v = _get(limits, *names)
+                if v is None:
+                    continue
+                n = parse_size(v)
+                if n is None:
+                    cfg.problems.append(f"{source}: `limits.{key}` takes a size in bytes or like \"16 MiB\", "
+                                        f"got `{v!s:.40}`")
+                else:
+                    setattr(cfg, key, n)
     return cfg
 
 
@@ -123,10 +149,11 @@ def load_config(root: Optional[str]) -> Config:
         return Config()
     path = os.path.join(root, FILE_NAME)
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        return Config()
+        raw = read_bytes(path, Access())  # regular and bounded, like every file read
+    except ReadRefused as e:
+        if e.refusal.kind == "missing":
+            return Config()
+        return Config(problems=[str(e)])
     try:
         import tomllib
     except ImportError:  # Python < 3.11

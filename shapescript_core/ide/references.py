@@ -12,7 +12,7 @@ A symbol is known by a key:
     ("svar", path, offset, name)    a size variable of that function
 
 References of an item or a field are looked for in its file and in every project file
-that imports it (open or on disk: `Workspace.project_files`); those of a local in its
+that imports it (open or on disk: `project.py`); those of a local in its
 file and its importers (keyword arguments); those of a size variable in its function.
 """
 from __future__ import annotations
@@ -27,6 +27,7 @@ from ..check.types import DTYPE_NAMES, ModelT, StackT
 from ..syntax import ast as A
 from ..syntax.lexer import KEYWORDS
 from .locate import Location, binding_of, children, fn_result, item_at, roots
+from .project import project_files
 
 
 @dataclass(frozen=True)
@@ -190,7 +191,7 @@ def _files_for(ws, key: tuple) -> list:
     if key[0] == "svar":
         return [own]
     out = [own]
-    for p in ws.project_files():
+    for p in project_files(ws):
         if p != own and own in ws.import_closure(p):
             out.append(p)
     return out
@@ -325,7 +326,7 @@ def _collision(ws, occ: Occurrence, refs: list, new: str) -> Optional[str]:
         if it is not None:
             items[(o.path, it.offset)] = (a, it)
     if kind == "item":
-        for p in {o.path for o in refs} | {occ.key[1]}:
+        for p in [occ.key[1]] + sorted({o.path for o in refs} - {occ.key[1]}):  # its own file first
             a = ws.analyze(p)
             other = a.visible.get(new) if a is not None else None
             if other is not None:

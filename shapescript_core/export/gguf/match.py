@@ -193,7 +193,7 @@ class Matcher(Projections, Sublayers):
     # ------------------------------------------------------------ blocks
     def blocks(self, subs, hp, plan_t):
         hp["blocks"] = len(subs) // 2
-        qwen = False
+        features: set = set()
         per_block = []
         for i in range(0, len(subs), 2):
             (a_add, a_res, a_branch), (m_add, m_res, m_branch) = subs[i], subs[i + 1]
@@ -205,19 +205,19 @@ class Matcher(Projections, Sublayers):
                 self.depart(m_add, "block", "the block's second sublayer has an attention")
             h = self.norm_of(a_branch, a_res)
             self.norm(h, "attn_norm", hp, tensors, blk)
-            qwen |= self.attention(a_branch, h, hp, tensors, blk)
+            features |= self.attention(a_branch, h, hp, tensors, blk)
             h2 = self.norm_of(m_branch, m_res)
             self.norm(h2, "ffn_norm", hp, tensors, blk)
             self.mlp(m_branch, h2, hp, tensors, blk)
             per_block.append(tensors)
-        if qwen and self.arch == "llama":
-            self.arch = "qwen2"
+        if self.arch == "llama" and features:
+            self.arch = "qwen3" if "qk_norm" in features else "qwen2"
         for tensors in per_block:
             for t in tensors:
                 plan_t.append(self.finish(t, hp))
 
     def finish(self, t, hp):
-        """Fill in the rope permutation now that the architecture (llama or qwen2) is known."""
+        """Fill in the rope permutation now that the architecture (llama, qwen2, qwen3) is known."""
         if not isinstance(t, tuple):
             return t
         tp, rope_heads, style = t
