@@ -43,13 +43,10 @@ class ExportRequest:
     dims: dict = field(default_factory=dict)  # NAME -> value, overriding the source
     tokenizer: Optional[str] = None  # a Hugging Face tokenizer directory, absolute
     explicit_dims: tuple = ()       # the dims named by the caller (not the settings): each must exist
-<<<<<<< HEAD
     prefill_length: Optional[int] = None  # litert: the prefill signature's length (None: the default)
     cache_length: Optional[int] = None    # litert: the KV cache's length (None: the default)
     quantize: Optional[str] = None        # litert: None (float32) or "int8" (dynamic int8 weights)
-=======
     max_tensor_size: Optional[int] = None  # bytes; None: export/sizes.py's default (settings' [limits])
->>>>>>> main
 
     @property
     def kind(self) -> str:

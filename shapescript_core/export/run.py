@@ -12,13 +12,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from ..diagnostics import Severity
-<<<<<<< HEAD
+from .sizes import size_problem
 from .writers import (KIND, ExportCancelled, ExportError, WriterUnavailable, check_requirements, load_writer,
                       missing_libraries)
-=======
-from .sizes import size_problem
-from .writers import KIND, ExportCancelled, ExportError, WriterUnavailable, load_writer, missing_libraries
->>>>>>> main
 
 log = logging.getLogger("shapescript.export")
 
