@@ -35,7 +35,8 @@ sys.path.insert(0, HERE)
 import typing_mix  # noqa: E402
 from gen import generate  # noqa: E402
 sys.path.insert(0, ROOT)
-from shapescript_server.stdio_client import StdioClient  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests"))  # the bare client is a test helper
+from stdio_client import StdioClient  # noqa: E402
 
 
 class Server(StdioClient):

@@ -14,14 +14,18 @@ import sys
 
 from . import explain as explain_mod
 from .diagnostics import Severity
+from .export.cli import run_export_command
+from .export.request import unknown_dims
 from .fixes import apply_edits, safe_fix_edits
 from .ide.format import format_markdown, format_text
-from .project_files import PathError, files_to_check
-from .render import render_github, render_human, to_json_line
 from .check.env import dim_value_problem
 from .export.request import find_settings
-from .export.writers import DTYPES, TARGETS
+from .export.writers import DTYPES
 from .files import Access, ReadRefused, read_bytes, shown
+from .project_files import PathError, files_to_check
+from .render import render_github, render_human, to_json_line
+from .syntax.source import LineIndex
+from .targets import TARGETS
 from .workspace import Workspace
 
 
@@ -81,7 +85,6 @@ def _write_fixed(path: str, text: str):
 def _lines_for(ws: Workspace):
     def lines(path):
         f = ws.file(path)
-        from .syntax.source import LineIndex
         return f.lines if f is not None else LineIndex("")
     return lines
 
@@ -128,7 +131,6 @@ def _require_fn(ws: Workspace, paths, name: str):
 
 
 def _require_dims(ws: Workspace, paths, dims: dict):
-    from .export.request import unknown_dims
     bad = unknown_dims(ws, paths, list(dims))
     if bad:
         raise UsageError(bad)
@@ -148,7 +150,7 @@ def cmd_check(args) -> int:
         return 0
     ws = Workspace(dims, _access(files))
     paths = _load(ws, files)
-    ws.export_requests = _requests(args, paths)  # before anything analyses the files
+    ws.set_export_requests(_requests(args, paths))  # before anything analyses the files
     _require_dims(ws, paths, dims)
     if args.fn:
         _require_fn(ws, paths, args.fn)
@@ -182,7 +184,6 @@ def cmd_explain(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .export.cli import run_export_command
     targets = [t for t in TARGETS if getattr(args, t)]
     if len(targets) != 1:
         raise UsageError("export takes exactly one of --hf, --vllm, --gguf, --litert")

@@ -16,7 +16,7 @@ import os
 from typing import Optional
 
 from .files import walk_files
-from .ide.config import load_config, settings_dir
+from .settings import load_config, settings_dir
 
 SUFFIX = ".ss"
 

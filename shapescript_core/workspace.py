@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .diagnostics import FileAnchor, Span, error, internal_error, warning
+from .diagnostics import error, warning
 from .files import Access, ReadRefused, Refusal, check_path, read_bytes
 from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature, model_cycles
 from .check.function import FnResult, check_function
@@ -24,10 +24,12 @@ from .check.graphs import components as _components, shortest_path as _path
 from .check.messages import defined_twice, import_missing, import_not_utf8, import_unreadable
 from .check.sizes import Size
 from .check.types import TensorT, Type, render_nested
+from .export.checks.entry import export_diagnostics
 from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
 from .syntax import ast as A
 from .syntax.parser import changed_range, reparse_file
 from .syntax.source import LineIndex, decode_source, normalize_newlines
+from .targets import export_targets, exported, unknown_targets
 
 
 @contextlib.contextmanager
@@ -172,7 +174,7 @@ class Workspace:
         self.access = access or Access()
         self._refused: dict[str, Refusal] = {}  # path -> why it was not read, last time it was asked
         self.open: set[str] = set()
-        self.dim_overrides = dict(dim_overrides or {})
+        self._dim_overrides = dict(dim_overrides or {})
         self._model_cache: dict = {}
         self._sig_cache: dict = {}
         self._body_cache: dict = {}
@@ -182,9 +184,87 @@ class Workspace:
         self._model_cycles: dict = {}  # path -> (the models, E0211 diagnostics) of its last analysis
         self._disk: dict = {}  # path -> (mtime, SourceFile)
         # path -> [(fn name or None, {targets})]: explicit export checks (CLI --target/--fn)
-        self.export_requests: dict = {}
+        self._export_requests: dict = {}
         self.roots: list = []  # the project's folders (the editor's workspace folders):
         # where the IDE queries across files look for files that are not open (ide/project.py)
+        self._default_targets: Optional[frozenset] = None  # the settings' targets for a plain `forward`
+        self._export_checking: set = set()  # paths whose export checks are running now
+
+    # ------------------------------------------------------------ configuration
+    @property
+    def dim_overrides(self) -> dict:
+        """NAME -> value, overriding the source's dims (`--dim`, the settings' [dims])."""
+        return dict(self._dim_overrides)
+
+    def set_dim_overrides(self, dims: dict) -> bool:
+        """Replace the dim overrides; whether they changed."""
+        dims = dict(dims)
+        if dims == self._dim_overrides:
+            return False
+        self._dim_overrides = dims
+        self._analysis.clear()
+        return True
+
+    def set_export_requests(self, requests: dict):
+        """Explicit export checks, {path: [(fn name or None, {targets})]} (rule 3 of
+        targets.py), replacing the previous ones."""
+        self._export_requests = {self.norm(p): list(r) for p, r in requests.items()}
+        self._analysis.clear()
+
+    def export_requests_of(self, path: str) -> list:
+        return self._export_requests.get(path) or []
+
+    @contextlib.contextmanager
+    def export_request(self, path: str, fn: str, target: str):
+        """Within the block, `fn` of `path` is checked for `target` only (an export's checks)."""
+        path = self.norm(path)
+        saved = self._export_requests.get(path)
+        self._export_requests[path] = [(fn, {target})]
+        self._analysis.clear()
+        try:
+            yield
+        finally:
+            if saved is None:
+                self._export_requests.pop(path, None)
+            else:
+                self._export_requests[path] = saved
+            self._analysis.clear()
+
+    def set_default_targets(self, targets) -> bool:
+        """The settings' targets for an unmarked `forward` (None: rule 2's); whether they changed."""
+        targets = frozenset(targets) if targets else None
+        if targets == self._default_targets:
+            return False
+        self._default_targets = targets
+        self._analysis.clear()
+        return True
+
+    @property
+    def default_targets(self) -> Optional[frozenset]:
+        return self._default_targets
+
+    def exported(self, analysis) -> list:
+        """[(FnItem, targets)] of an analysed file: the one rule (targets.py), with this
+        workspace's requests and settings."""
+        return export_targets(analysis.own, analysis.env, self.export_requests_of(analysis.path),
+                              self._default_targets)
+
+    def export_checks_running(self, path: str) -> bool:
+        """Whether the export checks of `path` are running (Reach then leaves it alone)."""
+        return path in self._export_checking
+
+    @contextlib.contextmanager
+    def export_checks_of(self, path: str):
+        """Marks `path`'s export checks as running; yields False when they already were
+        (an import cycle reached the file again)."""
+        if path in self._export_checking:
+            yield False
+            return
+        self._export_checking.add(path)
+        try:
+            yield True
+        finally:
+            self._export_checking.discard(path)
 
     # ------------------------------------------------------------ files
     @staticmethod
@@ -410,7 +490,7 @@ class Workspace:
         # a dim that didn't parse is still a dim (of unknown size): its uses raise nothing
         dim_items = [it for it in visible.values() if isinstance(it, A.DimItem)
                      or (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")]
-        dims = DimTable(dim_items, self.dim_overrides)
+        dims = DimTable(dim_items, self._dim_overrides)
         if dims.diags:
             for it in own.values():
                 diags.extend(dims.diags.get(id(it), []))
@@ -464,14 +544,12 @@ class Workspace:
         if any(d.code == "E0210" for d in diags):
             # names the missing file would define are not this file's mistakes
             diags = [d for d in diags if d.code not in UNRESOLVED_NAME_CODES]
-        diags.extend(self._unread_fields(f, own, fns, models))
+        for it in own.values():
+            if isinstance(it, A.FnItem) and it.decorators:
+                diags.extend(unknown_targets(it))
+        diags.extend(self._unread_fields(f, own, env, fns, models))
         a = Analysis(f.path, f, env, diags, fns, own, visible, imports)
-        try:
-            from .export.analysis import export_diagnostics
-        except ImportError as exc:  # a broken install: shown (E0001), never a clean file
-            a.diags.append(internal_error("the export checks", Span(FileAnchor(f.path), 0, 0), exc))
-        else:
-            a.diags.extend(export_diagnostics(self, a))
+        a.diags.extend(export_diagnostics(self, a))
         return a
 
     def _cached(self, cache: dict, item, meanings: Meanings, build, dims, model_names):
@@ -495,9 +573,9 @@ class Workspace:
         self._body_cache[id(item)] = (item, own, meanings.record(reads, meanings.full), res)
         return res
 
-    def _unread_fields(self, f: SourceFile, own: dict, fns: dict, models: dict) -> list:
+    def _unread_fields(self, f: SourceFile, own: dict, env, fns: dict, models: dict) -> list:
         """W0102: a param field that no exported function of this file reads."""
-        roots = exported_functions(own)
+        roots = [it.name for it, _ in exported(own, env)]
         if not roots:
             return []
         reads: set = set()
@@ -577,15 +655,6 @@ class Workspace:
     # ------------------------------------------------------------ queries
     def all_diagnostics(self, paths) -> dict:
         return {p: self.diagnostics(p) for p in paths}
-
-
-def exported_functions(own: dict) -> list:
-    """Functions marked `@export`, or else a function named `forward`."""
-    marked = [n for n, it in own.items() if isinstance(it, A.FnItem) and it.decorators
-              and any(d.name == "export" for d in it.decorators)]
-    if marked:
-        return marked
-    return ["forward"] if isinstance(own.get("forward"), A.FnItem) else []
 
 
 def _reaches(fns: dict, name: str) -> bool:

@@ -37,13 +37,13 @@ SOURCES = {
 
 
 def hf_model(kind: str, seed: int = 0, tied: bool | None = None, theta: float | None = None,
-             eps: float | None = None, zero: str | None = None):
+             eps: float | None = None, zero: str | None = None, V: int | None = None):
     """transformers' own model of `kind` (llama, mistral, qwen2, qwen3, gpt2), tiny, with
     weights large enough that a wrong layout changes the logits a lot."""
     import torch
     import transformers as tf
     torch.manual_seed(seed)
-    t = TINY
+    t = dict(TINY, V=V or TINY["V"])
     common = dict(vocab_size=t["V"], hidden_size=t["D"], intermediate_size=t["F"], num_hidden_layers=t["L"],
                   num_attention_heads=t["H"], num_key_value_heads=t["Hkv"], max_position_embeddings=256)
 

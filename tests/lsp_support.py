@@ -17,7 +17,7 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 from shapescript_core.syntax.source import LineIndex
 from shapescript_core.workspace import Workspace
-from shapescript_server.stdio_client import StdioClient
+from stdio_client import StdioClient
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER = [sys.executable, "-m", "shapescript_server.main"]

@@ -33,9 +33,9 @@ def diagnostics(src: str, requests=None, default_targets=None, path: str = PATH,
         ws.set_text(p, textwrap.dedent(text))
     ws.set_text(path, textwrap.dedent(src))
     if requests is not None:
-        ws.export_requests = {ws.norm(path): requests}
+        ws.set_export_requests({path: requests})
     if default_targets is not None:
-        ws.default_targets = default_targets
+        ws.set_default_targets(default_targets)
     return ws, [d for d in ws.diagnostics(path) if d.severity == Severity.ERROR]
 
 
@@ -613,13 +613,13 @@ fn helper(x: [b n D]) -> [b n D]:
 
 
 def test_the_checks_never_raise_and_a_bug_is_shown(monkeypatch):
-    from shapescript_core.export import analysis
+    from shapescript_core.export.checks import entry
     monkeypatch.delenv("SHAPESCRIPT_DEBUG")
 
     def boom(*a, **k):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(analysis, "check_function", boom)
+    monkeypatch.setattr(entry, "check_exported", boom)
     src = DIMS + "\n" + ATTN + "\n" + LM + "\nfn forward(m: Lm, ids: [b n] Index[V]) -> [b n V]:\n" \
         "    return linear(embedding(ids, m.emb), m.W)\n"
     # never a clean file: one E0001 at the function whose export checks failed

@@ -35,7 +35,7 @@ def errors(path, text=None, requests=None):
     ws = Workspace()
     ws.set_text(path, text if text is not None else open(path, encoding="utf-8").read())
     if requests:
-        ws.export_requests[path] = requests
+        ws.set_export_requests({path: requests})
     return [d for d in ws.diagnostics(path) if d.severity == Severity.ERROR]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from ide_support import workspace
-from shapescript_core.ide.config import Config, load_config, parse_settings
+from shapescript_core.settings import Config, load_config, parse_settings
 from shapescript_core.ide.lens import export_lenses, function_at
 from shapescript_core.ide.tokens import semantic_tokens
 
@@ -21,7 +21,7 @@ LM = """\
 
 def lens_targets(src, default=None):
     ws, path, _ = workspace(src)
-    ws.default_targets = default
+    ws.set_default_targets(default)
     return [(lens.fn, lens.targets) for lens in export_lenses(ws, path)]
 
 

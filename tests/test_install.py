@@ -46,12 +46,11 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from envs import CACHE_DIR, SCRIPT_ENV, run_in_env
-from shapescript_server.stdio_client import StdioClient
+from stdio_client import StdioClient
 
 ROOT = Path(__file__).resolve().parent.parent
-SERVER_DIR = ROOT / "shapescript_server" if (ROOT / "shapescript_server").is_dir() else ROOT / "server"
-PACKAGES = {"shapescript_core": ROOT / "shapescript_core", "shapescript_server": SERVER_DIR}
-SOURCES = ("pyproject.toml", "setup.py", "README.md", "shapescript_core", SERVER_DIR.name, "docs")
+PACKAGES = {"shapescript_core": ROOT / "shapescript_core", "shapescript_server": ROOT / "shapescript_server"}
+SOURCES = ("pyproject.toml", "setup.py", "README.md", "shapescript_core", "shapescript_server", "docs")
 BROKEN = ROOT / "examples" / "broken_attention.ss"  # E0408 at 14:27
 CLEAN = ROOT / "examples" / "llama.ss"
 TORCH_PIN = "torch==2.13.0"  # scripts/env_common.sh

@@ -239,3 +239,82 @@ def test_a_truncated_shard_a_missing_shard_a_corrupt_gguf(checkpoints, llama_ggu
     bad.write_bytes(open(f, "rb").read()[:5000])
     err = _fails(export("llama", "gguf", out, bad), out)
     assert "cut.gguf is not a GGUF file that can be read" in err and "truncated" in err
+
+
+# ------------------------------------------------------------------ the tokenizer and settings come along
+CHAT = "{% for m in messages %}<|endoftext|>{{ m['content'] }}{% endfor %}"
+
+
+@pytest.fixture(scope="module")
+def with_tokenizer(tmp_path_factory):
+    """A tiny Llama checkpoint of the tokenizer's vocabulary (320), with that tokenizer,
+    a chat template and generation settings saved beside it, as a Hub checkpoint has them."""
+    from test_gguf_tokenizer import V, train
+    d = str(tmp_path_factory.mktemp("llama-tok"))
+    model = hf_model("llama", seed=3, V=V)
+    model.generation_config.bos_token_id = 0
+    model.generation_config.eos_token_id = 0
+    model.generation_config.pad_token_id = 0
+    save_checkpoint(model, d)
+    fast = train(d)
+    fast.chat_template = CHAT
+    fast.save_pretrained(d)
+    assert os.path.isfile(os.path.join(d, "chat_template.jinja"))
+    return d, model, fast, V
+
+
+def test_the_tokenizer_and_generation_settings_come_along_into_hf(with_tokenizer, tmp_path):
+    from transformers import AutoTokenizer
+    d, _, fast, V = with_tokenizer
+    out = tmp_path / "out"
+    r = export("llama", "hf", out, d, "--dim", f"V={V}")
+    assert r.returncode == 0, r.stderr
+    for f in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json"):
+        assert (out / f).is_file(), f
+    cfg = json.loads((out / "config.json").read_text())
+    assert (cfg["bos_token_id"], cfg["eos_token_id"], cfg["pad_token_id"]) == (0, 0, 0)
+    assert cfg["max_position_embeddings"] == 256
+    tok = AutoTokenizer.from_pretrained(str(out))
+    assert tok.encode("The quick brown fox.") == fast.encode("The quick brown fox.")
+    assert tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False) == "<|endoftext|>hi"
+
+
+def test_tokenizer_overrides_the_checkpoints(with_tokenizer, tmp_path):
+    from test_gguf_tokenizer import train
+    d, _, _, V = with_tokenizer
+    other = tmp_path / "other_tok"
+    train(str(other), llama3_split=True)
+    out = tmp_path / "out"
+    r = export("llama", "hf", out, d, "--dim", f"V={V}", "--tokenizer", other)
+    assert r.returncode == 0, r.stderr
+    assert (out / "tokenizer.json").read_text() == (other / "tokenizer.json").read_text()
+    assert not (out / "chat_template.jinja").exists()
+
+
+def test_the_vocabulary_and_context_come_along_into_gguf_and_back(with_tokenizer, tmp_path):
+    """HF checkpoint -> --gguf embeds its vocabulary and context length; that .gguf -> --hf
+    gets a tokenizer transformers builds from it, and -> --gguf the same vocabulary."""
+    from gguf import GGUFReader
+    from transformers import AutoTokenizer
+    d, model, fast, V = with_tokenizer
+    f = tmp_path / "m.gguf"
+    r = export("llama", "gguf", f, d, "--dim", f"V={V}")
+    assert r.returncode == 0, r.stderr
+    fields = GGUFReader(str(f)).fields
+    assert fields["tokenizer.ggml.model"].contents() == "gpt2"
+    assert fields["tokenizer.ggml.eos_token_id"].contents() == 0
+    assert fields["llama.context_length"].contents() == 256
+    out = tmp_path / "hf"
+    r = export("llama_other", "hf", out, f, "--dim", f"Vocab={V}")
+    assert r.returncode == 0, r.stderr
+    tok = AutoTokenizer.from_pretrained(str(out))
+    text = "Shapes are names: [b n D]"
+    assert tok.encode(text, add_special_tokens=False) == fast.encode(text, add_special_tokens=False)
+    assert json.loads((out / "config.json").read_text())["eos_token_id"] == 0
+    assert max_diff(logits(load_export(str(out))), logits(model)) < 1e-4
+    again = tmp_path / "again.gguf"
+    r = export("llama_other", "gguf", again, f, "--dim", f"Vocab={V}")
+    assert r.returncode == 0, r.stderr
+    back = GGUFReader(str(again)).fields
+    for k in ("tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.pre"):
+        assert back[k].contents() == fields[k].contents()

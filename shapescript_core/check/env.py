@@ -11,6 +11,7 @@ from ..syntax import ast as A
 from .graphs import components, shortest_path
 from . import messages as M
 from .messages import model_contains_itself
+from ..syntax.syntax_errors import syntax as syntax_error
 from .sizes import Size
 from .types import DTYPE_NAMES, UNKNOWN, Axis, DType, ModelT, StackT, TensorT, Type
 from .suggest import closest
@@ -298,7 +299,7 @@ def resolve_type(texpr, item, dims: DimTable, models: set, lookup: Callable, dia
     if dt is not None:
         if dt.name == "Index":
             if dt.index is None:
-                diags.append(M.syntax(item.span(dt.pos), "`[V]` after `Index`", "nothing", "write Index[V]"))
+                diags.append(syntax_error(item.span(dt.pos), "`[V]` after `Index`", "nothing", "write Index[V]"))
                 return UNKNOWN
             v = eval_size_expr(dt.index, item, lookup, diags)
             if v is None:

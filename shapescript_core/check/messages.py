@@ -2,7 +2,7 @@
 per code (or per form of a code), so that every place words a mistake the same way."""
 from __future__ import annotations
 
-from ..diagnostics import Diagnostic, error
+from ..diagnostics import Diagnostic, Edit, Fix, error
 from ..files import shown
 
 
@@ -43,26 +43,14 @@ def model_contains_itself(item, field, hops: list, total: int) -> Diagnostic:
         "block with a stack (`layers: [L] Block`) and `for`")
 
 
-# ---------------------------------------------------------------- E0101 syntax
-def syntax(span, expected: str, found: str, label: str | None = None) -> Diagnostic:
-    """The one headline of a syntax error: "expected X, found Y"."""
-    return error("E0101", f"expected {expected}, found {found}", span,
-                 f"expected {expected} here" if label is None else label)
-
-
-# ---------------------------------------------------------------- E0102, E0103 layout
-def bad_dedent(span) -> Diagnostic:
-    return error("E0102", "this line's indentation matches no enclosing block", span,
-                 "this indentation is not that of any block above")
-
-
-def tab_indent(span) -> Diagnostic:
-    return error("E0103", "tabs can't indent a block", span, "this indentation has a tab")
-
-
-# ---------------------------------------------------------------- E0104 brackets and strings
-def never_closed(span, opener: str, label: str) -> Diagnostic:
-    return error("E0104", f"`{opener}` is never closed", span, label)
+# ---------------------------------------------------------------- E0212 export targets
+def unknown_target(span, name: str, near, known) -> Diagnostic:
+    """A name in `@export(…)` that is no target; `near` the closest known one, or None."""
+    d = error("E0212", f"`{name}` isn't an export target", span, "no such target")
+    if near:
+        return d.help(f"there is a target with a similar name: `{near}`").fix(
+            Fix.unsafe(f"write `{near}`", Edit.replacement(span, near)))
+    return d.help("the targets are " + ", ".join(f"`{t}`" for t in known))
 
 
 # ---------------------------------------------------------------- E0201 names

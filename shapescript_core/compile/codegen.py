@@ -21,8 +21,9 @@ from typing import Optional
 from ..check.builtins import BUILTINS
 from ..check.sizes import Size
 from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
+from ..syntax import ast as A
 from .graph import Bind, CompileError, Loop, Ret
-from .layout import PatternLowering, align, dims_arg, match_positions, positions
+from .layout import PatternLowering, align, dims_arg, match_positions, permute_code, positions
 from .plan import Plan, attr_name, models_in_order, py_name, walk_nodes
 from .prelude import HELPERS
 
@@ -795,7 +796,6 @@ class MethodGen:
         j = t.index_of(first.axes[i].name)
         others = [k for k in range(len(t.axes)) if k != j]
         perm = others[:i] + [j] + others[i:]
-        from .layout import permute_code
         return permute_code(atom(self.ex(r)), perm)
 
     def b_arange(self, n):
@@ -857,7 +857,6 @@ def _is_head_repeat(rep) -> bool:
     pat = rep.attrs["pattern"]
     left = pat.inputs[0].items
     right = pat.output.items
-    from ..syntax import ast as A
     if len(left) != len(right) or len(left) < 3:
         return False
     changed = [i for i, (l, r) in enumerate(zip(left, right)) if not (
@@ -872,7 +871,6 @@ def _is_head_repeat(rep) -> bool:
 
 def _repeat_groups(rep, gen: Generator) -> int:
     pat = rep.attrs["pattern"]
-    from ..syntax import ast as A
     for it in pat.output.items:
         if isinstance(it, A.PGroup):
             name = it.items[1].name

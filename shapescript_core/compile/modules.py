@@ -9,7 +9,7 @@ from ..check.types import ModelT, StackT, TensorT
 from ..syntax import ast as A
 from .codegen import ATTENTION_KWARGS, TORCH_DTYPES, Generator, MethodGen
 from .graph import CompileError
-from .plan import py_name
+from .plan import py_name, walk_nodes
 
 INDENT = "    "
 
@@ -199,7 +199,6 @@ def _count(gen: Generator, f) -> int:
 
 
 def _has_site(g, site) -> bool:
-    from .plan import walk_nodes
     order, _ = walk_nodes(g.body)
     return any(n is site for n in order)
 

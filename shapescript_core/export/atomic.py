@@ -21,7 +21,7 @@ import secrets
 import shutil
 from contextlib import contextmanager
 
-from .writers import ExportError
+from .errors import ExportError
 
 MARK = ".shapescript-tmp-"
 

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..check.env import dim_value_problem
-from .writers import DTYPES, KIND, TARGETS
-
-
-class RequestError(Exception):
-    """An option that can't be honoured: a usage error (CLI exit 2)."""
+from ..check.suggest import closest
+from ..settings import Config, load_config, settings_dir
+from ..targets import TARGETS
+from .errors import RequestError
+from .writers import DTYPES, KIND
 
 
 @dataclass
@@ -63,7 +63,6 @@ class ExportRequest:
 def find_settings(path: str):
     """(Config, its directory) of the nearest `shapescript.toml` above `path`, or
     (empty Config, None)."""
-    from ..ide.config import Config, load_config, settings_dir
     d = settings_dir(os.path.dirname(os.path.abspath(path)))
     return (load_config(d), d) if d is not None else (Config(), None)
 
@@ -104,7 +103,7 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
                  base: Optional[str] = None) -> ExportRequest:
     """Validate the options and fill in the defaults; RequestError names what is wrong.
 
-    `settings` is an `ide.config.Config` (None: the nearest `shapescript.toml` above the
+    `settings` is an `settings.Config` (None: the nearest `shapescript.toml` above the
     source); its relative paths resolve against `settings_dir`. Explicit relative paths
     resolve against `base` (None: the working directory).
     """
@@ -205,7 +204,6 @@ def unknown_dims(ws, paths, names) -> Optional[str]:
     bad = [n for n in names if n not in known]
     if not bad:
         return None
-    from ..check.suggest import closest
     what = ", ".join(f"`{n}`" for n in bad)
     verb = "is no dim" if len(bad) == 1 else "are no dims"
     msg = f"--dim {what} {verb} of {', '.join(os.path.basename(p) for p in paths)}"

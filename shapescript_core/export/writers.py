@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from dataclasses import dataclass
 
-TARGETS = ("hf", "vllm", "gguf", "litert")
+from .errors import WriterUnavailable
+
 WRITERS = {"hf": "shapescript_core.export.hf.writer:write",
            "vllm": "shapescript_core.export.vllm.writer:write",
            "gguf": "shapescript_core.export.gguf.writer:write",
@@ -29,40 +29,6 @@ DTYPES = {"hf": ("f32", "f16", "bf16"), "vllm": ("f32", "f16", "bf16"), "gguf": 
 # A target whose writer runs in an environment of its own: "module:function" that raises
 # WriterUnavailable (a one-line message saying how to install it) when it is missing.
 REQUIRES = {"litert": "shapescript_core.export.litert.env:require"}
-
-
-class ExportError(Exception):
-    """A clean failure of an export: a message for the user, and the diagnostics behind it."""
-
-    def __init__(self, message: str, diagnostics=()):
-        super().__init__(message)
-        self.message = message
-        self.diagnostics = list(diagnostics)
-
-
-class ExportCancelled(Exception):
-    """The client or the user cancelled the export."""
-
-
-class WriterUnavailable(Exception):
-    """A target's writer is not installed (its module does not import)."""
-
-
-@dataclass
-class ParamSpec:
-    path: str            # "layers.3.attn.wq" (LANGUAGE.md §2.3)
-    field: str           # the field's name in its model ("wq")
-    model: str           # the model that declares the field ("Attention")
-    shape: tuple         # ints, the dims' values substituted
-    dtype: str           # source dtype: f32 f16 bf16 f64 i32 i64 bool
-    init: tuple          # ("ones",) ("zeros",) ("normal", std)
-
-    @property
-    def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
 
 
 def missing_libraries(target: str) -> str | None:
@@ -92,6 +58,7 @@ def load_writer(target: str):
     return getattr(mod, name)
 
 
+
 def check_requirements(target: str):
     """Raise WriterUnavailable when the target's own environment is missing."""
     spec = REQUIRES.get(target)
@@ -99,10 +66,3 @@ def check_requirements(target: str):
         return
     module, _, name = spec.partition(":")
     getattr(importlib.import_module(module), name)()
-
-
-def __getattr__(name):  # ExportContext lives with the machinery that builds it
-    if name == "ExportContext":
-        from .context import ExportContext
-        return ExportContext
-    raise AttributeError(name)

@@ -16,7 +16,7 @@ from lark import Lark, Transformer
 from lark.lexer import Lexer
 from lark.parsers.lalr_analysis import Shift
 
-from ..check import messages as M
+from . import syntax_errors as M
 from ..diagnostics import Diagnostic, debugging, internal_error
 from . import ast as A
 from .lexer import BOM, LexProblem, Token, tokenize

@@ -7,10 +7,13 @@ import os
 import sys
 from dataclasses import dataclass
 
+from ...check.types import ModelT, StackT
 from ...compile.codegen import Generator
 from ...compile.graph import CompileError, build_program
 from ...compile.plan import make_plan, models_in_order
-from ..writers import ExportError
+from ...compile.reach import Reach
+from ..checks.entry import check_exported
+from ..errors import ExportError
 from .config import config_json, configuration_source
 from .keys import key_map
 from .modeling import Names, modeling_source
@@ -33,13 +36,11 @@ class Artifact:
 
 def is_language_model(ws, path: str, fn_name: str) -> bool:
     """True when the function passes E3301 to E3305 (the serving-engine checks)."""
-    from ..analysis import check_function
-    from ..program import Program
     an = ws.analyze(path)
     item = an.own.get(fn_name) if an is not None else None
     if item is None:
         return False
-    return not check_function(Program(ws, an), item, {"vllm"})
+    return not check_exported(Reach(ws, an), item, {"vllm"})
 
 
 @contextlib.contextmanager
@@ -107,7 +108,6 @@ def _sources(ws, path: str) -> dict:
 
 
 def _param_paths(prog, root: str) -> list:
-    from ...check.types import ModelT, StackT
     out = []
 
     def walk(model, prefix):

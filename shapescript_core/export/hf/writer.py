@@ -3,8 +3,10 @@
 The directory: `config.json`, `configuration_<stem>.py`, `modeling_<stem>.py`, the
 source file(s), `model.safetensors` (keys: the generated model's state_dict), and
 `shapescript-weights.json` mapping each param path to its key. With a tokenizer
-(`--tokenizer DIR`) its files are copied, and a language model's special token ids go into
-`config.json` and `generation_config.json` (`special_tokens.py`).
+(`--tokenizer DIR`, or one carried from an imported checkpoint) its files are copied,
+and a language model's special token ids go into `config.json` and, when the tokenizer
+brought none, a `generation_config.json` (`special_tokens.py`; an imported checkpoint's
+own ids win).
 """
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ import logging
 import os
 import shutil
 
-from ..writers import ExportError
+from ..errors import ExportError
 from .build import build
 from .keys import MAPPING_FILE
 from .special_tokens import generation_config, special_token_ids
@@ -23,6 +25,8 @@ log = logging.getLogger("shapescript.export.hf")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
                    "vocab.json", "merges.txt", "added_tokens.json", "generation_config.json",
                    "chat_template.jinja", "chat_template.json")
+# what an imported checkpoint brings into config.json (see weights/importer.py)
+SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 
 
 def write(ctx) -> str:
@@ -36,11 +40,24 @@ def write_directory(ctx) -> dict:
     art = build(ctx.ws, ctx.request.path, ctx.fn_item.name, ctx.request.dtype)
     d = ctx.tmp
     tok = getattr(ctx.request, "tokenizer", None)
-    ids = {}
-    if tok and art.lm:
-        ids = special_token_ids(tok, art.config.get("vocab_size"))
-        art.config.update(ids)
-    _text(d, "config.json", json.dumps(art.config, indent=2) + "\n")
+    if tok:
+        copy_tokenizer(tok, d)
+    elif ctx.imported.get("gguf_file"):
+        note = tokenizer_from_gguf(ctx.imported["gguf_file"], d)
+        if note:
+            ctx.notes.append(note)
+    cfg = dict(art.config)
+    if art.lm:
+        cfg.update(special_token_ids(d, cfg.get("vocab_size")))
+    for k in SPECIAL_IDS:
+        if k in ctx.imported:
+            cfg[k] = ctx.imported[k]
+    if "context_length" in ctx.imported and "max_position_embeddings" not in cfg and art.lm:
+        cfg["max_position_embeddings"] = ctx.imported["context_length"]
+    _text(d, "config.json", json.dumps(cfg, indent=2) + "\n")
+    ids = generation_config(cfg)
+    if art.lm and ids and not os.path.exists(os.path.join(d, "generation_config.json")):
+        _text(d, "generation_config.json", json.dumps(ids, indent=2) + "\n")
     _text(d, f"{art.names.configuration}.py", art.configuration)
     _text(d, f"{art.names.modeling}.py", art.modeling)
     for name, text in art.sources.items():
@@ -54,10 +71,6 @@ def write_directory(ctx) -> dict:
             entries.append((key, spec.path))
     _text(d, MAPPING_FILE, json.dumps({"format": 1, "source": os.path.basename(ctx.request.path),
                                        "function": ctx.fn_item.name, "keys": keys}, indent=2) + "\n")
-    if tok:
-        copy_tokenizer(tok, d)
-        if ids and not os.path.exists(os.path.join(d, "generation_config.json")):
-            _text(d, "generation_config.json", json.dumps(generation_config(ids), indent=2) + "\n")
     ctx.check_cancelled()
     size = ctx.write_safetensors("model.safetensors", entries, metadata={"format": "pt"})
     return {"tensors": len(entries), "bytes": size, "lm": art.lm, "artifact": art}
@@ -69,6 +82,21 @@ def copy_tokenizer(src: str, dst: str):
         raise ExportError(f"`{src}` holds no Hugging Face tokenizer (tokenizer.json, tokenizer.model or vocab.json)")
     for f in found:
         shutil.copyfile(os.path.join(src, f), os.path.join(dst, f))
+
+
+def tokenizer_from_gguf(file: str, dst: str) -> str | None:
+    """The Hugging Face tokenizer transformers builds from a GGUF file's vocabulary, saved
+    into the export; a note when it can't."""
+    try:
+        from transformers import AutoTokenizer  # deferred: transformers is slow to import
+        tok = AutoTokenizer.from_pretrained(os.path.dirname(os.path.abspath(file)),
+                                            gguf_file=os.path.basename(file))
+        tok.save_pretrained(dst)
+    except Exception as e:  # transformers raises many kinds for a vocabulary it can't convert
+        log.info("no tokenizer from %s", file, exc_info=True)
+        return (f"no tokenizer written: transformers can't build one from {os.path.basename(file)} "
+                f"({type(e).__name__}: {e}); pass --tokenizer DIR")
+    return None
 
 
 def _text(d: str, name: str, text: str):

@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 import time
 
-from ..writers import ExportError
+from ..errors import ExportError
 from .convert_main import PREFIX
 from .messages import conversion_failed
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import json
 import os
 
+from ...check.types import TensorT
 from ..hf.writer import _size, write_directory
-from ..writers import ExportError
+from ..errors import ExportError
 from . import options as opts
 from .convert import run_export_hf
 from .env import require
@@ -59,8 +60,9 @@ def write(ctx) -> str:
     art = out["artifact"]
     with open(os.path.join(hf_dir, "config.json"), encoding="utf-8") as fh:
         config = json.load(fh)
-    o = opts.resolve(ctx.request, config.get("max_position_embeddings"))
-    _check_lengths(ctx, art, config, o)
+    table = position_table(art)
+    o = opts.resolve(ctx.request, table)
+    _check_lengths(ctx, art, table, o)
 
     stem = art.names.stem
     module = module_name(stem)
@@ -96,10 +98,22 @@ def write(ctx) -> str:
     return summary
 
 
-def _check_lengths(ctx, art, config: dict, o):
-    size = config.get("max_position_embeddings")
+def position_table(art):
+    """The size of the learned position table the positions index (`pos: [b n] Index[P]`),
+    or None when the positions are plain integers (rotary) or absent."""
     lm = art.generator.lm
-    if size is not None and o.cache_length > size and lm is not None and lm.positions:
+    if lm is None or not lm.positions:
+        return None
+    prog = art.generator.prog
+    t = next((t for n, t, _ in prog.entry.params if n == lm.positions), None)
+    if isinstance(t, TensorT) and t.dtype.name == "Index":
+        return prog.value_of(t.dtype.index)
+    return None
+
+
+def _check_lengths(ctx, art, size, o):
+    lm = art.generator.lm
+    if size is not None and o.cache_length > size:
         item = ctx.fn_item
         raise ExportError(f"not exported: the cache length {o.cache_length} is longer than "
                           f"`{item.name}`'s {size} positions",

@@ -11,7 +11,7 @@ import os
 
 from ..hf.writer import _size, write_directory
 from ...compile.graph import CompileError
-from ..writers import ExportError
+from ..errors import ExportError
 from .native import plugin_files
 
 README = """# {name}: a ShapeScript export for vLLM

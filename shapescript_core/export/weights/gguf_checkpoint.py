@@ -13,7 +13,7 @@ import numpy as np
 from gguf.quants import _type_traits  # what gguf-py can dequantize
 from gguf.quants import dequantize
 
-from ..writers import ExportError
+from ..errors import ExportError
 
 FAMILY = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2"}
 BUFFERS = ("rope_freqs.weight",)
@@ -93,6 +93,35 @@ class GGUFCheckpoint:
     def context_length(self) -> int | None:
         v = self.field(f"{self.arch}.context_length")
         return int(v) if isinstance(v, int) and v > 0 else None
+
+    # ---- what comes along: the embedded tokenizer, special ids, the context length
+    def directory(self) -> str | None:
+        return None
+
+    def tokenizer_dir(self) -> str | None:
+        return None
+
+    def tokenizer_fields(self) -> list:
+        """[(key, value, GGUFValueType, sub type)] of the file's tokenizer.* metadata."""
+        out = []
+        for name, f in self.reader.fields.items():
+            if name.startswith("tokenizer.") and f.types:
+                sub = f.types[-1] if f.types[0] == gguf.GGUFValueType.ARRAY else None
+                out.append((name, f.contents(), f.types[0], sub))
+        return out
+
+    def settings(self) -> dict:
+        out: dict = {}
+        for k in ("bos", "eos", "padding"):
+            v = self.field(f"tokenizer.ggml.{k}_token_id")
+            if isinstance(v, int):
+                out[f"{'pad' if k == 'padding' else k}_token_id"] = v
+        ctx = self.context_length()
+        if ctx:
+            out["context_length"] = ctx
+        if self.string("tokenizer.ggml.model") not in (None, "none"):
+            out["gguf_file"] = self.path  # transformers builds a Hugging Face tokenizer from it
+        return out
 
     # ---- names: the file's own
     def index(self, arch: str, blocks: int, heads: int, kv_heads: int):

@@ -17,10 +17,13 @@ import os
 import gguf
 
 from ..gguf.plan import RopePermute, Transpose
-from ..writers import ExportError
+from ..errors import ExportError
 from .source import WeightSource
 
 CONFIG = "config.json"
+GENERATION = "generation_config.json"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")  # any one makes a tokenizer
+SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 
 # config.json's model_type -> the llama.cpp architecture the matcher names. Llama 2/3,
 # SmolLM and TinyLlama checkpoints say "llama"; Mistral's are llama's layout.
@@ -33,15 +36,15 @@ BUFFERS = ("rotary_emb.inv_freq", ".attn.bias", ".attn.masked_bias")
 CONV1D = ("ATTN_QKV", "ATTN_OUT", "FFN_UP", "FFN_DOWN")
 
 
-def read_config(directory: str) -> dict:
-    file = os.path.join(directory, CONFIG)
+def read_config(directory: str, name: str = CONFIG) -> dict:
+    file = os.path.join(directory, name)
     try:
         with open(file, encoding="utf-8") as fh:
             cfg = json.load(fh)
     except (OSError, UnicodeDecodeError, ValueError) as e:
-        raise ExportError(f"can't read {CONFIG} in `{directory}`: {getattr(e, 'strerror', None) or e}")
+        raise ExportError(f"can't read {name} in `{directory}`: {getattr(e, 'strerror', None) or e}")
     if not isinstance(cfg, dict):
-        raise ExportError(f"{CONFIG} in `{directory}` is not a JSON object")
+        raise ExportError(f"{name} in `{directory}` is not a JSON object")
     return cfg
 
 
@@ -105,6 +108,30 @@ class HFCheckpoint:
                 return v
         return None
 
+    # ---- what comes along: the tokenizer, generation settings, the context length
+    def directory(self) -> str | None:
+        return self.path if os.path.isdir(self.path) else None
+
+    def tokenizer_dir(self) -> str | None:
+        d = self.directory()
+        return d if d and any(os.path.isfile(os.path.join(d, f)) for f in TOKENIZER_FILES) else None
+
+    def settings(self) -> dict:
+        """bos/eos/pad ids (generation_config.json first, then config.json) and the context length."""
+        out: dict = {}
+        d = self.directory()
+        gen = read_config(d, GENERATION) if d and os.path.isfile(os.path.join(d, GENERATION)) else {}
+        for k in SPECIAL_IDS:
+            for src in (gen, self.config):
+                v = src.get(k)
+                if _token_id(v):
+                    out[k] = v
+                    break
+        ctx = self.context_length()
+        if ctx:
+            out["context_length"] = ctx
+        return out
+
     # ---- names
     def index(self, arch: str, blocks: int, heads: int, kv_heads: int):
         """Name every tensor by its llama.cpp role for `arch`."""
@@ -157,3 +184,11 @@ class HFCheckpoint:
 
     def start_reading(self):
         self.source.start_reading()
+
+
+def _token_id(v) -> bool:
+    """An id, or a list of ids (several eos tokens)."""
+    if isinstance(v, bool):
+        return False
+    return (isinstance(v, int) and v >= 0) or (isinstance(v, list) and bool(v) and
+                                               all(isinstance(i, int) and not isinstance(i, bool) for i in v))

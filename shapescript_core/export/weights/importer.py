@@ -24,7 +24,7 @@ from ...compile.graph import CompileError, trace
 from ..gguf import metadata
 from ..gguf.match import match
 from ..gguf.plan import Departure, Gather, Transpose
-from ..writers import ExportError
+from ..errors import ExportError
 from .convert import NP, bf16_bits, bf16_to_f32, to_stored
 from .gguf_checkpoint import GGUFCheckpoint, is_gguf
 from .hf_checkpoint import HFCheckpoint
@@ -94,6 +94,14 @@ class ImportedSource:
 
     def describe(self) -> str:
         return self.ckpt.label()
+
+    def settings(self) -> dict:
+        """What comes along with the weights: bos/eos/pad ids, the context length."""
+        return self.ckpt.settings()
+
+    def tokenizer_fields(self) -> list:
+        """A GGUF input's embedded tokenizer (tokenizer.* metadata); [] for other inputs."""
+        return self.ckpt.tokenizer_fields() if hasattr(self.ckpt, "tokenizer_fields") else []
 
     def keys(self) -> list:
         return list(self.recipes)

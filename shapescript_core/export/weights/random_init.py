@@ -6,7 +6,7 @@ import hashlib
 
 import numpy as np
 
-from ..writers import ExportError, ParamSpec
+from ..errors import ExportError, ParamSpec
 from .convert import NP, bf16_bits, bf16_to_f32
 from .messages import bad_init
 

@@ -14,7 +14,7 @@ import os
 import struct
 from dataclasses import dataclass
 
-from ..writers import ExportError
+from ..errors import ExportError
 from .messages import corrupt_file, unreadable
 
 # safetensors dtype -> (our dtype name, item size)

@@ -21,8 +21,8 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from shapescript_core.export.request import RequestError, make_request
 from shapescript_core.export.run import ExportResult, run_export
-from shapescript_core.export.writers import TARGETS
 from shapescript_core.files import outside_problem
+from shapescript_core.targets import TARGETS
 from shapescript_core.ide import lens as ide_lens
 from shapescript_core.workspace import Workspace
 
@@ -135,7 +135,7 @@ def register(ls: ShapeScriptServer):
 
         def job():
             ws = Workspace(dict(request.dims), access)
-            ws.default_targets = default_targets
+            ws.set_default_targets(default_targets)
             for p, text, version in open_docs:
                 ws.set_text(p, text, version)
             fn = fn_name

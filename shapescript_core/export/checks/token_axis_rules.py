@@ -1,14 +1,14 @@
 """The operations E3304 reports, and how patterns carry token axes (TokenFlow's rules)."""
 from __future__ import annotations
 
-from ..check.patterns import flat_names, item_text
-from ..check.sizes import Size
-from ..check.types import ScalarT, TensorT, TupleT
-from ..syntax import ast as A
+from ...check.patterns import flat_names, item_text
+from ...check.sizes import Size
+from ...check.types import ScalarT, TensorT, TupleT
+from ...syntax import ast as A
 from . import fixes
 from .hand_attention import hand_attention
-from .program import op_pos
-from .token_values import NONE, Origin, Val, tag_at
+from ...syntax.ast import op_pos
+from .token_axis_values import NONE, Origin, Val, tag_at
 
 REDUCERS = ("sum", "mean", "max", "min", "logsumexp", "argmax", "softmax", "log_softmax",
             "rms_norm", "layer_norm")

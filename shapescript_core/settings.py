@@ -24,9 +24,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..check.env import dim_value_problem
-from ..exporting import TARGETS
-from ..files import Access, ReadRefused, parse_size, read_bytes
+from .check.env import dim_value_problem
+from .files import Access, ReadRefused, parse_size, read_bytes
+from .targets import TARGETS
 
 FILE_NAME = "shapescript.toml"
 DTYPES = ("f32", "f16", "bf16")

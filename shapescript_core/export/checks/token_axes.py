@@ -7,7 +7,7 @@ patterns (a renamed axis keeps its tags) and calls: a callee is analysed once pe
 calling context, the tags and taint of its arguments, and its result flows back.
 Elementwise operations align axes by name, as the language does, so an axis of a result
 takes the tags of the operands' axes of that name. The rules themselves are in
-token_rules.py.
+token_axis_rules.py.
 
 The flow follows the user's program as deep as it goes (calls into calls, expressions in
 expressions): its steps are generators driven from an explicit stack (check/trampoline.py),
@@ -15,13 +15,13 @@ where a step that needs a sub-result yields the sub-step.
 """
 from __future__ import annotations
 
-from ..check.trampoline import run
-from ..check.types import ScalarT, TensorT, TupleT
-from ..syntax import ast as A
+from ...check.trampoline import run
+from ...check.types import ScalarT, TensorT, TupleT
+from ...syntax import ast as A
 from . import messages as M
-from .program import placed_error
-from .token_rules import PATTERNS, REDUCERS, SDPA, TokenRules
-from .token_values import CLEAN, NONE, Ctx, Origin, Site, Val, fit, join, tag_at
+from .places import placed_error
+from .token_axis_rules import PATTERNS, REDUCERS, SDPA, TokenRules
+from .token_axis_values import CLEAN, NONE, Ctx, Origin, Site, Val, fit, join, tag_at
 
 
 class TokenFlow(TokenRules):

@@ -6,6 +6,9 @@ import argparse
 import logging
 import sys
 
+from .features import create_server
+from .transport import serve_io, serve_tcp
+
 
 def _hostport(value: str) -> tuple[str, int]:
     host, sep, port = value.rpartition(":")
@@ -29,8 +32,6 @@ def main(argv=None) -> int:
     handler = logging.FileHandler(args.log_file, encoding="utf-8") if args.log_file else logging.StreamHandler(sys.stderr)
     logging.basicConfig(level=getattr(logging, args.log_level), handlers=[handler],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    from .features import create_server
-    from .transport import serve_io, serve_tcp
 
     ls = create_server()
     status = 0

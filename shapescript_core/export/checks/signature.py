@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..check.sizes import Size
-from ..check.types import ModelT, TensorT
-from ..diagnostics import error
+from ...check.sizes import Size
+from ...check.types import ModelT, TensorT
+from ...diagnostics import error
 from . import fixes, messages as M
 
 

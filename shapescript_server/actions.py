@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as T
 
-from shapescript_core.export.fixes import model_first_at
+from shapescript_core.export.checks.fixes import model_first_at
 
 from . import convert
 from .guard import guarded

@@ -4,12 +4,12 @@ Hand-written attention (E3304) is recognised in hand_attention.py.
 """
 from __future__ import annotations
 
-from ..check.types import DTypeValue, ModelT, TensorT
-from ..diagnostics import Edit, Fix
-from ..files import walk_files
-from ..syntax import ast as A
+from ...check.types import DTypeValue, ModelT, TensorT
+from ...diagnostics import Edit, Fix
+from ...files import walk_files
+from ...syntax import ast as A
 from . import edits as ED
-from .program import file_span, stmt_of
+from .places import file_span, stmt_of
 
 
 # ---------------------------------------------------------------- E3306

@@ -1,29 +1,19 @@
-"""The program an exported function reaches: its functions, their checks and files.
+"""What an exported function reaches: its functions, across files, with their checks.
 
-Functions of the analysed file come from its analysis; functions of imported files from
-their own analyses. A file whose export checks are running is never analysed again from
-inside them (an import cycle would otherwise recurse).
+The compiler lowers these functions and the export checks check them. Functions of the
+analysed file come from its analysis; functions of imported files from their own
+analyses. A file whose export checks are running is never analysed again from inside
+them (an import cycle would otherwise recurse: `Workspace.export_checks_running`).
 """
 from __future__ import annotations
 
 from typing import Optional
 
 from ..check.env import held_model
-from ..diagnostics import Severity, Span
+from ..diagnostics import Severity
 from ..syntax import ast as A
 
-_BUSY_ATTR = "_export_busy"
-
-
-def busy(ws) -> set:
-    s = getattr(ws, _BUSY_ATTR, None)
-    if s is None:
-        s = set()
-        setattr(ws, _BUSY_ATTR, s)
-    return s
-
-
-class Program:
+class Reach:
     def __init__(self, ws, analysis):
         self.ws = ws
         self.a = analysis
@@ -34,7 +24,7 @@ class Program:
     def analysis_of(self, path: str):
         if path in self._analyses:
             return self._analyses[path]
-        if path in busy(self.ws):
+        if self.ws.export_checks_running(path):
             return None
         an = self.ws.analyze(path)
         self._analyses[path] = an
@@ -140,39 +130,3 @@ def _models_used(res, env) -> list:
         out.append(m)
         stack += [n for n in (held_model(f.type) for f in m.fields.values()) if n is not None]
     return out
-
-
-op_pos = A.op_pos  # re-exported for the export modules
-
-
-def stmt_of(body: list, pos: A.Pos):
-    """The innermost statement of a body whose span holds pos, and the list it is in."""
-    found = None
-    while True:
-        s = next((s for s in body if s.pos[0] <= pos[0] and pos[1] <= s.pos[1]), None)
-        if s is None:
-            return found
-        found = (s, body)
-        if not isinstance(s, A.For):
-            return found
-        body = s.body
-
-
-def file_span(path: str, start: int, end: int) -> Span:
-    from ..diagnostics import FileAnchor
-    return Span(FileAnchor(path), start, end)
-
-
-def placed_error(prog, item, pos, stack, code: str, message: str, label: str):
-    """An error at pos in item; from another file, at the call in this file leading there."""
-    from ..diagnostics import error
-    if prog.local(item):
-        return error(code, message, item.span(pos), label)
-    for caller, call in reversed(stack):
-        if prog.local(caller):
-            import os
-            callee = call.func.id if isinstance(call.func, A.Name) else "the callee"
-            where = f"{os.path.basename(item.path)}:{prog.line(item, pos)}"
-            d = error(code, message, caller.span(op_pos(call)), f"in `{callee}`, at {where}")
-            return d.label(item.span(pos), label)
-    return error(code, message, item.span(pos), label)

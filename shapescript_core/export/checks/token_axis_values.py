@@ -4,9 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-from ..check.sizes import Size
-from ..check.types import TensorT, TupleT
-from ..syntax import ast as A
+from ...check.sizes import Size
+from ...check.types import TensorT, TupleT
+from ...syntax import ast as A
 
 NONE = frozenset()
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 
-from ..check.patterns import flat_names
-from ..check.types import ScalarT, TensorT
-from ..diagnostics import Edit, Fix, debugging, log
-from ..syntax import ast as A
+from ...check.patterns import flat_names
+from ...check.types import ScalarT, TensorT
+from ...diagnostics import Edit, Fix, debugging, log
+from ...syntax import ast as A
 from . import edits as ED
 
 

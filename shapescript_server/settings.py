@@ -11,7 +11,7 @@ from lsprotocol import types as T
 from pygls import uris
 
 from shapescript_core.files import usable_path
-from shapescript_core.ide.config import FILE_NAME, load_config, parse_settings
+from shapescript_core.settings import FILE_NAME, load_config, parse_settings
 
 from .diagnostics import recheck_all
 from .guard import guarded
@@ -40,9 +40,8 @@ def apply_config(ls: ShapeScriptServer, client_settings=None, force: bool = Fals
     targets = set(cfg.default_targets) if cfg.default_targets else None
 
     def job():
-        ls.ws.dim_overrides = dims
-        ls.ws.default_targets = targets
-        ls.ws.invalidate()
+        ls.ws.set_dim_overrides(dims)
+        ls.ws.set_default_targets(targets)
 
     ls.submit("settings", job)
     recheck_all(ls)

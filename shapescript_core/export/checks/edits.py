@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import re
 
-from ..diagnostics import Edit
-from ..syntax import ast as A
-from .program import file_span
+from ...diagnostics import Edit
+from ...syntax import ast as A
+from .places import file_span
 
 
 def file_text(prog, item) -> str:

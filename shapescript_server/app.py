@@ -29,8 +29,8 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from shapescript_core.files import Access, DEFAULT_FILE_LIMIT
-from shapescript_core.ide.config import Config
+from shapescript_core.files import DEFAULT_FILE_LIMIT, Access
+from shapescript_core.settings import Config
 from shapescript_core.syntax.source import LineIndex
 from shapescript_core.workspace import Workspace
 

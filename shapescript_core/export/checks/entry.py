@@ -6,40 +6,40 @@ pass. A function whose call graph has language errors is not checked at all.
 """
 from __future__ import annotations
 
-from ..diagnostics import debugging, internal_error
-from ..syntax import ast as A
+from ...diagnostics import debugging, internal_error
+from ...syntax import ast as A
+from ...compile.reach import Reach
+from ...targets import FULL
+from ..gguf.diagnostic import check_gguf
 from .attention import check_attention
 from .io_layers import Layers, check_embedding, check_output, check_stray_reads
-from .program import Program, busy, file_span, placed_error
+from .places import file_span, placed_error
 from .signature import check_model_first, check_signature
-from .targets import FULL, export_targets
-from .tokens import TokenFlow
+from .token_axes import TokenFlow
 
 
 def export_diagnostics(ws, analysis) -> list:
     """E33xx diagnostics of the file; never raises."""
-    if analysis.path in busy(ws):
-        return []
-    busy(ws).add(analysis.path)
-    try:
-        return _diagnostics(ws, analysis)
-    except Exception as exc:  # noqa: BLE001 - an export check's bug must not take the checker down
-        if debugging():
-            raise
-        return [internal_error("the export checks", file_span(analysis.path, 0, 0), exc)]
-    finally:
-        busy(ws).discard(analysis.path)
+    with ws.export_checks_of(analysis.path) as first:
+        if not first:
+            return []
+        try:
+            return _diagnostics(ws, analysis)
+        except Exception as exc:  # noqa: BLE001 - an export check's bug must not take the checker down
+            if debugging():
+                raise
+            return [internal_error("the export checks", file_span(analysis.path, 0, 0), exc)]
 
 
 def _diagnostics(ws, analysis) -> list:
-    pairs = export_targets(ws, analysis)
+    pairs = ws.exported(analysis)
     if not pairs:
         return []
-    prog = Program(ws, analysis)
+    prog = Reach(ws, analysis)
     out, seen = [], set()
     for item, targets in pairs:
         try:
-            found = check_function(prog, item, targets)
+            found = check_exported(prog, item, targets)
         except Exception as exc:  # noqa: BLE001 - shown as E0001 at the function, never as no E33xx
             if debugging():
                 raise
@@ -52,7 +52,8 @@ def _diagnostics(ws, analysis) -> list:
     return out
 
 
-def check_function(prog, item: A.FnItem, targets: set) -> list:
+def check_exported(prog, item: A.FnItem, targets: set) -> list:
+    """E3301-E3306 (and E3313 for gguf) of one exported function, in their order."""
     a = prog.a
     res = a.fns.get(item.name)
     sig = a.env.sig(item.name)
@@ -85,7 +86,6 @@ def check_function(prog, item: A.FnItem, targets: set) -> list:
     out += e3304
     out += check_attention(prog, flow, res, si, bool(e3304))
     if "gguf" in targets and not out:  # E3313 once E3301-E3306 pass
-        from .gguf.diagnostic import check_gguf
         out += check_gguf(prog, item)
     return out
 

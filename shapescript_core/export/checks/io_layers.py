@@ -4,11 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..check.types import ModelT, TensorT
-from ..diagnostics import error
-from ..syntax import ast as A
+from ...check.types import ModelT, TensorT
+from ...diagnostics import error
+from ...syntax import ast as A
 from . import fixes, messages as M
-from .program import op_pos
+from ...syntax.ast import op_pos
 
 
 @dataclass

@@ -1,11 +1,12 @@
 """E3305: every attention a serving engine caches has one shape, [b H n Dh]; at least one."""
 from __future__ import annotations
 
-from ..check.types import TensorT
-from ..diagnostics import error
+from ...check.types import TensorT
+from ...diagnostics import error
 from . import fixes, messages as M
-from .program import op_pos, placed_error
-from .token_values import tag_at
+from ...syntax.ast import op_pos
+from .places import placed_error
+from .token_axis_values import tag_at
 
 
 def _is_dim(size, env) -> bool:
