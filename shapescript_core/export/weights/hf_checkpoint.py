@@ -154,6 +154,10 @@ class HFCheckpoint:
                 steps = (Transpose(),)
             self.names[name] = (key, steps)
 
+    def index_raw(self):
+        """Every tensor by its own key (a --weights-map names them)."""
+        self.names = {k: (k, ()) for k in self.source.keys()}
+
     # ---- tensors
     def shape(self, name: str) -> tuple:
         key, steps = self.names[name]
