@@ -16,7 +16,7 @@ from . import explain as explain_mod
 from .diagnostics import Severity
 from .export.cli import run_export_command
 from .export.request import unknown_dims
-from .fixes import apply_edits, safe_fix_edits
+from .apply_fixes import apply_edits, safe_fix_edits
 from .ide.format import format_markdown, format_text
 from .check.env import dim_value_problem
 from .export.request import find_settings
@@ -310,8 +310,12 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--dim", action="append", metavar="NAME=VALUE",
                    help="give a dim a value, overriding the source (repeatable)")
     x.add_argument("--weights", metavar="PATH",
-                   help="the weights: a .safetensors file, a directory with model.safetensors, or a "
-                        "sharded model.safetensors.index.json; keys are the param paths (layers.3.attn.wq)")
+                   help="the weights: a .safetensors file, a directory with model.safetensors, a sharded "
+                        "model.safetensors.index.json (keys: the param paths, layers.3.attn.wq, or a Hugging "
+                        "Face checkpoint's names, matched by role), or a .gguf file")
+    x.add_argument("--weights-map", metavar="FILE",
+                   help="a TOML file mapping param paths to the checkpoint's keys, for a checkpoint "
+                        "of an architecture the importer doesn't know (docs/importing-weights.md)")
     x.add_argument("--random-weights", action="store_true",
                    help="fill each param from its initializer (ones, zeros, normal(STD)) instead of weights")
     x.add_argument("--seed", type=int, default=None, metavar="N",

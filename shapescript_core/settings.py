@@ -93,6 +93,7 @@ def parse_settings(data, source: str = "settings") -> Config:
         else:
             for key, names, ok in (("output", ("output",), lambda v: isinstance(v, str)),
                                    ("weights", ("weights",), lambda v: isinstance(v, str)),
+                                   ("weights_map", ("weights_map", "weightsMap"), lambda v: isinstance(v, str)),
                                    ("random_weights", ("random_weights", "randomWeights"), lambda v: isinstance(v, bool)),
                                    ("seed", ("seed",), lambda v: isinstance(v, int) and not isinstance(v, bool)),
                                    ("dtype", ("dtype",), lambda v: v in DTYPES),

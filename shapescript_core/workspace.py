@@ -27,7 +27,8 @@ from .check.types import TensorT, Type, render_nested
 from .export.checks.entry import export_diagnostics
 from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
 from .syntax import ast as A
-from .syntax.parser import changed_range, reparse_file
+from .syntax import parse_cache
+from .syntax.parser import changed_range, parse_file, reparse_file
 from .syntax.source import LineIndex, decode_source, normalize_newlines
 from .targets import export_targets, exported, unknown_targets
 
@@ -64,13 +65,20 @@ class Cancelled(Exception):
 class SourceFile:
     decode_error: Optional[str] = None  # read from disk, not UTF-8: where the first bad byte is
 
-    def __init__(self, path: str, text: str, version: Optional[int] = None):
+    def __init__(self, path: str, text: str, version: Optional[int] = None, cached: bool = False):
         self.path = path
         self.version = version
         self.text = ""
         self.items: list[A.Item] = []
         self.lines = LineIndex("")
-        self.set_text(text, version)
+        if cached:  # the items saved for this path by an earlier session, reused by their text
+            text = normalize_newlines(text)
+            with _no_gc():
+                self.items = parse_file(text, path, parse_cache.load(path))
+            self.lines = LineIndex(text)
+            self.text = text
+        else:
+            self.set_text(text, version)
 
     def set_text(self, text: str, version: Optional[int] = None):
         text = normalize_newlines(text)  # a bare \r ends a line, as in LSP: same offsets
@@ -185,6 +193,7 @@ class Workspace:
         self._disk: dict = {}  # path -> (mtime, SourceFile)
         # path -> [(fn name or None, {targets})]: explicit export checks (CLI --target/--fn)
         self._export_requests: dict = {}
+        self.use_parse_cache = False  # the language server: a file opened cold reuses saved items
         self.roots: list = []  # the project's folders (the editor's workspace folders):
         # where the IDE queries across files look for files that are not open (ide/project.py)
         self._default_targets: Optional[frozenset] = None  # the settings' targets for a plain `forward`
@@ -275,7 +284,7 @@ class Workspace:
         path = self.norm(path)
         f = self.files.get(path)
         if f is None:
-            f = SourceFile(path, text, version)
+            f = SourceFile(path, text, version, cached=self.use_parse_cache)
             self.files[path] = f
         else:
             before = f.items
@@ -284,6 +293,21 @@ class Workspace:
         self.open.add(path)
         self._analysis.clear()
         return f
+
+    def syntax_diagnostics(self, path: str) -> list:
+        """The syntax and layout errors of an open file's items: known as soon as it is
+        parsed, before any check."""
+        f = self.files.get(self.norm(path))
+        out: list = []
+        for it in f.items if f is not None else ():
+            out.extend(it.syntax_errors)
+            out.extend(getattr(it, "layout_errors", None) or ())
+        return out
+
+    def save_parse_cache(self, path: str) -> bool:
+        """Keep an open file's parsed items on disk for the next session (parse_cache.py)."""
+        f = self.files.get(self.norm(path))
+        return f is not None and parse_cache.save(f.path, f.items)
 
     def invalidate(self, path: str | None = None):
         """Forget file-level results (item-level caches stay valid on their own)."""

@@ -17,6 +17,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("shapescript.server")
 
+# A file of this many items or more, opened cold, gets its syntax errors published as
+# soon as it is parsed, before the check (then the complete diagnostics, same version);
+# and its parsed items are kept on disk for the next session (parse_cache.py), written
+# when the editor has been quiet for SAVE_AFTER seconds. A smaller file is checked
+# before anyone could see the difference.
+EARLY_ITEMS = 200
+SAVE_AFTER = 2.0
+
 
 def schedule_check(ls: ShapeScriptServer, uri: str):
     """Check an open document as it is now, on the core thread, and publish the result
@@ -39,7 +47,15 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
     def job():
         if stale():
             return  # a newer change is queued behind this job: it checks and publishes
-        ls.ws.set_text(path, text, version)
+        cold = path not in ls.ws.files
+        f = ls.ws.set_text(path, text, version)
+        big = cold and len(f.items) >= EARLY_ITEMS
+        if big and ls.push:
+            items = convert.diagnostics(ls.ws.syntax_diagnostics(path), path, ls.lines_for, ls.docs.uri_for,
+                                        ls.docs.version)
+            ls.call_soon(_publish, ls, uri, version, items)
+        if big and ls.ws.use_parse_cache:
+            ls.call_soon(_save_later, ls, uri, path)
         try:
             ls.ws.analyze(path, cancelled=stale)
         except Cancelled:
@@ -84,6 +100,18 @@ def _publish(ls: ShapeScriptServer, uri: str, version, items: list):
         return
     ls.published[uri] = (version, items)
     ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version))
+
+
+def _save_later(ls: ShapeScriptServer, uri: str, path: str):
+    """On the loop: keep the file's parsed items on disk once the editor is quiet."""
+    version = ls.docs.version(uri)
+
+    def save():
+        if ls.docs.version(uri) != version:
+            return _save_later(ls, uri, path)  # still typing: later
+        ls.submit("save the parse cache", lambda: ls.ws.save_parse_cache(path) if ls.docs.get(uri) else None)
+
+    ls.loop.call_later(SAVE_AFTER, save)
 
 
 def refresh_pull(ls: ShapeScriptServer):

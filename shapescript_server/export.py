@@ -100,8 +100,9 @@ def register(ls: ShapeScriptServer):
             request = make_request(path, target, fn=fn_name, output=a.get("output"), weights=a.get("weights"),
                                    random_weights=a.get("random"), seed=a.get("seed"), dtype=a.get("dtype"),
                                    force=bool(a.get("force", False)), dims=a.get("dims") or {},
-                                   tokenizer=a.get("tokenizer"), prefill_length=a.get("prefill_length"),
-                                   cache_length=a.get("cache_length"), quantize=a.get("quantize"), settings=cfg, settings_dir=ls.root,
+                                   tokenizer=a.get("tokenizer"), weights_map=a.get("weightsMap"),
+                                   prefill_length=a.get("prefill_length"), cache_length=a.get("cache_length"),
+                                   quantize=a.get("quantize"), settings=cfg, settings_dir=ls.root,
                                    base=ls.root)
         except RequestError as e:
             request, failure = None, ExportResult(False, str(e), status=2)

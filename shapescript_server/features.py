@@ -4,11 +4,11 @@ so no feature module imports the server's module at run time, nor the other way 
 from __future__ import annotations
 
 from . import (actions, calls, completion, diagnostics, export, formatting, hover, inlay, navigation, references,
-               settings, structure, tokens)
+               semantic_tokens, settings, structure)
 from .app import ShapeScriptServer
 
 FEATURES = (settings, diagnostics, hover, inlay, navigation, references, formatting, structure, calls, completion,
-            actions, export, tokens)
+            actions, export, semantic_tokens)
 
 
 def create_server() -> ShapeScriptServer:

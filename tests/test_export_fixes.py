@@ -8,7 +8,7 @@ import pytest
 
 from checkout import program, read_program, shapescript
 from shapescript_core.diagnostics import Applicability, Severity
-from shapescript_core.fixes import apply_edits
+from shapescript_core.apply_fixes import apply_edits
 from shapescript_core.workspace import Workspace
 
 DIR = "/tmp/shapescript-export-fixes"

@@ -9,7 +9,7 @@ np = pytest.importorskip("numpy")
 
 from gguf_support import CONFORMANCE, LLAMA_DIMS, run_cli
 from shapescript_core.export.gguf import layout
-from shapescript_core.export.gguf.plan import Gather, TensorPlan
+from shapescript_core.export.gguf.gguf_plan import Gather, TensorPlan
 
 
 def _rope(x, pos, theta, style):

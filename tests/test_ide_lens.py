@@ -6,7 +6,7 @@ import pytest
 from ide_support import workspace
 from shapescript_core.settings import Config, load_config, parse_settings
 from shapescript_core.ide.lens import export_lenses, function_at
-from shapescript_core.ide.tokens import semantic_tokens
+from shapescript_core.ide.semantic_tokens import semantic_tokens
 
 LM = """\
     dim V = 10

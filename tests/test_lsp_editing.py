@@ -219,3 +219,21 @@ async def test_semantic_tokens_full_delta_and_range(client: LanguageClient):
     stale = await client.text_document_semantic_tokens_full_delta_async(T.SemanticTokensDeltaParams(
         T.TextDocumentIdentifier(uri), previous_result_id="nope"))
     assert list(stale.data) == list(full.data)
+
+
+async def test_a_large_file_shows_its_syntax_errors_before_the_check(client: LanguageClient):
+    """200 items or more, opened cold: a first publish with the syntax errors only, then
+    the complete diagnostics of the same version."""
+    text = "".join(f"dim D{k} = {k + 1}\n" for k in range(210))
+    text += "\nfn broken(x: [D1]) -> [D1]:\n    return x +\n\nfn wrong(x: [D1]) -> [D1]:\n    return nowhere\n"
+    uri = uri_of(os.path.join(client.root, "large.ss"))
+    open_doc(client, uri, text)
+    await wait_until_codes(client, uri, 2)
+    mine = [p for p in client.publishes if p.uri == uri]
+    assert [sorted(str(d.code) for d in p.diagnostics) for p in mine] == [["E0101"], ["E0101", "E0201"]]
+    assert [p.version for p in mine] == [1, 1]
+
+
+async def wait_until_codes(client, uri, count):
+    from lsp_support import wait_until
+    return await wait_until(client, lambda: len([p for p in client.publishes if p.uri == uri]) >= count)

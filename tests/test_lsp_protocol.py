@@ -298,7 +298,7 @@ def test_only_server_imports_the_protocol_libraries():
     import sys
     code = ("import sys, shapescript_core.workspace, shapescript_core.ide.hover, shapescript_core.ide.completion, "
             "shapescript_core.ide.navigation, shapescript_core.ide.inlay, shapescript_core.ide.lens, "
-            "shapescript_core.ide.tokens, shapescript_core.settings, shapescript_core.cli; "
+            "shapescript_core.ide.semantic_tokens, shapescript_core.settings, shapescript_core.cli; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
@@ -306,7 +306,7 @@ def test_only_server_imports_the_protocol_libraries():
 
 def _plain_encoding(ws, path):
     """LSP's encoding of the core's absolute tokens, token by token."""
-    from shapescript_core.ide import tokens
+    from shapescript_core.ide import semantic_tokens as tokens
     lines = ws.file(path).lines
     data, pl, pc = [], 0, 0
     for t in tokens.semantic_tokens(ws, path):
@@ -319,7 +319,7 @@ def _plain_encoding(ws, path):
 
 
 def test_semantic_tokens_stitched_from_cached_items_equal_a_plain_encoding():
-    from shapescript_server.tokens import encode
+    from shapescript_server.semantic_tokens import encode
     ls = ShapeScriptServer()
     ls.token_cache = {}
     path = "/tmp/tokens/u.ss"

@@ -11,7 +11,7 @@ from shapescript_core.compile.graph import find_exported
 from shapescript_core.diagnostics import Applicability
 from shapescript_core.export.errors import ExportError
 from shapescript_core.export.weights.specs import find_function
-from shapescript_core.fixes import apply_edits
+from shapescript_core.apply_fixes import apply_edits
 from shapescript_core.ide.lens import export_lenses
 from shapescript_core.workspace import Workspace
 

@@ -22,7 +22,7 @@ from ..check.builtins import BUILTINS
 from ..check.sizes import Size
 from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
 from ..syntax import ast as A
-from .graph import Bind, CompileError, Loop, Ret
+from .graph import Bind, CompileError, Loop, Ret, trace_program
 from .layout import PatternLowering, align, dims_arg, match_positions, permute_code, positions
 from .plan import Plan, attr_name, models_in_order, py_name, walk_nodes
 from .prelude import HELPERS
@@ -128,6 +128,7 @@ class Generator:
         self.classes: dict = {m: ClassInfo(m, class_names[m]) for m in models_in_order(prog, plan.root)}
         self.dim_names = self._dim_names()
         self.attention_fns = self._attention_fns() if self.lm else set()
+        self._site_scales = None  # id(attention call) -> the scales its traced calls fold to
         self._assign_methods()
 
     # ------------------------------------------------------------ naming
@@ -211,6 +212,27 @@ class Generator:
                     name += "_"
                 taken.add(name)
                 cls.site_attrs[id(site)] = name
+
+    # ------------------------------------------------------------ attention scales
+    def site_scale(self, n):
+        """The scale an attention call writes, as one number known at export, or None
+        when it writes none, or when its calls compute different values or
+        values known only at run time (the export's trace folds them: `graph.fold`)."""
+        if self.arg_scale(n) is None:
+            return None
+        if self._site_scales is None:
+            self._site_scales = {}
+            for t in trace_program(self.prog).nodes:
+                if t.op == "scaled_dot_product_attention":
+                    self._site_scales.setdefault(id(t.ast), set()).add(t.attrs.get("scale"))
+        values = self._site_scales.get(id(n.ast), {None})
+        if len(values) != 1 or None in values:
+            return None
+        return float(next(iter(values)))
+
+    @staticmethod
+    def arg_scale(n):
+        return n.attrs["args"].get("scale")
 
     # ------------------------------------------------------------ attention layer indices
     def attention_count(self, model: str) -> int:
@@ -588,12 +610,12 @@ class MethodGen:
         first = params[0][1] if params else None
         codes, skipped = [], False
         start = 1 if isinstance(first, ModelT) else 0
-        for pname, _, _ in params[start:]:
+        for pname, ptype, _ in params[start:]:
             a = args.get(pname)
             if a is None:
                 skipped = True
                 continue
-            c = self.ex(a)
+            c = self.as_param(self.ex(a), ptype, a.type)
             codes.append(f"{self.gen.local_name(pname)}={c}" if skipped else c)
         if callee.name in self.gen.attention_fns:
             codes.append(ATTENTION_KWARGS)
@@ -604,6 +626,14 @@ class MethodGen:
             owner, cls = "self", self.cls
         method = cls.methods[callee.name]
         return f"{owner}.{method}({', '.join(codes)})"
+
+    @staticmethod
+    def as_param(code: str, ptype, atype) -> str:
+        """An argument as its parameter holds it: a number passed to a tensor parameter of
+        shape [] becomes a tensor, so that the callee's tensor operations take it."""
+        if isinstance(ptype, TensorT) and not ptype.axes and isinstance(atype, ScalarT):
+            return f"torch.tensor({code}, dtype={TORCH_DTYPES.get(ptype.dtype.name, 'torch.int64')})"
+        return code
 
     # ------------------------------------------------------------ builtins
     def arg(self, n, name):
@@ -665,22 +695,22 @@ class MethodGen:
     def b_rms_norm(self, n):
         x, w = self.arg(n, "x"), self.arg(n, "w")
         ps = self._over(n)
-        eps = n.attrs.get("eps", _default("rms_norm", "eps"))
+        eps = self.scalar(n, "eps")
         self.gen.helpers.add("rms_norm")
-        return f"rms_norm({self.ex(x)}, {self._weight_over(n, w, ps)}, {dims_arg(ps)}, {eps!r})"
+        return f"rms_norm({self.ex(x)}, {self._weight_over(n, w, ps)}, {dims_arg(ps)}, {eps})"
 
     def b_layer_norm(self, n):
         x, w, b = self.arg(n, "x"), self.arg(n, "w"), self.arg(n, "b")
         ps = self._over(n)
-        eps = n.attrs.get("eps", _default("layer_norm", "eps"))
+        eps = self.scalar(n, "eps")
         rank = len(x.type.axes)
         if ps == list(range(rank - len(ps), rank)):
             sizes = ", ".join(self.need_size(x.type.axes[p].size, n.where) for p in ps)
             sizes += "," if len(ps) == 1 else ""
-            return f"nn.functional.layer_norm({self.ex(x)}, ({sizes}), {self.ex(w)}, {self.ex(b)}, {eps!r})"
+            return f"nn.functional.layer_norm({self.ex(x)}, ({sizes}), {self.ex(w)}, {self.ex(b)}, {eps})"
         self.gen.helpers.add("layer_norm")
         return (f"layer_norm({self.ex(x)}, {self._weight_over(n, w, ps)}, {self._weight_over(n, b, ps)}, "
-                f"{dims_arg(ps)}, {eps!r})")
+                f"{dims_arg(ps)}, {eps})")
 
     def b_linear(self, n):
         x, w, b = self.arg(n, "x"), self.arg(n, "W"), self.arg(n, "b")
@@ -712,29 +742,43 @@ class MethodGen:
 
     def b_rope(self, n):
         x, pos = self.arg(n, "x"), self.arg(n, "pos")
-        theta = n.attrs.get("theta", _default("rope", "theta"))
+        theta = self.scalar(n, "theta")
         style = n.attrs.get("style", _default("rope", "style"))
+        if "style" in n.attrs["args"] and "style" not in n.attrs:
+            raise CompileError("rope's style must be written as a string, \"half\" or \"interleaved\"", n.where)
         self.gen.helpers.add("rope")
         p = self._aligned(pos, x.type.axes[:-1])
-        return f"rope({self.ex(x)}, {p}, {float(theta)!r}, {style!r})"
+        return f"rope({self.ex(x)}, {p}, {theta}, {style!r})"
 
     def b_scaled_dot_product_attention(self, n):
         q, k, v = self.arg(n, "q"), self.arg(n, "k"), self.arg(n, "v")
         if self.lm:
             self.gen.helpers.add("attend")
             ks, vs = self._kv(k), self._kv(v)
-            return f"self.{self.cls.site_attrs[id(n)]}({self.ex(q)}, {ks}, {vs}, {ATTENTION_KWARGS})"
+            scaling = ""
+            if self.gen.arg_scale(n) is not None and self.gen.site_scale(n) is None:  # not one number at export: computed at each call
+                scaling = f"scaling={self.scalar(n, 'scale', number=True)}, "
+            return f"self.{self.cls.site_attrs[id(n)]}({self.ex(q)}, {ks}, {vs}, {scaling}{ATTENTION_KWARGS})"
         parts = [self.ex(q), self.ex(k), self.ex(v)]
         mask = self.arg(n, "attn_mask")
         if mask is not None:
             scores = tuple(q.type.axes[:-1]) + (k.type.axes[-2],)
             parts.append(f"attn_mask={self._aligned(mask, scores)}")
-        scale = self.arg(n, "scale")
-        if scale is not None:
-            parts.append(f"scale={self.ex(scale)}")
+        if self.arg(n, "scale") is not None:
+            parts.append(f"scale={self.scalar(n, 'scale', number=True)}")
         if q.type.axes[-3].size != k.type.axes[-3].size:
             parts.append("enable_gqa=True")
         return f"nn.functional.scaled_dot_product_attention({', '.join(parts)})"
+
+    def scalar(self, n, name: str, number: bool = False) -> str:
+        """The code of a scalar keyword as the call writes it (a literal, a dim, a
+        parameter, arithmetic: whatever it computes), else the builtin's default.
+        `number`: a tensor of shape [] becomes a Python float (attention's scale)."""
+        node = self.arg(n, name)
+        if node is None:
+            return repr(_default(n.op, name))
+        code = self.ex(node)
+        return f"float({code})" if number and isinstance(node.type, TensorT) else code
 
     def _kv(self, node) -> str:
         src = self.kv_source.get(id(node))

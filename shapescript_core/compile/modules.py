@@ -119,15 +119,18 @@ def site_decls(gen: Generator, cls, root: bool) -> list:
         q = n.attrs["args"]["q"]
         heads = gen.size_code(q.type.axes[-3].size)
         width = gen.size_code(q.type.axes[-1].size)
-        scale = n.attrs["args"].get("scale")
         scaling = f"{width} ** -0.5"
-        if scale is not None:
-            if scale.op == "const":
-                scaling = repr(float(scale.attrs["value"]))
+        if gen.arg_scale(n) is not None:
+            fixed = gen.site_scale(n)
+            if fixed is not None:
+                scaling = repr(fixed)
+            elif gen.flavor == "vllm":
+                raise CompileError(f"vLLM's attention takes one scale per layer when the model loads, but the "
+                                   f"scale of the attention at line {n.where[1]} is not one number known at "
+                                   f"export; write it with literals and dims, or pass the same value at every "
+                                   f"call", n.where)
             else:
-                scaling = mg.ex(scale)
-                if mg.used_svars:
-                    raise CompileError("an attention's scale must not depend on the token axes", n.where)
+                scaling = "None"  # each call passes its scale
         groups = mg.attention_groups(n)
         index = (str(k) if root else ("layer_idx" if k == 0 else f"layer_idx + {k}"))
         attr = cls.site_attrs[id(n)]
@@ -143,7 +146,8 @@ def method_lines(gen: Generator, cls, fn: str) -> list:
     params = []
     start = 1 if g.model_param else 0
     for name, t, default in g.params[start:]:
-        params.append(f"{mg.var(name)}={mg.ex(default)}" if default is not None else mg.var(name))
+        params.append(f"{mg.var(name)}={mg.as_param(mg.ex(default), t, default.type)}" if default is not None
+                      else mg.var(name))
     if fn in gen.attention_fns:
         params.append("attention_mask=None, past_key_values=None, **kwargs")
     line = source_line(gen.prog, g.item, g.item.name_pos)

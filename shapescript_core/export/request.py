@@ -42,6 +42,7 @@ class ExportRequest:
     force: bool = False             # replace an existing output
     dims: dict = field(default_factory=dict)  # NAME -> value, overriding the source
     tokenizer: Optional[str] = None  # a Hugging Face tokenizer directory, absolute
+    weights_map: Optional[str] = None  # a TOML file of param paths to checkpoint keys, absolute
     explicit_dims: tuple = ()       # the dims named by the caller (not the settings): each must exist
     prefill_length: Optional[int] = None  # litert: the prefill signature's length (None: the default)
     cache_length: Optional[int] = None    # litert: the KV cache's length (None: the default)
@@ -99,7 +100,8 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
                  seed: Optional[int] = None, dtype: Optional[str] = None, force: bool = False,
                  dims: Optional[dict] = None, tokenizer: Optional[str] = None,
                  prefill_length: Optional[int] = None, cache_length: Optional[int] = None,
-                 quantize: Optional[str] = None, settings=None, settings_dir: Optional[str] = None,
+                 quantize: Optional[str] = None, weights_map: Optional[str] = None, settings=None,
+                 settings_dir: Optional[str] = None,
                  base: Optional[str] = None) -> ExportRequest:
     """Validate the options and fill in the defaults; RequestError names what is wrong.
 
@@ -151,6 +153,13 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
             raise RequestError("--dtype q8_0 is for gguf only: use f32, f16 or bf16")
         raise RequestError(f"--dtype takes one of {', '.join(DTYPES[target])}, got `{dt}`")
 
+    wmap = _resolve(weights_map, base)
+    if wmap is None and defaults.get("weights_map") and w is not None:
+        wmap = _resolve(defaults["weights_map"], settings_dir or base)
+    if wmap is not None and w is None:
+        raise RequestError("--weights-map maps the tensors of --weights: name the weights too")
+    if wmap is not None and not os.path.isfile(wmap):
+        raise RequestError(f"can't read the weights map `{wmap}`: no such file")
     tok = _resolve(tokenizer, base)
     if tok is not None:
         check_tokenizer_dir(tok)
@@ -158,7 +167,8 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
     given = _positive_dims(dims)
     return ExportRequest(**litert, path=path, target=target, output=out, fn=fn, weights=w, random_weights=rand,
                          random_reason=reason, seed=s, dtype=dt, force=bool(force),
-                         dims={**settings.dims, **given}, tokenizer=tok, explicit_dims=tuple(given),
+                         dims={**settings.dims, **given}, tokenizer=tok, weights_map=wmap,
+                         explicit_dims=tuple(given),
                          max_tensor_size=getattr(settings, "max_tensor_size", None))
 
 

@@ -121,11 +121,15 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
         for spec in resolved.specs:
             check_init(spec)
     else:
-        from .weights.importer import import_checkpoint, open_weights  # deferred: numpy and gguf
-        source, ckpt = open_weights(request.weights, resolved.specs)
-        if ckpt is not None:
+        from .weights.importer import import_checkpoint, import_mapped, open_weights  # deferred: numpy and gguf
+        source, ckpt = open_weights(request.weights, resolved.specs, request.weights_map)
+        if ckpt is not None and request.weights_map is not None:
+            step(f"reading {ckpt.label()} through {request.weights_map}")
+            source, import_notes, warnings = import_mapped(ws, request, resolved, ckpt, request.weights_map)
+        elif ckpt is not None:
             step(f"matching {ckpt.label()} to `{fn_item.name}` by role")
             source, import_notes, warnings = import_checkpoint(ws, request, resolved, ckpt)
+        if ckpt is not None:
             warnings = warnings + import_notes
             if request.tokenizer is None and ckpt.tokenizer_dir():  # --tokenizer DIR still overrides
                 request = replace(request, tokenizer=ckpt.tokenizer_dir())

@@ -18,6 +18,7 @@ text: a position outside everything gives an empty answer.
     completion.completions(ws, path, offset)       -> [Completion]
     completion.signature_help(ws, path, offset)    -> SignatureHelp | None
     lens.export_lenses(ws, path)                   -> [ExportLens]
-    tokens.semantic_tokens(ws, path)               -> [Token]
-    config.load_config(root) / config.parse_settings(dict) -> Config
+    semantic_tokens.semantic_tokens(ws, path)      -> [Token]
+
+The settings (`shapescript.toml`, the editor's) are `shapescript_core.settings`.
 """

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ...check.types import TensorT
 from ...diagnostics import error
-from . import fixes, messages as M
+from . import fixes, serving_messages as M
 from ...syntax.ast import op_pos
 from .places import placed_error
 from .token_axis_values import tag_at

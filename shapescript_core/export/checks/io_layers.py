@@ -7,7 +7,7 @@ from typing import Optional
 from ...check.types import ModelT, TensorT
 from ...diagnostics import error
 from ...syntax import ast as A
-from . import fixes, messages as M
+from . import fixes, serving_messages as M
 from ...syntax.ast import op_pos
 
 

@@ -7,7 +7,7 @@ from typing import Optional
 from ...check.sizes import Size
 from ...check.types import ModelT, TensorT
 from ...diagnostics import error
-from . import fixes, messages as M
+from . import fixes, serving_messages as M
 
 
 @dataclass

@@ -18,7 +18,7 @@ from __future__ import annotations
 from ...check.trampoline import run
 from ...check.types import ScalarT, TensorT, TupleT
 from ...syntax import ast as A
-from . import messages as M
+from . import serving_messages as M
 from .places import placed_error
 from .token_axis_rules import PATTERNS, REDUCERS, SDPA, TokenRules
 from .token_axis_values import CLEAN, NONE, Ctx, Origin, Site, Val, fit, join, tag_at

@@ -102,7 +102,7 @@ class TokenRules:
         return False
 
     def _arange(self, ctx, e, narg, vals, t):
-        """A step of the flow (a generator, see tokens.py): the positions' value."""
+        """A step of the flow (a generator, see token_axes.py): the positions' value."""
         node = narg.value if narg is not None else None
         tags = NONE
         if isinstance(node, A.Name) and node.id not in vals:

@@ -22,8 +22,8 @@ from ...compile.graph import CompileError, trace
 from ...diagnostics import error
 from ...targets import asked_for
 from .match import match
-from .messages import E3313_HELP, e3313
-from .plan import Departure
+from .e3313 import E3313_HELP, e3313
+from .gguf_plan import Departure
 
 log = logging.getLogger("shapescript.export")
 

@@ -5,7 +5,7 @@ W's rows in the order llama.cpp reads them (head first, then head width).
 from __future__ import annotations
 
 from .departure import Depart, line_of
-from .plan import Gather, Transpose
+from .gguf_plan import Gather, Transpose
 
 # elementwise builtins: on the residual stream, or where an MLP's gate belongs
 UNARY = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu",

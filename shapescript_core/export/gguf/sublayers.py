@@ -8,7 +8,7 @@ import math
 
 from .archs import has
 from .departure import Depart, line_of
-from .plan import Gather, TensorPlan, Transpose
+from .gguf_plan import Gather, TensorPlan, Transpose
 from .projections import UNARY, Proj, input_of, is_projection
 
 

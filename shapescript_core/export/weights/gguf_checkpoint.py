@@ -130,6 +130,9 @@ class GGUFCheckpoint:
                 continue
             self.names[name] = (name, ())
 
+    def index_raw(self):
+        self.names = {n: (n, ()) for n in self.tensors}
+
     def key_of(self, name: str) -> str:
         return name
 

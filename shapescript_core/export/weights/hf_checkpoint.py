@@ -16,7 +16,7 @@ import os
 
 import gguf
 
-from ..gguf.plan import RopePermute, Transpose
+from ..gguf.gguf_plan import RopePermute, Transpose
 from ..errors import ExportError
 from .source import WeightSource
 
@@ -153,6 +153,10 @@ class HFCheckpoint:
             elif arch == "gpt2" and kind in CONV1D and len(shape) == 2:
                 steps = (Transpose(),)
             self.names[name] = (key, steps)
+
+    def index_raw(self):
+        """Every tensor by its own key (a --weights-map names them)."""
+        self.names = {k: (k, ()) for k in self.source.keys()}
 
     # ---- tensors
     def shape(self, name: str) -> tuple:

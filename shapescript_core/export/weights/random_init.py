@@ -8,7 +8,7 @@ import numpy as np
 
 from ..errors import ExportError, ParamSpec
 from .convert import NP, bf16_bits, bf16_to_f32
-from .messages import bad_init
+from .weight_messages import bad_init
 
 
 def rng_for(seed: int, path: str) -> np.random.Generator:

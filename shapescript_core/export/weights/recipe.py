@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..gguf.layout import gather_index, rope_permute
-from ..gguf.plan import Gather, RopePermute, Transpose
+from ..gguf.gguf_plan import Gather, RopePermute, Transpose
 
 
 @dataclass(frozen=True)

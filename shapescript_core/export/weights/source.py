@@ -12,7 +12,7 @@ import json
 import os
 
 from ..errors import ExportError
-from .messages import unreadable
+from .weight_messages import unreadable
 from .safetensors_format import TensorInfo, read_header
 
 INDEX = "model.safetensors.index.json"

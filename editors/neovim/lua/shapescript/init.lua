@@ -17,6 +17,7 @@ M.defaults = {
   init_options = {},
   inlay_hints = true, -- show the shape after each assignment
   codelens = true, -- show "Export ▸ hf | vllm | gguf | litert" over exportable functions
+  format_on_save = false, -- format the buffer (`shapescript fmt`'s layout) before each write
 }
 
 M.targets = { 'hf', 'vllm', 'gguf', 'litert' }
@@ -95,6 +96,15 @@ local function on_attach(opts)
         group = vim.api.nvim_create_augroup('shapescript_codelens_' .. bufnr, { clear = true }),
         callback = function()
           vim.lsp.codelens.refresh({ bufnr = bufnr })
+        end,
+      })
+    end
+    if opts.format_on_save and client:supports_method('textDocument/formatting') then
+      vim.api.nvim_create_autocmd('BufWritePre', {
+        buffer = bufnr,
+        group = vim.api.nvim_create_augroup('shapescript_format_' .. bufnr, { clear = true }),
+        callback = function()
+          vim.lsp.buf.format({ bufnr = bufnr, id = client.id, timeout_ms = 5000 })
         end,
       })
     end

@@ -1,6 +1,6 @@
 """What the architecture matcher hands the GGUF writer: no numpy here, only numbers.
 
-A `Plan` is an architecture (`llama`, `qwen2`, `gpt2`), its hyperparameters, and one
+A `GGUFPlan` is an architecture (`llama`, `qwen2`, `gpt2`), its hyperparameters, and one
 `TensorPlan` per GGUF tensor: which param it is read from and the layout changes applied
 on the way (`Transpose`, `Gather` of rows or columns, `RopePermute`). `layout.apply` carries the
 changes out on arrays.
@@ -54,7 +54,7 @@ class TensorPlan:
 
 
 @dataclass
-class Plan:
+class GGUFPlan:
     arch: str                        # "llama", "qwen2", "gpt2"
     hparams: dict                    # see metadata.py for the names
     tensors: list = field(default_factory=list)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as T
 
-from shapescript_core.ide import tokens as ide_tokens
+from shapescript_core.ide import semantic_tokens as ide_tokens
 
 from . import convert
 from .guard import guarded
