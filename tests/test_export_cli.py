@@ -311,13 +311,17 @@ def test_interrupted_or_failed_write_leaves_nothing(tiny, src, tmp_path, capsys,
 
 
 @pytest.mark.parametrize("weights", [False, True], ids=["random", "copied"])
-def test_full_disk_leaves_nothing(tiny, src, tmp_path, capsys, weights):
+def test_full_disk_leaves_nothing(tiny, src, tmp_path, capsys, weights, monkeypatch):
     w = ["--weights", good_weights(tmp_path)] if weights else []
     mnt = tmp_path / "small"
     mnt.mkdir()
     r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)], capture_output=True)
     if r.returncode != 0:
         pytest.skip("needs a small tmpfs (root): " + r.stderr.decode().strip())
+    # the up-front size check would refuse (test_too_large_for_the_disk_is_refused_up_front):
+    # here the disk fills during the write, as when another program writes meanwhile
+    from shapescript_core.export import run as run_module
+    monkeypatch.setattr(run_module, "size_problem", lambda *a, **k: None)
     try:
         code, err = export(capsys, src, "--hf", *w, "-o", mnt / "out")
         assert code == 1, err

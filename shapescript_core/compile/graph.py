@@ -164,6 +164,7 @@ class Program:
     fns: dict  # name -> FnGraph
     env: object  # the entry file's FileEnv
     dims: dict  # dim name -> int value (None when it has none)
+    _values: dict = field(default_factory=dict, repr=False)  # value_of's memo
 
     def model(self, name: str):
         for g in [self.entry] + list(self.fns.values()):
@@ -173,10 +174,16 @@ class Program:
         return None
 
     def value_of(self, s: Size) -> Optional[int]:
+        """A size's value with the dims' values (memoized: a traced stack of 100,000
+        layers asks the same few sizes at every node, and evaluating one is Fractions)."""
+        memo = self._values
+        got = memo.get(s, memo)
+        if got is not memo:
+            return got
         v = s.evaluate(self.env.dims.values)
-        if v is None or v.denominator != 1:
-            return None
-        return int(v)
+        got = None if v is None or v.denominator != 1 else int(v)
+        memo[s] = got
+        return got
 
 
 # ---------------------------------------------------------------- building
@@ -427,6 +434,14 @@ class _Tracer:
     def __init__(self, prog: Program, unroll: Optional[int] = None):
         self.prog = prog
         self.unroll = unroll  # at most this many iterations of each stack loop (None: all)
+        rendered: dict = {}  # Size -> its name (a dim's, or the size written out): asked at every node
+
+        def render(size, _dims=prog.env.dims):
+            r = rendered.get(size)
+            if r is None:
+                r = rendered[size] = _dims.render(size)
+            return r
+        self._render = render
         self.nodes: list = []
         self.params: dict = {}
         self.depth = 0
@@ -439,8 +454,8 @@ class _Tracer:
     def _annotate(self, n: Node):
         t = n.type
         if isinstance(t, TensorT):
-            envd = self.prog.env.dims
-            n.axes = [envd.render(a.name) for a in t.axes]
+            render = self._render
+            n.axes = [render(a.name) for a in t.axes]
             n.shape = tuple(self.prog.value_of(a.size) for a in t.axes)
 
     def run(self, g: FnGraph, args: dict):
