@@ -376,3 +376,31 @@ def test_a_weights_map_that_leaves_params_out_is_one_e3314(checkpoints, tmp_path
     m.write_text('"tokens" = { key = "wte", split = [2, 2] }\n')
     err = _fails(export("llama_other", "hf", out, w, "--weights-map", m), out)
     assert "`tokens` takes `split = [INDEX, PARTS]`, with 0 <= INDEX < PARTS" in err
+
+
+def test_a_k_quant_gguf_from_llama_cpps_quantizer_is_dequantized_as_transformers_does(tmp_path):
+    """Q4_K_M by llama.cpp's own quantizer (llama-cpp-python), rows of 256 so that the
+    K-quants apply (Q4_K, and Q6_K for some tensors), imported into another source."""
+    import torch
+    from envs import require_llama_cpp
+    from gguf import GGMLQuantizationType, GGUFReader
+    from transformers import AutoModelForCausalLM
+    from import_support import EXAMPLES, run_cli
+    llama_cpp = require_llama_cpp()
+    dims = dict(V=300, D=256, H=4, Hkv=2, F=512, L=1)
+    flags = [x for k, v in dims.items() for x in ("--dim", f"{k}={v}")]
+    f32 = tmp_path / "f32.gguf"
+    r = run_cli("export", os.path.join(EXAMPLES, "llama.ss"), "--gguf", "--random-weights", "--seed", "5",
+                "-o", f32, *flags)
+    assert r.returncode == 0, r.stderr
+    q = tmp_path / "q4_k_m.gguf"
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_K_M
+    assert llama_cpp.llama_model_quantize(str(f32).encode(), str(q).encode(), params) == 0
+    types = {t.tensor_type for t in GGUFReader(str(q)).tensors}
+    assert GGMLQuantizationType.Q4_K in types
+    out = tmp_path / "out"
+    r = export("llama_variant", "hf", out, q, "--dim", "Width=256", "--dim", "Hidden=512", "--dim", "Depth=1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    theirs = AutoModelForCausalLM.from_pretrained(str(tmp_path), gguf_file=q.name, dtype=torch.float32).eval()
+    assert max_diff(logits(load_export(str(out))), logits(theirs)) < 1e-4
