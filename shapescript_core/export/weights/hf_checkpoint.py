@@ -17,6 +17,7 @@ import re
 
 import gguf
 
+from ...files import ReadRefused, read_bytes
 from ..gguf.gguf_plan import RopePermute, Transpose
 from ..errors import ExportError
 from .source import WeightSource
@@ -41,9 +42,10 @@ CONV1D = ("ATTN_QKV", "ATTN_OUT", "FFN_UP", "FFN_DOWN")
 def read_config(directory: str, name: str = CONFIG) -> dict:
     file = os.path.join(directory, name)
     try:
-        with open(file, encoding="utf-8") as fh:
-            cfg = json.load(fh)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+        cfg = json.loads(read_bytes(file).decode("utf-8"))  # regular and bounded (files.py)
+    except ReadRefused as e:
+        raise ExportError(f"can't read {name} in `{directory}`: {e.refusal.reason}") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
         raise ExportError(f"can't read {name} in `{directory}`: {getattr(e, 'strerror', None) or e}")
     if not isinstance(cfg, dict):
         raise ExportError(f"{name} in `{directory}` is not a JSON object")
