@@ -428,7 +428,8 @@ def test_help_says_what_each_flag_does(capsys):
     sub = next(a for a in build_parser()._actions if a.dest == "cmd").choices["export"]
     flags = {o: a.help for a in sub._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
     assert sorted(flags) == sorted(["--hf", "--vllm", "--gguf", "--fn", "--out", "--dim", "--weights",
-                                    "--random-weights", "--seed", "--dtype", "--force", "--tokenizer"])
+                                    "--random-weights", "--seed", "--dtype", "--force", "--tokenizer",
+                                    "--weights-map"])
     for flag, text in flags.items():
         assert text and len(text) > 15, flag
         assert " ".join(text.split()) in out, flag

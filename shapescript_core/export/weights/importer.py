@@ -20,6 +20,7 @@ import os
 import gguf
 import numpy as np
 
+from ...check.types import ModelT, StackT
 from ...compile.graph import CompileError, trace
 from ..gguf import metadata
 from ..gguf.match import match
@@ -32,6 +33,7 @@ from .weight_messages import e3314, e3315, e3315_heads, e3316
 from .recipe import Rows, add_part
 from .safetensors_format import ST_DTYPES, TO_ST, TensorInfo
 from .source import WeightSource
+from .specs import resolve
 from .weights_map import keys_for, read_map, recipe_for, rule_for
 
 MAX_LISTED = 4  # roles named in an E3314
@@ -181,8 +183,6 @@ def infer_dims(ws, request, path: str, fn_item, ckpt) -> dict:
     stack's count from its number of blocks, any other dim from the size of a tensor
     whose param writes the dim alone as an axis (`embed: [V D]`: V and D). {} when the
     graph can't be matched even so; the dims not found stay open (E3312)."""
-    from ...check.types import ModelT, StackT
-    from .specs import resolve
     env = ws.analyze(path).env
     open_dims = [n for n, i in env.dims.info.items()
                  if i.value is None and i.canon is not None and i.canon.single_symbol() == n]
