@@ -19,7 +19,7 @@ from .request import unknown_dims
 from .sizes import size_problem
 from .weights.check import check_weights
 from .weights.specs import find_function, resolve
-from .writers import KIND, load_writer, missing_libraries
+from .writers import KIND, check_requirements, load_writer, missing_libraries
 
 log = logging.getLogger("shapescript.export")
 
@@ -157,6 +157,7 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
 
     try:
         writer = load_writer(request.target)
+        check_requirements(request.target)
     except WriterUnavailable as e:
         return _fail(str(e), USAGE, warnings=warnings)
 
