@@ -254,3 +254,13 @@ def test_fix_on_a_read_only_file_is_a_clear_error(tmp_path):
     assert r.stderr.strip().endswith(f"shapescript: can't write the fixes to `{os.path.relpath(f)}`: "
                                      "permission denied (the file is left as it was)")
     assert "Traceback" not in r.stderr and f.read_text() == before
+
+
+def test_weights_that_are_a_fifo_are_refused_not_waited_for(tmp_path):
+    (tmp_path / "lm.ss").write_text(TINY)
+    os.mkfifo(tmp_path / "w.safetensors")
+    r = shapescript("export", "lm.ss", "--hf", "--weights", "w.safetensors", "-o", "out", cwd=tmp_path, timeout=60)
+    assert r.returncode == 1
+    assert r.stderr.strip().endswith(f"shapescript: can't read the weights `{tmp_path / 'w.safetensors'}`: "
+                                     "it is a FIFO (named pipe), not a regular file")
+    assert not (tmp_path / "out").exists()

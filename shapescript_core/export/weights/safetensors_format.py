@@ -15,6 +15,7 @@ import struct
 from dataclasses import dataclass
 
 from ..errors import ExportError
+from ...files import ReadRefused, open_file
 from .weight_messages import corrupt_file, unreadable
 
 # safetensors dtype -> (our dtype name, item size)
@@ -54,8 +55,12 @@ def read_header(file: str) -> HeaderInfo:
     caller can name the ones the model needs."""
     name = os.path.basename(file)
     try:
-        size = os.path.getsize(file)
-        with open(file, "rb") as fh:
+        try:
+            fh = open_file(file)  # a regular file, opened without blocking (never a FIFO or a device)
+        except ReadRefused as e:
+            raise ExportError(f"can't read the weights `{file}`: {e.refusal.reason}") from None
+        size = os.fstat(fh.fileno()).st_size
+        with fh:
             head = fh.read(8)
             if len(head) < 8:
                 raise ExportError(corrupt_file(name, f"it is {size} bytes long, shorter than a header"))

@@ -12,6 +12,7 @@ import json
 import os
 
 from ..errors import ExportError
+from ...files import ReadRefused, read_bytes
 from .weight_messages import unreadable
 from .safetensors_format import TensorInfo, read_header
 
@@ -89,9 +90,10 @@ class WeightSource:
     def _mapping(self, file: str):
         """Read an exported directory back through its mapping: keys become param paths."""
         try:
-            with open(file, encoding="utf-8") as fh:
-                keys = json.load(fh).get("keys")
-        except (OSError, UnicodeDecodeError, ValueError, AttributeError) as e:
+            keys = json.loads(read_bytes(file).decode("utf-8")).get("keys")  # regular, bounded
+        except ReadRefused as e:
+            raise ExportError(f"can't read {MAPPING} in `{self.path}`: {e.refusal.reason}")
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError, RecursionError) as e:
             raise ExportError(f"can't read {MAPPING} in `{self.path}`: {getattr(e, 'strerror', None) or e}")
         if not isinstance(keys, dict):
             raise ExportError(f"{MAPPING} in `{self.path}` has no `keys` of param paths to checkpoint keys")
@@ -116,9 +118,10 @@ class WeightSource:
     def _index(self, file: str):
         name = os.path.basename(file)
         try:
-            with open(file, encoding="utf-8") as fh:
-                doc = json.load(fh)
-        except (OSError, UnicodeDecodeError, ValueError) as e:
+            doc = json.loads(read_bytes(file).decode("utf-8"))  # regular, bounded
+        except ReadRefused as e:
+            raise ExportError(f"can't read the index {name}: {e.refusal.reason}")
+        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
             raise ExportError(f"can't read the index {name}: {getattr(e, 'strerror', None) or e}")
         wm = doc.get("weight_map") if isinstance(doc, dict) else None
         if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):

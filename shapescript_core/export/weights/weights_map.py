@@ -25,6 +25,7 @@ import re
 import tomllib
 from dataclasses import dataclass
 
+from ...files import ReadRefused, read_bytes
 from ..gguf.gguf_plan import RopePermute, Transpose
 from ..errors import ExportError
 from .recipe import Part, Recipe, Rows, step_shape
@@ -57,8 +58,9 @@ def _bad(file: str, entry: str, why: str) -> ExportError:
 def read_map(file: str) -> list:
     name = file
     try:
-        with open(file, "rb") as fh:
-            doc = tomllib.load(fh)
+        doc = tomllib.loads(read_bytes(file).decode("utf-8"))  # regular and bounded (files.py)
+    except ReadRefused as e:
+        raise ExportError(f"can't read the weights map {name}: {e.refusal.reason}") from None
     except OSError as e:
         raise ExportError(f"can't read the weights map {name}: {e.strerror or e}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
