@@ -488,18 +488,18 @@ class Workspace:
 
     def _refresh_visible(self, a: Analysis):
         """An import changed inside a body: the same interface, but some of its items are
-        new objects. The analysis's `visible` (what navigation and hover look up) is made
-        of the current items again."""
-        visible: dict = {}
-        for target in self._import_closure(a.path):
-            e = self._interface_entry(target)
-            if e[1] is not None:
-                for it in e[1]:
-                    if it.name is not None:
-                        visible.setdefault(it.name, it)
-                a.lists[target] = e[1]
-        visible.update(a.own)
-        a.visible = visible
+        new objects. The entries of the analysis's `visible` (what navigation and hover
+        look up) that came from such a file are replaced by its current items."""
+        visible = a.visible
+        for p, _ in a.stamp:
+            e = self._interface_entry(p)
+            if e[1] is None or e[1] is a.lists.get(p):
+                continue
+            for name, it in e[3].items():
+                old = visible.get(name)
+                if old is not None and old is not it and old.path == p:
+                    visible[name] = it
+            a.lists[p] = e[1]
 
     def cache_sizes(self) -> dict:
         """Entries in each item cache (for tests and benchmarks)."""
