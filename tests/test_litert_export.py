@@ -150,6 +150,8 @@ def test_the_shipped_extension_patches_exactly_and_marks_composites_and_causalit
     assert got["swapped"] == ["rms_norm"]
     assert got["restored"] is True
     assert got["parity"] == 0.0 and got["after"] == 0.0
+    # every parameter, under its checkpoint key (the patch renames and fuses nothing)
+    assert got["weights"] == {"checked": 9 * got["layers"] + 3, "unresolved": [], "mismatched": []}
     norms = 2 * got["layers"] + 1  # two per block, the final one
     for variant in ("plain", "gpu"):
         assert got[variant]["exportables"] == ["CausalLiteRTExportableModuleForDecoderOnlyLMPrefill",
