@@ -237,3 +237,15 @@ def test_a_failed_conversion_leaves_nothing_and_names_its_log(tmp_path):
     assert os.listdir(tmp_path) == []
     import shutil
     shutil.rmtree(os.path.dirname(log))
+
+
+def test_the_settings_give_litert_its_lengths_and_not_their_dtype():
+    from shapescript_core.export.request import make_request
+    from shapescript_core.settings import parse_settings
+    settings = parse_settings({"export": {"prefillLength": 32, "cacheLength": 64, "dtype": "f16"}})
+    r = make_request(os.path.join(EXAMPLES, "llama.ss"), "litert", random_weights=True, settings=settings)
+    assert (r.prefill_length, r.cache_length, r.quantize, r.dtype) == (32, 64, None, "f32")
+    r = make_request(os.path.join(EXAMPLES, "llama.ss"), "litert", random_weights=True, settings=settings,
+                     prefill_length=16, quantize="int8")
+    assert (r.prefill_length, r.cache_length, r.quantize) == (16, 64, "int8")
+    assert make_request(os.path.join(EXAMPLES, "llama.ss"), "hf", random_weights=True, settings=settings).dtype == "f16"
