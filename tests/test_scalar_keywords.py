@@ -128,7 +128,7 @@ def test_scales_that_differ_per_call_pass_at_run_time(tmp_path):
     r = export(case, weights, out)
     assert r.ok, r.message
     modeling = open(os.path.join(out, "modeling_lm.py")).read()
-    assert "scaling=float(t / math.sqrt(Dh))" in modeling
+    assert "self.attention.scaling = float(t / math.sqrt(Dh))" in modeling
     assert compare(want, hf_outputs(case, out, inputs)) == {"full": pytest.approx(0, abs=1e-5),
                                                           "cached": pytest.approx(0, abs=1e-5)}
     r = export(case, weights, str(tmp_path / "vllm"), target="vllm")

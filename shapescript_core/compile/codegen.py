@@ -719,10 +719,11 @@ class MethodGen:
         if self.lm:
             self.gen.helpers.add("attend")
             ks, vs = self._kv(k), self._kv(v)
-            scaling = ""
-            if self.gen.arg_scale(n) is not None and self.gen.site_scale(n) is None:  # not one number at export: computed at each call
-                scaling = f"scaling={self.scalar(n, 'scale', number=True)}, "
-            return f"self.{self.cls.site_attrs[id(n)]}({self.ex(q)}, {ks}, {vs}, {scaling}{ATTENTION_KWARGS})"
+            attr = self.cls.site_attrs[id(n)]
+            if self.gen.arg_scale(n) is not None and self.gen.site_scale(n) is None:
+                # not one number at export: this call's scale, set before the statement runs
+                self.pending.append(f"self.{attr}.scaling = {self.scalar(n, 'scale', number=True)}")
+            return f"self.{attr}({self.ex(q)}, {ks}, {vs}, {ATTENTION_KWARGS})"
         parts = [self.ex(q), self.ex(k), self.ex(v)]
         mask = self.arg(n, "attn_mask")
         if mask is not None:
