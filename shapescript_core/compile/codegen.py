@@ -21,13 +21,13 @@ from typing import Optional
 from ..check.builtins import BUILTINS
 from ..check.sizes import Size
 from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
+from ..dtypes import TABLE, torch_name
 from .graph import Bind, CompileError, Loop, Ret, trace_program
 from .layout import PatternLowering, align, dims_arg, match_positions, permute_code, positions
 from .plan import Plan, attr_name, models_in_order, py_name, walk_nodes
 from .prelude import HELPERS
 
-TORCH_DTYPES = {"f16": "torch.float16", "bf16": "torch.bfloat16", "f32": "torch.float32",
-                "f64": "torch.float64", "i32": "torch.int32", "i64": "torch.int64", "bool": "torch.bool"}
+TORCH_DTYPES = {d.name: torch_name(d.name) for d in TABLE if d.language}
 OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "eq": "==", "ne": "!=",
              "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|"}
 REDUCTIONS = {"sum": "{x}.sum({dims})", "mean": "{x}.mean({dims})", "max": "{x}.amax({dims})",
