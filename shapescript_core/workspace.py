@@ -193,13 +193,25 @@ class Workspace:
         self._disk: dict = {}  # path -> (mtime, SourceFile)
         # path -> [(fn name or None, {targets})]: explicit export checks (CLI --target/--fn)
         self._export_requests: dict = {}
-        self.use_parse_cache = False  # the language server: a file opened cold reuses saved items
-        self.roots: list = []  # the project's folders (the editor's workspace folders):
+        self._use_parse_cache = False  # the language server: a file opened cold reuses saved items
+        self._roots: list = []  # the project's folders (the editor's workspace folders):
         # where the IDE queries across files look for files that are not open (ide/project.py)
         self._default_targets: Optional[frozenset] = None  # the settings' targets for a plain `forward`
         self._export_checking: set = set()  # paths whose export checks are running now
 
     # ------------------------------------------------------------ configuration
+    @property
+    def roots(self) -> list:
+        """The project's folders (the editor's workspace folders)."""
+        return list(self._roots)
+
+    def set_roots(self, roots):
+        self._roots = list(roots)
+
+    def use_parse_cache(self, on: bool = True):
+        """A file opened cold reuses the items saved by an earlier session (parse_cache.py)."""
+        self._use_parse_cache = on
+
     @property
     def dim_overrides(self) -> dict:
         """NAME -> value, overriding the source's dims (`--dim`, the settings' [dims])."""
@@ -284,7 +296,7 @@ class Workspace:
         path = self.norm(path)
         f = self.files.get(path)
         if f is None:
-            f = SourceFile(path, text, version, cached=self.use_parse_cache)
+            f = SourceFile(path, text, version, cached=self._use_parse_cache)
             self.files[path] = f
         else:
             before = f.items
