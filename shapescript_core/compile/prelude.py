@@ -76,8 +76,7 @@ class CausalAttention(nn.Module):
         self.head_dim = head_dim
         self.is_causal = True
 
-    def forward(self, query, key, value, attention_mask=None, past_key_values=None, scaling=None, **kwargs):
-        """`scaling`: this call's scale, where the source computes it at each call."""
+    def forward(self, query, key, value, attention_mask=None, past_key_values=None, **kwargs):
         if past_key_values is not None:
             key, value = past_key_values.update(key, value, self.layer_idx)
         attention_interface = eager_attention
