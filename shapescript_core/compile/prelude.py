@@ -85,10 +85,6 @@ class CausalAttention(nn.Module):
             # set_attn_implementation() switch the function (LiteRT-Torch's export_hf does)
             attention_interface = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation,
                                                                         eager_attention)
-        if scaling is not None:
-            # this call's scale, applied to the queries: the one interface call passes
-            # `scaling=self.scaling` (vLLM resolves that expression once, per layer)
-            query = query * (scaling / self.scaling)
         out, _ = attention_interface(self, query, key, value, attention_mask, dropout=0.0,
                                      scaling=self.scaling, **kwargs)
         # [b n H Dh] from transformers' functions, [n H*Dh] from vLLM's: back to [b H n Dh]
