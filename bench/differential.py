@@ -48,8 +48,10 @@ def main(argv=None) -> int:
                 runs.append((llama_case(seed), run_gguf, "gguf"))
             for case, run, name in runs:
                 tally(counts, seed, case, run, name, tmp, args.keep)
-            if counts["tried"] % 25 == 0:
-                print(f"... {counts['tried']} tried, {time.time() - t0:.0f} s", flush=True)
+            if (seed - args.start + 1) % 25 == 0:
+                print(f"... {counts['tried']} tried, {counts['checked']} checked, exported {counts['exported']}, "
+                      f"refused {counts['refused']}, disagreements {counts['disagree']}, {time.time() - t0:.0f} s",
+                      flush=True)
     print(f"programs tried: {counts['tried']} (hf: one per seed; gguf: a llama-shaped one every "
           f"{args.gguf_every} seeds); checked clean: {counts['checked']}")
     for target in counts["exported"]:

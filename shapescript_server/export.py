@@ -1,7 +1,7 @@
 """The export code lens and `workspace/executeCommand` `shapescript.export`.
 
 The command takes one object: {uri, fn, target, output, weights or random, seed, dtype,
-force, dims, tokenizer, position}. It builds the same request as `shapescript export`
+force, dims, tokenizer, position}, and for litert prefill_length, cache_length, quantize. It builds the same request as `shapescript export`
 (`shapescript_core.export.request.make_request`: the settings give the defaults, relative
 paths resolve against the workspace root) and runs the same backend (`run_export`) on a
 private workspace built from the open documents, on a thread of its own so typing stays
@@ -49,12 +49,16 @@ def _args(params: T.ExecuteCommandParams) -> dict:
     if not isinstance(dims, dict) or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0
                                              for v in dims.values()):
         raise JsonRpcInvalidParams("`dims` takes {NAME: positive integer}")
-    for key in ("fn", "output", "weights", "dtype", "tokenizer"):
+    for key in ("fn", "output", "weights", "dtype", "tokenizer", "quantize"):
         if a.get(key) is not None and not isinstance(a[key], str):
             raise JsonRpcInvalidParams(f"`{key}` takes a string")
     for key in ("random", "force"):
         if a.get(key) is not None and not isinstance(a[key], bool):
             raise JsonRpcInvalidParams(f"`{key}` takes true or false")
+    for key in ("prefill_length", "cache_length"):
+        v = a.get(key)
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
+            raise JsonRpcInvalidParams(f"`{key}` takes a positive integer")
     seed = a.get("seed")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
         raise JsonRpcInvalidParams("`seed` takes a non-negative integer")
@@ -97,7 +101,8 @@ def register(ls: ShapeScriptServer):
                                    random_weights=a.get("random"), seed=a.get("seed"), dtype=a.get("dtype"),
                                    force=bool(a.get("force", False)), dims=a.get("dims") or {},
                                    tokenizer=a.get("tokenizer"), weights_map=a.get("weightsMap"),
-                                   settings=cfg, settings_dir=ls.root,
+                                   prefill_length=a.get("prefill_length"), cache_length=a.get("cache_length"),
+                                   quantize=a.get("quantize"), settings=cfg, settings_dir=ls.root,
                                    base=ls.root)
         except RequestError as e:
             request, failure = None, ExportResult(False, str(e), status=2)

@@ -427,8 +427,9 @@ def test_help_says_what_each_flag_does(capsys):
     from shapescript_core.cli import build_parser
     sub = next(a for a in build_parser()._actions if a.dest == "cmd").choices["export"]
     flags = {o: a.help for a in sub._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
-    assert sorted(flags) == sorted(["--hf", "--vllm", "--gguf", "--fn", "--out", "--dim", "--weights",
-                                    "--random-weights", "--seed", "--dtype", "--force", "--tokenizer"])
+    assert sorted(flags) == sorted(["--hf", "--vllm", "--gguf", "--litert", "--fn", "--out", "--dim", "--weights",
+                                    "--weights-map", "--random-weights", "--seed", "--dtype", "--force", "--tokenizer",
+                                    "--prefill-length", "--cache-length", "--quantize"])
     for flag, text in flags.items():
         assert text and len(text) > 15, flag
         assert " ".join(text.split()) in out, flag

@@ -68,6 +68,18 @@ def test_a_bare_safetensors_with_hugging_face_names_is_read_by_role(checkpoints,
     assert max_diff(logits(load_export(str(out))), logits(ref)) < 1e-4
 
 
+def test_dims_the_source_leaves_open_are_read_from_the_checkpoint(checkpoints, tmp_path):
+    from import_support import PROGRAMS, run_cli
+    ckpt, ref = checkpoints("llama", {}, True)
+    out = tmp_path / "out"
+    r = run_cli("export", os.path.join(PROGRAMS, "import", "llama_open_dims.ss"), "--hf", "-o", out,
+                "--weights", ckpt)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "dims read from the checkpoint: L=2, V=300, D=64, F=128" in r.stderr
+    assert max_diff(logits(load_export(str(out))), logits(ref)) < 1e-4
+    assert json.loads((out / "config.json").read_text())["D"] == 64
+
+
 def test_an_untied_source_gets_a_copy_of_a_tied_checkpoints_embedding(checkpoints, tmp_path):
     ckpt, ref = checkpoints("qwen3", {}, True)
     assert ref.config.tie_word_embeddings

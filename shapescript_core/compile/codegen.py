@@ -21,7 +21,6 @@ from typing import Optional
 from ..check.builtins import BUILTINS
 from ..check.sizes import Size
 from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
-from ..syntax import ast as A
 from .graph import Bind, CompileError, Loop, Ret, trace_program
 from .layout import PatternLowering, align, dims_arg, match_positions, permute_code, positions
 from .plan import Plan, attr_name, models_in_order, py_name, walk_nodes
@@ -287,11 +286,10 @@ class MethodGen:
         self.vars: dict = {}
         self.used_svars: dict = {}  # size variable -> python name
         self.svar_names: dict = {}
-        self.elided: dict = {}  # id(Bind) -> code of the value kept instead
         self.depth = 0  # nesting of the expression being generated
         self.pending: list = []  # temporaries a deep expression needs, written before its statement
         self.temps = 0
-        self.kv_source: dict = {}  # id(sdpa arg node) -> (code node, groups)
+        self.attention = gen.plan.attention  # groups and key/value sources, decided by the plan
         locals_ = {n for s in _all_binds(g.body) for n in s.targets} | {p for p, _, _ in g.params}
         for p, _, _ in g.params:
             self.vars[p] = gen.local_name(p)
@@ -370,8 +368,6 @@ class MethodGen:
 
     # ------------------------------------------------------------ statements
     def body(self) -> list:
-        if self.lm:
-            self._find_kv_sources()
         lines = self.stmts(self.g.body)
         return self.svar_bindings() + lines
 
@@ -381,8 +377,8 @@ class MethodGen:
             out.append(f"# line {s.line}: {s.src}")
             if isinstance(s, Bind):
                 targets = ", ".join(self.var(t) for t in s.targets)
-                if id(s) in self.elided:
-                    code = self.elided[id(s)]
+                if id(s) in self.attention.elided:
+                    code = self.ex(self.attention.elided[id(s)])
                     out[-1] += "  (keys and values keep their heads: attention repeats them)"
                     if code != targets:
                         out.append(f"{targets} = {code}")
@@ -428,63 +424,6 @@ class MethodGen:
                 "if return_dict is False:",
                 "    return (hidden_states, past_key_values)",
                 "return with_cache(BaseModelOutputWithPast, past_key_values, last_hidden_state=hidden_states)"]
-
-    # ------------------------------------------------------------ keys and values before `repeat`
-    def _find_kv_sources(self):
-        """For each attention, the keys and values before a `repeat` to the query heads:
-        the cache and the engine's attention take them at their own head count."""
-        binds = {}
-        last: dict = {}
-        for s in _straight(self.g.body):
-            if isinstance(s, Bind):
-                for t in s.targets:
-                    last[t] = s
-            binds[id(s)] = dict(last)
-        order, uses = walk_nodes(self.g.body)
-        for s in _straight(self.g.body):
-            stmt_nodes, _ = walk_nodes([s]) if not isinstance(s, Loop) else ([], {})
-            for n in stmt_nodes:
-                if n.op != "scaled_dot_product_attention":
-                    continue
-                for role in ("k", "v"):
-                    arg = n.attrs["args"][role]
-                    rep = arg
-                    bind = None
-                    if arg.op == "local":
-                        bind = binds[id(s)].get(arg.attrs["name"])
-                        if bind is None or len(bind.targets) != 1:
-                            continue
-                        rep = bind.value
-                    if rep.op != "repeat" or not _is_head_repeat(rep):
-                        continue
-                    groups = _repeat_groups(rep, self.gen)
-                    if bind is not None:
-                        if not self._only_attention_reads(bind, uses, order):
-                            continue
-                        inner = rep.attrs["args"]["x"]
-                        self.elided[id(bind)] = self.ex(inner)
-                        self.kv_source[id(arg)] = (None, groups)
-                    else:
-                        self.kv_source[id(arg)] = (rep.attrs["args"]["x"], groups)
-
-    def _only_attention_reads(self, bind: Bind, uses, order) -> bool:
-        name = bind.targets[0]
-        seen = False
-        for s in _straight(self.g.body):
-            if s is bind:
-                seen = True
-                continue
-            if not seen:
-                continue
-            nodes, _ = walk_nodes([s])
-            for n in nodes:
-                if n.op == "local" and n.attrs["name"] == name:
-                    if not any(getattr(p, "op", "") == "scaled_dot_product_attention" and r in ("k", "v")
-                               for p, r in uses.get(id(n), [])):
-                        return False
-            if isinstance(s, Bind) and name in s.targets:
-                break
-        return True
 
     # ------------------------------------------------------------ expressions
     def ex(self, n) -> str:
@@ -781,20 +720,8 @@ class MethodGen:
         return f"float({code})" if number and isinstance(node.type, TensorT) else code
 
     def _kv(self, node) -> str:
-        src = self.kv_source.get(id(node))
-        if src is not None and src[0] is not None:
-            return self.ex(src[0])
-        return self.ex(node)
-
-    def attention_groups(self, n) -> int:
-        """How many query heads each key/value head serves at this attention."""
-        q, k = self.arg(n, "q"), self.arg(n, "k")
-        src = self.kv_source.get(id(k))
-        hq = self.gen.prog.value_of(q.type.axes[-3].size)
-        hk = self.gen.prog.value_of(k.type.axes[-3].size)
-        if src is not None:
-            return src[1]
-        return hq // hk
+        """The keys or values at their own head count (attention_plan.py)."""
+        return self.ex(self.attention.sources.get(id(node), node))
 
     def b_masked_fill(self, n):
         x, mask, value = self.arg(n, "x"), self.arg(n, "mask"), self.arg(n, "value")
@@ -886,48 +813,3 @@ def _all_binds(body):
             yield s
         elif isinstance(s, Loop):
             yield from _all_binds(s.body)
-
-
-def _straight(body):
-    """The statements of a body in order, `for` bodies included after their header."""
-    for s in body:
-        yield s
-        if isinstance(s, Loop):
-            yield from _straight(s.body)
-
-
-def _is_head_repeat(rep) -> bool:
-    """`b Hkv n Dh -> b (Hkv G) n Dh`: one axis grouped with one new name after it."""
-    pat = rep.attrs["pattern"]
-    left = pat.inputs[0].items
-    right = pat.output.items
-    if len(left) != len(right) or len(left) < 3:
-        return False
-    changed = [i for i, (l, r) in enumerate(zip(left, right)) if not (
-        isinstance(l, A.PName) and isinstance(r, A.PName) and l.name == r.name)]
-    if len(changed) != 1:
-        return False
-    i = changed[0]
-    l, r = left[i], right[i]
-    return (i == len(left) - 3 and isinstance(l, A.PName) and isinstance(r, A.PGroup) and len(r.items) == 2
-            and isinstance(r.items[0], A.PName) and r.items[0].name == l.name)
-
-
-def _repeat_groups(rep, gen: Generator) -> int:
-    pat = rep.attrs["pattern"]
-    for it in pat.output.items:
-        if isinstance(it, A.PGroup):
-            name = it.items[1].name
-            a = pat.bind.get(name)
-            s = a.size if a is not None else rep.attrs.get("_env_dim")
-            if s is None:
-                for g in gen.prog.fns.values():
-                    d = g.env.dim(name)
-                    if d is not None:
-                        s = d
-                        break
-            v = gen.prog.value_of(s) if s is not None else None
-            if v is None:
-                raise CompileError(f"`{name}` has no value", rep.where)
-            return v
-    return 1

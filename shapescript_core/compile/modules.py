@@ -9,7 +9,7 @@ from ..check.types import ModelT, StackT, TensorT
 from ..syntax import ast as A
 from .codegen import ATTENTION_KWARGS, TORCH_DTYPES, Generator, MethodGen
 from .graph import CompileError
-from .plan import py_name, walk_nodes
+from .plan import py_name
 
 INDENT = "    "
 
@@ -113,9 +113,6 @@ def site_decls(gen: Generator, cls, root: bool) -> list:
     out = []
     base = "" if root else "layer_idx + "
     for k, n in enumerate(cls.sites):
-        fn = next(f for f in cls.order if _has_site(gen.prog.fns[f], n))
-        mg = MethodGen(gen, gen.prog.fns[fn], cls)
-        mg._find_kv_sources()
         q = n.attrs["args"]["q"]
         heads = gen.size_code(q.type.axes[-3].size)
         width = gen.size_code(q.type.axes[-1].size)
@@ -131,7 +128,7 @@ def site_decls(gen: Generator, cls, root: bool) -> list:
                                    f"call", n.where)
             else:
                 scaling = "None"  # each call passes its scale
-        groups = mg.attention_groups(n)
+        groups = gen.plan.attention.site(n).groups
         index = (str(k) if root else ("layer_idx" if k == 0 else f"layer_idx + {k}"))
         attr = cls.site_attrs[id(n)]
         out.append(f"self.{attr} = CausalAttention(config, {index}, {heads}, {groups}, {scaling}, {width})"
@@ -200,11 +197,6 @@ def _count(gen: Generator, f) -> int:
     if isinstance(f.type, StackT):
         return gen.prog.value_of(f.type.count) * gen.attention_count(f.type.model)
     return 0
-
-
-def _has_site(g, site) -> bool:
-    order, _ = walk_nodes(g.body)
-    return any(n is site for n in order)
 
 
 __all__ = ["class_lines", "method_lines", "indent", "ATTENTION_KWARGS", "py_name", "ModelT", "StackT"]

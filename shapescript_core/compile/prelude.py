@@ -82,7 +82,10 @@ class CausalAttention(nn.Module):
             key, value = past_key_values.update(key, value, self.layer_idx)
         attention_interface = eager_attention
         if self.config._attn_implementation not in (None, "eager"):
-            attention_interface = ALL_ATTENTION_FUNCTIONS[self.config._attn_implementation]
+            # get_interface: transformers reads this call in the source to let
+            # set_attn_implementation() switch the function (LiteRT-Torch's export_hf does)
+            attention_interface = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation,
+                                                                        eager_attention)
         out, _ = attention_interface(self, query, key, value, attention_mask, dropout=0.0,
                                      scaling=self.scaling if scaling is None else scaling, **kwargs)
         # [b n H Dh] from transformers' functions, [n H*Dh] from vLLM's: back to [b H n Dh]

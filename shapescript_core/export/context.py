@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 from .errors import ExportCancelled, ExportError, ParamSpec
 from .weights.dtypes import stored_dtype
@@ -52,6 +53,19 @@ class ExportContext:
             return self._source.read(path)
         from .weights.random_init import random_tensor  # deferred: numpy
         return random_tensor(spec, self.request.seed)
+
+    @contextmanager
+    def writing_into(self, directory: str):
+        """Write under `directory` (a folder inside the temporary) for the block: a writer
+        that puts another target's files in a subfolder (litert's `hf/`)."""
+        directory = os.path.abspath(directory)
+        if not directory.startswith(os.path.abspath(self.tmp) + os.sep):
+            raise ValueError(f"a writer writes only under its temporary: {directory}")
+        saved, self.tmp = self.tmp, directory
+        try:
+            yield directory
+        finally:
+            self.tmp = saved
 
     # ---- progress and cancel
     def progress(self, message: str, done: int, total: int):

@@ -16,11 +16,12 @@ import {
 import { readExportTable } from './projectSettings';
 import { EXPORT_COMMAND, ServerManager } from './server';
 
-export const TARGETS = ['hf', 'vllm', 'gguf'] as const;
+export const TARGETS = ['hf', 'vllm', 'gguf', 'litert'] as const;
 const TARGET_LABELS: Record<string, string> = {
   hf: 'Hugging Face (transformers)',
   vllm: 'vLLM',
   gguf: 'GGUF (llama.cpp)',
+  litert: 'LiteRT (.tflite, .litertlm)',
 };
 
 /** What the code lens or a caller may already say; the dialog asks for the rest. */

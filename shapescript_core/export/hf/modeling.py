@@ -60,6 +60,7 @@ def modeling_source(gen: Generator, names: Names, source_name: str) -> str:
         '    base_model_prefix = "model"',
         "    _supports_sdpa = True",
         "    _supports_attention_backend = True",
+        "    _can_compile_fullgraph = True  # torch.export traces it whole (LiteRT-Torch's export_hf asks)",
         f"    _no_split_modules = {[gen.classes[m].name for m in gen.classes if m != plan.root]!r}",
     ]
     classes: list = []

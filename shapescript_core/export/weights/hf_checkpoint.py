@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import gguf
 
@@ -22,6 +23,7 @@ from ..errors import ExportError
 from .source import WeightSource
 
 CONFIG = "config.json"
+_BLOCK = re.compile(r"(?:layers|h|blocks|blk)\.(\d+)\.")
 GENERATION = "generation_config.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")  # any one makes a tokenizer
 SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
@@ -90,6 +92,14 @@ class HFCheckpoint:
         if isinstance(eps, (int, float)) and not isinstance(eps, bool):
             out["eps"] = float(eps)
         return out
+
+    def block_count(self) -> int | None:
+        for k in ("num_hidden_layers", "n_layer"):
+            v = self.config.get(k)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+        blocks = {int(m.group(1)) for m in map(_BLOCK.search, self.source.keys()) if m}
+        return max(blocks) + 1 if blocks else None
 
     def heads(self) -> dict:
         """{"head_count": (value, where)...} as the config says."""

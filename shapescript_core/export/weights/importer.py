@@ -20,6 +20,7 @@ import os
 import gguf
 import numpy as np
 
+from ...check.types import ModelT, StackT
 from ...compile.graph import CompileError, trace
 from ..gguf import metadata
 from ..gguf.match import match
@@ -32,6 +33,7 @@ from .weight_messages import e3314, e3315, e3315_heads, e3316
 from .recipe import Rows, add_part
 from .safetensors_format import ST_DTYPES, TO_ST, TensorInfo
 from .source import WeightSource
+from .specs import resolve
 from .weights_map import keys_for, read_map, recipe_for, rule_for
 
 MAX_LISTED = 4  # roles named in an E3314
@@ -168,6 +170,77 @@ def _forward_shape(shape: tuple, steps) -> tuple:
         elif isinstance(s, Gather) and s.take is not None:
             shape[s.axis] //= s.shape[s.take[0]]
     return tuple(shape)
+
+
+# a dim the source leaves open takes this while the graph is traced to find its role
+# (every product and quotient of the usual head counts stays a whole number), then the
+# checkpoint's size at that axis
+_PROBE = 2 ** 7 * 3 * 5 * 7
+
+
+def infer_dims(ws, request, path: str, fn_item, ckpt) -> dict:
+    """Values for the dims the source declares without one, read from the checkpoint: a
+    stack's count from its number of blocks, any other dim from the size of a tensor
+    whose param writes the dim alone as an axis (`embed: [V D]`: V and D). {} when the
+    graph can't be matched even so; the dims not found stay open (E3312)."""
+    env = ws.analyze(path).env
+    open_dims = [n for n, i in env.dims.info.items()
+                 if i.value is None and i.canon is not None and i.canon.single_symbol() == n]
+    if not open_dims:
+        return {}
+    found: dict = {}
+    blocks = ckpt.block_count()
+    sig = env.sig(fn_item.name)
+    todo = [sig.params[0].type.name] if sig and sig.params and isinstance(sig.params[0].type, ModelT) else []
+    seen = set()
+    while todo:
+        info = env.model(todo.pop())
+        for f in (info.fields.values() if info else ()):
+            t = f.type
+            if isinstance(t, StackT):
+                n = t.count.single_symbol()
+                if n in open_dims and blocks:
+                    found[n] = blocks
+                if t.model not in seen:
+                    seen.add(t.model)
+                    todo.append(t.model)
+            elif isinstance(t, ModelT) and t.name not in seen:
+                seen.add(t.name)
+                todo.append(t.name)
+    probes = {n: _PROBE * (i + 2) for i, n in enumerate(x for x in open_dims if x not in found)}
+    saved = dict(ws.dim_overrides)
+    ws.set_dim_overrides({**saved, **found, **probes})
+    try:
+        resolved = resolve(ws, path, fn_item)
+        if resolved.diagnostics:
+            return found
+        try:
+            plan = plan_for_import(ws, request, resolved, ckpt.label())
+        except ExportError:
+            return found
+        hp = plan.hparams
+        ckpt.index(ckpt.family or plan.arch, hp["block_count"], hp["head_count"], hp["head_count_kv"])
+        for t in plan.tensors:
+            name = metadata.tensor_name(plan.arch, t)
+            if t.source is None or t.parts or name not in ckpt.names:
+                continue
+            want, got = _forward_shape(t.shape, t.steps), ckpt.shape(name)
+            if len(want) != len(got):
+                continue
+            axes = resolved.sites[t.source].written.strip("[]").split()
+            flips = sum(isinstance(s, Transpose) for s in t.steps) % 2
+            for i, size in enumerate(got):
+                j = len(want) - 1 - i if flips and len(want) == 2 else i
+                factor = 1
+                for s in t.steps:
+                    if isinstance(s, Gather) and s.take is not None and s.axis == i:
+                        factor = s.shape[s.take[0]]
+                if j < len(axes) and axes[j] in probes and axes[j] not in found:
+                    found[axes[j]] = size * factor
+    finally:
+        ckpt.names, ckpt.unknown = {}, []
+        ws.set_dim_overrides(saved)
+    return found
 
 
 def plan_for_import(ws, request, resolved, label: str):
