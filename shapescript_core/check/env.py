@@ -133,7 +133,7 @@ class DimTable:
         self.overrides = overrides or {}
         for name in list(self.items):
             self._resolve(name)
-        # a size's name for messages; a dim's own symbol names itself (see render)
+        # a size's name for messages and code; a dim's own symbol names itself (name_of)
         self.reverse: dict[Size, str] = {}
         for name, d in self.info.items():
             if d._canon is not None and d._canon is not _SYM:
@@ -275,7 +275,9 @@ class DimTable:
     def is_dim(self, name: str) -> bool:
         return name in self.items
 
-    def render(self, s: Size) -> str:
+    def name_of(self, s: Size) -> Optional[str]:
+        """The dim that names a size (the first declared with it), or None. Ask this, not
+        `reverse`: a dim that is its own symbol is not in `reverse`."""
         t = s.terms
         if len(t) == 1 and t[0][1] == 1 and len(t[0][0]) == 1 and t[0][0][0][1] == 1:
             # a single symbol: the dim whose own symbol it is names it (it comes before
@@ -283,7 +285,10 @@ class DimTable:
             info = self.info.get(t[0][0][0][0])
             if info is not None and info._canon is _SYM:
                 return info.name
-        n = self.reverse.get(s)
+        return self.reverse.get(s)
+
+    def render(self, s: Size) -> str:
+        n = self.name_of(s)
         return n if n is not None else str(s)
 
 
