@@ -3,7 +3,7 @@ D=256 H=4 Hkv=2 F=512 L=2, random weights, prefill 16, cache 64, with a tokenize
 .litertlm is made too): wall time of the whole export, the conversion's share of it (the
 summary line), and the peak resident memory of the export process and of the LiteRT
 conversion it runs (getrusage of the waited-for children: the largest of them, the
-conversion's python). The issue measured about 15 s and 0.9 GB for such an export on an
+conversion's python), and the CPU time of both (on a shared machine, the steadier number). The issue measured about 15 s and 0.9 GB for such an export on an
 idle 2-core machine.
 
     python bench/litert_export.py [--runs 2] [--dir DIR]
@@ -42,16 +42,20 @@ def main() -> int:
                "--prefill-length", "16", "--cache-length", "64"]
         for k, v in DIMS.items():
             cmd += ["--dim", f"{k}={v}"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.monotonic()
         p = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         wall = time.monotonic() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
         if p.returncode != 0:
             print(p.stderr, file=sys.stderr)
             return 1
         peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         m = re.search(r"converted in (\d+) s", p.stderr)
         sizes = {f: os.path.getsize(os.path.join(out, f)) / 1e6 for f in ("model.tflite", "model.litertlm")}
-        print(f"run {run + 1}: {wall:.1f} s (conversion {m.group(1) if m else '?'} s), peak RSS of the largest "
+        print(f"run {run + 1}: {wall:.1f} s wall, {cpu:.1f} s CPU (conversion {m.group(1) if m else '?'} s wall), "
+              f"peak RSS of the largest "
               f"process so far {peak_mib:.0f} MiB; model.tflite {sizes['model.tflite']:.1f} MB, "
               f"model.litertlm {sizes['model.litertlm']:.1f} MB")
     return 0

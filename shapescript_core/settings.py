@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .check.env import dim_value_problem
+from .dtypes import STORED
 from .files import Access, ReadRefused, parse_size, read_bytes
 from .targets import TARGETS
 
 FILE_NAME = "shapescript.toml"
-DTYPES = ("f32", "f16", "bf16")
+DTYPES = STORED
 
 
 @dataclass

@@ -144,7 +144,7 @@ class ShapeScriptServer(LanguageServer):
                          text_document_sync_kind=T.TextDocumentSyncKind.Incremental)
         self.docs = Documents()
         self.ws = Workspace()
-        self.ws.use_parse_cache = True  # a large file opened again skips its parse (parse_cache.py)
+        self.ws.use_parse_cache()  # a large file opened again skips its parse (parse_cache.py)
         self.core = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="shapescript-core")
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.root: Optional[str] = None
@@ -153,6 +153,10 @@ class ShapeScriptServer(LanguageServer):
         self.push = True  # publish diagnostics; else the client pulls them
         self.generation = 0  # bumped by every change that can change any diagnostic
         self.published: dict = {}  # uri -> (version, items) last published
+        # paths whose diagnostics may have changed with another file's edit, republished
+        # in the background after the edited document's own (diagnostics.py)
+        self.pending: dict = {}
+        self.published_from: dict = {}  # path -> the Analysis its last publish was made from
         self.init_options: dict = {}
         self.client_settings = None  # the editor's `shapescript` settings
         self.commands: dict = {}  # name -> async fn(ExecuteCommandParams)

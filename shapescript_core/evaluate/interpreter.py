@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from ..check.builtins import BUILTINS
 from ..check.sizes import Size
 from ..check.types import DTypeValue, ModelT, ScalarT, StackT, TensorT
+from ..dtypes import TABLE
 from ..syntax import ast as A
 from .axes import PatternRun, align
 from .semantics import matmul_values, semantics
 
-TORCH_DTYPE_NAMES = {"f16": "float16", "bf16": "bfloat16", "f32": "float32", "f64": "float64",
-                     "i32": "int32", "i64": "int64", "bool": "bool", "Index": "int64"}
+TORCH_DTYPE_NAMES = {**{d.name: d.torch for d in TABLE if d.language}, "Index": "int64"}
 
 
 class EvaluateError(Exception):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
+from ..dtypes import QUANTIZED, STORED
 from .errors import WriterUnavailable
 
 WRITERS = {"hf": "shapescript_core.export.hf.writer:write",
@@ -24,8 +25,7 @@ KIND = {"hf": "dir", "vllm": "dir", "gguf": "file", "litert": "dir"}  # gguf out
 LIBRARIES = {"hf": ("numpy",), "vllm": ("numpy",), "gguf": ("numpy", "gguf"), "litert": ("numpy",)}
 INSTALL_EXTRA = "pip install 'shapescript[export]'"
 # litert converts in float32 (its weights' precision is `--quantize`, not the dtype)
-DTYPES = {"hf": ("f32", "f16", "bf16"), "vllm": ("f32", "f16", "bf16"), "gguf": ("f32", "f16", "bf16", "q8_0"),
-          "litert": ("f32",)}
+DTYPES = {"hf": STORED, "vllm": STORED, "gguf": STORED + tuple(QUANTIZED), "litert": ("f32",)}
 # A target whose writer runs in an environment of its own: "module:function" that raises
 # WriterUnavailable (a one-line message saying how to install it) when it is missing.
 REQUIRES = {"litert": "shapescript_core.export.litert.env:require"}

@@ -8,6 +8,7 @@ conventional names engines read where they apply (`vocab_size`, `hidden_size`,
 from __future__ import annotations
 
 from ...check.types import TensorT
+from ...dtypes import BY_NAME, STORED
 
 # names a config already has: a dim called so is stored as `dim_<name>`
 CONFIG_ATTRS = {"dtype", "torch_dtype", "architectures", "auto_map", "model_type", "name_or_path",
@@ -16,7 +17,7 @@ CONFIG_ATTRS = {"dtype", "torch_dtype", "architectures", "auto_map", "model_type
                 "transformers_version", "is_encoder_decoder", "pad_token_id", "bos_token_id",
                 "eos_token_id", "return_dict", "output_attentions", "output_hidden_states"}
 
-TORCH_DTYPE_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+TORCH_DTYPE_NAMES = {n: BY_NAME[n].torch for n in STORED}
 
 
 def config_key(dim: str) -> str:

@@ -3,7 +3,8 @@
 
     hf/                               the `hf` export export_hf converts (and a user re-runs)
     shapescript_litert_<stem>.py      the generated ModelExtension (extension.py)
-    model.tflite                      float32 (int8 weights with --quantize int8): prefill_<P>
+    model.tflite                      float32 (int8 weights with --quantize int8: export_hf's
+                                      model_quantized.tflite, the one the bundle holds): prefill_<P>
                                       (logits on) and decode signatures, cache length C
     model.litertlm                    the LiteRT-LM bundle (with a tokenizer only)
     README.md                         what is there and how to re-run export_hf
@@ -82,6 +83,9 @@ def write(ctx) -> str:
         "prefill_length": o.prefill_length, "cache_length": o.cache_length,
         "quantization_recipe": o.recipe, "bundle": bundle})
     tflite = os.path.join(ctx.tmp, "model.tflite")
+    quantized = os.path.join(ctx.tmp, "model_quantized.tflite")
+    if o.quantized and os.path.isfile(quantized):  # export_hf keeps the float one beside it
+        os.replace(quantized, tflite)
     if not os.path.isfile(tflite):
         raise ExportError("LiteRT-Torch's export_hf finished without writing model.tflite")
     if bundle and not os.path.isfile(os.path.join(ctx.tmp, "model.litertlm")):

@@ -14,15 +14,13 @@ import os
 import struct
 from dataclasses import dataclass
 
+from ...dtypes import TABLE
 from ..errors import ExportError
 from ...files import ReadRefused, open_file
 from .weight_messages import corrupt_file, unreadable
 
-# safetensors dtype -> (our dtype name, item size)
-ST_DTYPES = {"F64": ("f64", 8), "F32": ("f32", 4), "F16": ("f16", 2), "BF16": ("bf16", 2),
-             "I64": ("i64", 8), "I32": ("i32", 4), "I16": ("i16", 2), "I8": ("i8", 1),
-             "U8": ("u8", 1), "U16": ("u16", 2), "U32": ("u32", 4), "U64": ("u64", 8),
-             "BOOL": ("bool", 1), "F8_E4M3": ("f8_e4m3", 1), "F8_E5M2": ("f8_e5m2", 1)}
+# safetensors dtype -> (our dtype name, item size), from the one table
+ST_DTYPES = {d.safetensors: (d.name, d.itemsize) for d in TABLE}
 TO_ST = {ours: st for st, (ours, _) in ST_DTYPES.items()}
 MAX_HEADER = 100 * 1024 * 1024  # the library's own limit
 
