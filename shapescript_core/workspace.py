@@ -65,6 +65,7 @@ class Cancelled(Exception):
 
 class SourceFile:
     decode_error: Optional[str] = None  # read from disk, not UTF-8: where the first bad byte is
+    _imports: Optional[tuple] = None  # (items, [(ImportItem, path)]): Workspace._import_targets
 
     def __init__(self, path: str, text: str, version: Optional[int] = None, cached: bool = False):
         self.path = path
@@ -534,7 +535,7 @@ class Workspace:
     # ------------------------------------------------------------ imports
     def _import_targets(self, f: SourceFile) -> list:
         """[(ImportItem, resolved path)] of a file, kept per version of its items."""
-        known = f.__dict__.get("_imports")
+        known = f._imports
         if known is not None and known[0] is f.items:
             return known[1]
         out = []
