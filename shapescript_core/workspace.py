@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import gc
 import operator
 import os
@@ -64,6 +65,7 @@ class Cancelled(Exception):
 
 class SourceFile:
     decode_error: Optional[str] = None  # read from disk, not UTF-8: where the first bad byte is
+    _imports: Optional[tuple] = None  # (items, [(ImportItem, path)]): Workspace._import_targets
 
     def __init__(self, path: str, text: str, version: Optional[int] = None, cached: bool = False):
         self.path = path
@@ -173,6 +175,14 @@ class Analysis:
     own: dict = field(default_factory=dict)  # name -> item (this file's named items)
     visible: dict = field(default_factory=dict)  # name -> item (own and imported)
     imports: list = field(default_factory=list)  # resolved paths
+    # what the analysis was made from (Workspace._still_valid): the file's items, the
+    # interface of every file in its import closure, the imported functions whose
+    # bodies it read (export checks, W0102), whether its fixes reach into importers
+    items: list = field(default_factory=list)
+    stamp: tuple = ()
+    body_reads: list = field(default_factory=list)
+    lists: dict = field(default_factory=dict)  # import path -> its items list when `visible` was made
+    volatile: bool = False
 
 
 class Workspace:
@@ -186,7 +196,15 @@ class Workspace:
         self._model_cache: dict = {}
         self._sig_cache: dict = {}
         self._body_cache: dict = {}
-        self._analysis: dict = {}
+        self._analysis: dict = {}  # path -> Analysis, reused while _still_valid says so
+        self._iface: dict = {}  # path -> (SourceFile, its items, interface key, name -> item)
+        self._work: dict = {}  # path -> {"analyses": n, "items": n}: the checks each file's analysis ran
+        self._analyzing: list = []  # the analyses under way (an import's, inside its importer's)
+        self._reads_stack: list = []  # per analysis under way: the imported bodies it read
+        # path -> (its interface, the closure's interfaces, models and signatures of imported
+        # names) of its last analysis: reused while both are the same (an edit in a body)
+        self._decl_prev: dict = {}
+        self._imported: dict = {}  # path -> what its imports declare (_analyze), per version of their items
         self._meanings: dict = {}  # path -> Meanings of its last analysis (answers carried over)
         self._cycles: dict = {}  # path -> (the body results, E0207 diagnostics) of its last analysis
         self._model_cycles: dict = {}  # path -> (the models, E0211 diagnostics) of its last analysis
@@ -223,14 +241,14 @@ class Workspace:
         if dims == self._dim_overrides:
             return False
         self._dim_overrides = dims
-        self._analysis.clear()
+        self._clear_analyses()
         return True
 
     def set_export_requests(self, requests: dict):
         """Explicit export checks, {path: [(fn name or None, {targets})]} (rule 3 of
         targets.py), replacing the previous ones."""
         self._export_requests = {self.norm(p): list(r) for p, r in requests.items()}
-        self._analysis.clear()
+        self._clear_analyses()
 
     def export_requests_of(self, path: str) -> list:
         return self._export_requests.get(path) or []
@@ -241,7 +259,7 @@ class Workspace:
         path = self.norm(path)
         saved = self._export_requests.get(path)
         self._export_requests[path] = [(fn, {target})]
-        self._analysis.clear()
+        self._clear_analyses()
         try:
             yield
         finally:
@@ -249,7 +267,7 @@ class Workspace:
                 self._export_requests.pop(path, None)
             else:
                 self._export_requests[path] = saved
-            self._analysis.clear()
+            self._clear_analyses()
 
     def set_default_targets(self, targets) -> bool:
         """The settings' targets for an unmarked `forward` (None: rule 2's); whether they changed."""
@@ -257,7 +275,7 @@ class Workspace:
         if targets == self._default_targets:
             return False
         self._default_targets = targets
-        self._analysis.clear()
+        self._clear_analyses()
         return True
 
     @property
@@ -303,7 +321,7 @@ class Workspace:
             f.set_text(text, version)
             self._forget(before, keep=f.items)
         self.open.add(path)
-        self._analysis.clear()
+        self._drop(path)
         return f
 
     def syntax_diagnostics(self, path: str) -> list:
@@ -323,7 +341,7 @@ class Workspace:
 
     def invalidate(self, path: str | None = None):
         """Forget file-level results (item-level caches stay valid on their own)."""
-        self._analysis.clear()
+        self._clear_analyses()
 
     def close(self, path: str):
         path = self.norm(path)
@@ -334,7 +352,25 @@ class Workspace:
         self._meanings.pop(path, None)
         self._cycles.pop(path, None)
         self._model_cycles.pop(path, None)
+        self._iface.pop(path, None)
+        self._decl_prev.pop(path, None)
+        self._imported.pop(path, None)
+        self._drop(path, closure=True)
+
+    def _clear_analyses(self):
         self._analysis.clear()
+        self._decl_prev.clear()
+        self._imported.clear()
+
+    def _drop(self, path: str, closure: bool = False):
+        """Forget the analysis of `path`, the analyses whose fixes reach into other files
+        (E3306's calls to reorder), and with `closure` those that import `path`. The
+        other importers of an edited file are looked at again when asked
+        (`_still_valid`: early cutoff when its interface stayed the same)."""
+        self._analysis.pop(path, None)
+        for p, a in list(self._analysis.items()):
+            if a.volatile or (closure and any(q == path for q, _ in a.stamp)):
+                del self._analysis[p]
 
     def file(self, path: str) -> Optional[SourceFile]:
         """An open file, or the file on disk read through `files.read_bytes` (regular,
@@ -374,7 +410,7 @@ class Workspace:
         from disk is looked at again."""
         self.access = access
         self._refused.clear()
-        self._analysis.clear()
+        self._clear_analyses()
 
     def _refuse(self, path: str, refusal: Refusal) -> None:
         cached = self._disk.pop(path, None)
@@ -396,6 +432,92 @@ class Workspace:
             for cache in (self._model_cache, self._sig_cache, self._body_cache):
                 cache.pop(k, None)
 
+    def work_counts(self) -> dict:
+        """{path: {"analyses": n, "items": n}}: how many times each file was analysed, and
+        how many item checks (a model's fields, a function's signature or body) its
+        analyses ran, since the workspace was made (for tests and benchmarks)."""
+        return {p: dict(w) for p, w in self._work.items()}
+
+    def _count(self, kind: str):
+        if self._analyzing:
+            w = self._work.setdefault(self._analyzing[-1], {"analyses": 0, "items": 0})
+            w[kind] += 1
+
+    def note_body_read(self, item):
+        """An analysis under way read the result of a function of another file (the
+        export checks, W0102): it holds only while that function item stays the same."""
+        if self._analyzing and item.path != self._analyzing[-1]:
+            f = self.file(item.path)  # messages name its lines: they must stay too
+            line = f.lines.line_of(item.offset) if f is not None else None
+            self._reads_stack[-1].append((item.path, item.name, item, line))
+
+    def interface(self, path: str):
+        """What importers of `path` can see, as a comparable key: per item in order, its
+        kind and declaration (a dim's or model's whole text, a function's decorators and
+        signature, an import's line), and whether it parsed; not function bodies,
+        comments between items or positions. None when the file can't be read."""
+        return self._interface_entry(self.norm(path))[2]
+
+    def _interface_entry(self, path: str):
+        f = self.file(path)
+        if f is None:
+            return (None, None, ("unread", getattr(self.refusal(path), "kind", None)), {})
+        e = self._iface.get(path)
+        if e is not None and e[0] is f and e[1] is f.items:
+            return e
+        key = []
+        names = {}
+        for it in f.items:
+            if isinstance(it, A.FnItem):
+                key.append(("fn", it.text[:it.header_pos[1]], it.broken))
+            else:
+                key.append((it.kind, it.text.rstrip(), it.broken))
+            if it.name is not None:
+                names.setdefault(it.name, it)
+        e = (f, f.items, (f.decode_error, tuple(key)), names)
+        self._iface[path] = e
+        return e
+
+    def _still_valid(self, a: Analysis) -> bool:
+        """Whether a file's last analysis still holds: the same items, every file of its
+        import closure with the same interface (early cutoff: an edit inside a body of an
+        import re-checks no importer), and every imported function body it read the same."""
+        f = self.file(a.path)
+        if f is not a.file or f.items is not a.items:
+            return False
+        moved = False
+        for p, key in a.stamp:
+            e = self._interface_entry(p)
+            if e[2] != key:
+                return False
+            moved = moved or e[1] is not a.lists.get(p)
+        for p, name, item, line in a.body_reads:
+            e = self._interface_entry(p)
+            if e[3].get(name) is not item or e[0].lines.line_of(item.offset) != line:
+                return False
+        if moved:
+            self._refresh_visible(a)
+        return True
+
+    def _refresh_visible(self, a: Analysis):
+        """An import changed inside a body: the same interface, but some of its items are
+        new objects. The entries of the analysis's `visible` (what navigation and hover
+        look up) that came from such a file are replaced by its current items."""
+        visible = a.visible
+        for p, _ in a.stamp:
+            e = self._interface_entry(p)
+            if e[1] is None or e[1] is a.lists.get(p):
+                continue
+            sigs = a.env.sigs
+            for name, it in e[3].items():
+                old = visible.get(name)
+                if old is not None and old is not it and old.path == p:
+                    visible[name] = it
+                    sig = sigs.get(name)
+                    if sig is not None and sig.item is old:  # the same declaration, the current item
+                        sigs[name] = dataclasses.replace(sig, item=it)
+            a.lists[p] = e[1]
+
     def cache_sizes(self) -> dict:
         """Entries in each item cache (for tests and benchmarks)."""
         return {"models": len(self._model_cache), "signatures": len(self._sig_cache),
@@ -412,10 +534,15 @@ class Workspace:
 
     # ------------------------------------------------------------ imports
     def _import_targets(self, f: SourceFile) -> list:
+        """[(ImportItem, resolved path)] of a file, kept per version of its items."""
+        known = f._imports
+        if known is not None and known[0] is f.items:
+            return known[1]
         out = []
         for it in f.items:
             if isinstance(it, A.ImportItem):
                 out.append((it, os.path.normpath(os.path.join(os.path.dirname(f.path), it.target))))
+        f._imports = (f.items, out)
         return out
 
     def import_closure(self, path: str) -> list:
@@ -462,12 +589,28 @@ class Workspace:
         path = self.norm(path)
         a = self._analysis.get(path)
         if a is not None:
-            return a
+            if self._still_valid(a):
+                return a
+            del self._analysis[path]
         f = self.file(path)
         if f is None:
             return None
-        with _no_gc():
-            a = self._analyze(f, cancelled)
+        closure = [p for p in self._import_closure(path) if p != path]
+        stamp = tuple((p, self._interface_entry(p)[2]) for p in closure)
+        lists = {p: self._interface_entry(p)[1] for p in closure}
+        items = f.items
+        self._analyzing.append(path)
+        self._reads_stack.append([])
+        w = self._work.setdefault(path, {"analyses": 0, "items": 0})
+        w["analyses"] += 1
+        try:
+            with _no_gc():
+                a = self._analyze(f, cancelled, (stamp, lists))
+        finally:
+            self._analyzing.pop()
+            body_reads = self._reads_stack.pop()
+        a.items, a.stamp, a.body_reads, a.lists = items, stamp, body_reads, lists
+        a.volatile = any(d.code == "E3306" for d in a.diags)
         self._analysis[path] = a
         return a
 
@@ -475,7 +618,7 @@ class Workspace:
         a = self.analyze(path)
         return a.diags if a else []
 
-    def _analyze(self, f: SourceFile, cancelled=None) -> Analysis:
+    def _analyze(self, f: SourceFile, cancelled=None, stamp=None) -> Analysis:
         diags: list = []
         own: dict = {}
         for it in f.items:
@@ -493,7 +636,6 @@ class Workspace:
                 continue
             own[it.name] = it
         # imports
-        imported_items: list = []
         imports = []
         for it, target in self._import_targets(f):
             tf = self.file(target)
@@ -511,29 +653,37 @@ class Workspace:
                 names = " → ".join(os.path.basename(p) for p in cyc)
                 diags.append(error("E0209", f"import cycle: {names}", it.span(it.pos), "this import is on the cycle"))
                 continue
-        for target in self._import_closure(f.path):
-            if target == f.path:
-                continue
-            tf = self.file(target)
-            if tf is not None:
-                imported_items.extend(tf.items)
-        visible: dict = {}
-        for it in imported_items:
-            if it.name is not None:
-                visible.setdefault(it.name, it)
+        closure = [t for t in self._import_closure(f.path) if t != f.path]
+        lists = [self.file(t) for t in closure]
+        lists = [tf.items for tf in lists if tf is not None]
+        # what the imports declare, kept per version of their items: the visible names,
+        # the dims, the broken names and the models among them
+        imp = self._imported.get(f.path)
+        if imp is None or len(imp[0]) != len(lists) or not all(map(operator.is_, imp[0], lists)):
+            ivisible: dict = {}
+            for items in lists:
+                for it in items:
+                    if it.name is not None:
+                        ivisible.setdefault(it.name, it)
+            imp = (lists, ivisible, *_declared(ivisible))
+            self._imported[f.path] = imp
+        ivisible = imp[1]
+        shadowed = len(ivisible) + len(own) != len(ivisible.keys() | own.keys())  # an own name hides an import's
+        visible = dict(ivisible)
         visible.update(own)
+        if shadowed:
+            dim_items, broken_kinds, models_declared = _declared(visible)
+        else:  # the same lists in the same order as from `visible`: the imports' first, then this file's
+            own_dims, own_broken, own_models = _declared(own)
+            dim_items, broken_kinds, models_declared = imp[2] + own_dims, {**imp[3], **own_broken}, imp[4] | own_models
         # dims
         # a dim that didn't parse is still a dim (of unknown size): its uses raise nothing
-        dim_items = [it for it in visible.values() if isinstance(it, A.DimItem)
-                     or (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")]
         dims = DimTable(dim_items, self._dim_overrides)
         if dims.diags:
             for it in own.values():
                 diags.extend(dims.diags.get(id(it), []))
-        broken_kinds = {n: it.declared_kind for n, it in visible.items() if isinstance(it, A.BrokenItem)}
         broken = set(broken_kinds.items())
-        model_names = {n for n, it in visible.items() if isinstance(it, A.ModelItem)} | \
-                      {n for n, k in broken if k == "model"}
+        model_names = models_declared | {n for n, k in broken if k == "model"}
         meanings = Meanings(dims, model_names, broken_kinds,
                             lambda: (dims.fingerprint, tuple(sorted((n, it.kind) for n, it in visible.items()))))
         prev = self._meanings.get(f.path)
@@ -541,7 +691,22 @@ class Workspace:
         models: dict = {}
         sigs: dict = {}
         decl = meanings.decl
-        for n, it in visible.items():
+        own_key = self._interface_entry(f.path)[2]
+        last = self._decl_prev.get(f.path)
+        names = visible.items()
+        fast = False
+        if stamp is not None and last is not None and last[0] == own_key and last[1] == stamp[0] and not shadowed \
+                and last[4].keys() == stamp[1].keys() and all(map(operator.is_, last[4].values(), stamp[1].values())):
+            # neither this file's declarations nor any import's interface changed: every
+            # imported declaration means what it meant (same reads, same answers), so its
+            # model or signature is the last analysis's; only this file's items are looked at
+            models, sigs = dict(last[2]), dict(last[3])
+            for n, it in own.items():
+                models.pop(n, None)
+                sigs.pop(n, None)
+            names = own.items()
+            fast = True
+        for n, it in names:
             if isinstance(it, A.ModelItem):
                 cache, build, into = self._model_cache, build_model, models
             elif isinstance(it, A.FnItem):
@@ -557,6 +722,9 @@ class Workspace:
             if got[1] and own.get(n) is it:
                 diags.extend(got[1])
         meanings.models, meanings.sigs = models, sigs
+        if stamp is not None and not fast:
+            self._decl_prev[f.path] = (own_key, stamp[0], {n: m for n, m in models.items() if own.get(n) is None},
+                                       {n: g for n, g in sigs.items() if own.get(n) is None}, stamp[1])
         meanings.carry_full(prev)
         self._meanings[f.path] = meanings
         env = FileEnv(dims, models, sigs, broken)
@@ -593,6 +761,7 @@ class Workspace:
         e = cache.get(id(item))
         if e is not None and e[0] is item and meanings.holds(e[1], meanings.decl):
             return e[2]
+        self._count("items")
         reads: set = set()
         v = build(item, DimsView(dims, reads), ModelNames(model_names, reads))
         cache[id(item)] = (item, meanings.record(reads, meanings.decl), v)
@@ -604,6 +773,7 @@ class Workspace:
         e = self._body_cache.get(id(item))
         if e is not None and e[0] is item and e[1] == own and meanings.holds(e[2], meanings.full):
             return e[3]
+        self._count("items")
         reads: set = set()
         res = check_function(item, sig, EnvView(env, reads))
         self._body_cache[id(item)] = (item, own, meanings.record(reads, meanings.full), res)
@@ -643,6 +813,7 @@ class Workspace:
         for target in self._import_closure(f.path):
             a = self.analyze(target)
             if a is not None and name in a.fns:
+                self.note_body_read(a.fns[name].item)
                 return a.fns[name]
         return None
 
@@ -691,6 +862,16 @@ class Workspace:
     # ------------------------------------------------------------ queries
     def all_diagnostics(self, paths) -> dict:
         return {p: self.diagnostics(p) for p in paths}
+
+
+def _declared(visible: dict) -> tuple:
+    """([dim items], {broken name: declared kind}, {model names}) of a name -> item map,
+    in its order. A dim that didn't parse is still a dim (of unknown size)."""
+    dim_items = [it for it in visible.values() if isinstance(it, A.DimItem)
+                 or (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")]
+    broken_kinds = {n: it.declared_kind for n, it in visible.items() if isinstance(it, A.BrokenItem)}
+    model_names = {n for n, it in visible.items() if isinstance(it, A.ModelItem)}
+    return dim_items, broken_kinds, model_names
 
 
 def _reaches(fns: dict, name: str) -> bool:
