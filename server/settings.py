@@ -4,6 +4,7 @@ initialize handshake and file watching."""
 from __future__ import annotations
 
 import asyncio
+import os
 from typing import TYPE_CHECKING, Optional
 
 from lsprotocol import types as T
@@ -69,6 +70,8 @@ def register(ls: ShapeScriptServer):
     def initialize(ls: ShapeScriptServer, params: T.InitializeParams):
         ls.loop = asyncio.get_running_loop()
         ls.root = root_of(params)
+        if ls.root:  # the editor's folder is the project root of the files under it (imports.py)
+            ls.ws.project_roots = (os.path.normpath(os.path.abspath(ls.root)),)
         opts = params.initialization_options
         ls.init_options = opts if isinstance(opts, dict) else {}
         apply_config(ls, ls.init_options.get("settings"), force=True, refresh=False)

@@ -20,9 +20,10 @@ from .diagnostics import FileAnchor, Span, error, internal_error, warning
 from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature, model_cycles
 from .check.function import FnResult, check_function
 from .check.graphs import components as _components, shortest_path as _path
-from .check.messages import defined_twice, import_missing, import_not_utf8
+from .check.messages import defined_twice, import_missing, import_not_utf8, import_outside
 from .check.sizes import Size
 from .check.types import TensorT, Type, render_nested
+from .imports import import_problem, project_root, resolve_import
 from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
 from .syntax import ast as A
 from .syntax.parser import changed_range, reparse_file
@@ -179,6 +180,8 @@ class Workspace:
         self._disk: dict = {}  # path -> (mtime, SourceFile)
         # path -> [(fn name or None, {targets})]: explicit export checks (CLI --target/--fn)
         self.export_requests: dict = {}
+        self._roots: dict = {}  # folder -> its project root (imports.py); forgotten with the analyses
+        self.project_roots: tuple = ()  # folders opened as projects (the editor's workspace folder)
 
     # ------------------------------------------------------------ files
     @staticmethod
@@ -202,6 +205,7 @@ class Workspace:
     def invalidate(self, path: str | None = None):
         """Forget file-level results (item-level caches stay valid on their own)."""
         self._analysis.clear()
+        self._roots.clear()
 
     def close(self, path: str):
         path = self.norm(path)
@@ -262,11 +266,22 @@ class Workspace:
         return out
 
     # ------------------------------------------------------------ imports
-    def _import_targets(self, f: SourceFile) -> list:
+    def root_of(self, path: str) -> str:
+        """The project root of the file `path` (imports.py): imports stay under it."""
+        d = os.path.dirname(path)
+        root = self._roots.get(d)
+        if root is None:
+            root = self._roots[d] = project_root(path, self.project_roots)
+        return root
+
+    def _import_targets(self, f: SourceFile, root: Optional[str] = None) -> list:
+        """(import item, path) of the imports of `f` that name a ShapeScript file inside
+        the project of `root` (None: of `f` itself); the others are E0213 and read nowhere."""
+        root = root or self.root_of(f.path)
         out = []
         for it in f.items:
-            if isinstance(it, A.ImportItem):
-                out.append((it, os.path.normpath(os.path.join(os.path.dirname(f.path), it.target))))
+            if isinstance(it, A.ImportItem) and import_problem(f.path, it.target, root) is None:
+                out.append((it, resolve_import(f.path, it.target)))
         return out
 
     def import_closure(self, path: str) -> list:
@@ -276,12 +291,13 @@ class Workspace:
     def _import_closure(self, path: str) -> list:
         seen: list = []
         stack = [path]
+        root = self.root_of(path)
         while stack:
             p = stack.pop()
             f = self.file(p)
             if f is None:
                 continue
-            for _, t in self._import_targets(f):
+            for _, t in self._import_targets(f, root):
                 if t not in seen and t != path:
                     seen.append(t)
                     stack.append(t)
@@ -291,6 +307,7 @@ class Workspace:
         """A path of imports from `first` back to `start`, if there is one."""
         stack = [(first, [start, first])]
         seen = set()
+        root = self.root_of(start)
         while stack:
             p, trail = stack.pop()
             if p == start:
@@ -301,7 +318,7 @@ class Workspace:
             f = self.file(p)
             if f is None:
                 continue
-            for _, t in self._import_targets(f):
+            for _, t in self._import_targets(f, root):
                 stack.append((t, trail + [t]))
         return None
 
@@ -346,7 +363,13 @@ class Workspace:
         # imports
         imported_items: list = []
         imports = []
-        for it, target in self._import_targets(f):
+        root = self.root_of(f.path)
+        for it in f.items:
+            if isinstance(it, A.ImportItem):
+                why = import_problem(f.path, it.target, root)
+                if why is not None:
+                    diags.append(import_outside(it, why))
+        for it, target in self._import_targets(f, root):
             tf = self.file(target)
             if tf is None:
                 diags.append(import_missing(it))

@@ -3,11 +3,20 @@ per code (or per form of a code), so that every place words a mistake the same w
 from __future__ import annotations
 
 from ..diagnostics import Diagnostic, error
+from ..escape import shown
 
 
 # ---------------------------------------------------------------- E0210 imports
 def import_missing(imp) -> Diagnostic:
     return error("E0210", f"can't find `{imp.target}`", imp.span(imp.target_pos), "no such file next to this one")
+
+
+def import_outside(imp, why: str) -> Diagnostic:
+    """An import that is not a ShapeScript file inside the project (`why`: imports.py)."""
+    return error("E0213", f"`{shown(imp.target)}` is not a ShapeScript file inside the project",
+                 imp.span(imp.target_pos), why).help(
+        "import a `.ss` file by its path from this file's folder, inside the project "
+        "(the folder of the file checked, or the one holding shapescript.toml)")
 
 
 def import_not_utf8(imp, where: str) -> Diagnostic:

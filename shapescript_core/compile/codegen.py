@@ -23,6 +23,8 @@ from ..check.sizes import Size
 from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
 from .graph import Bind, CompileError, Loop, Ret
 from .layout import PatternLowering, align, dims_arg, match_positions, positions
+from ..escape import py_comment
+from .names import Scope, py_ident
 from .plan import Plan, attr_name, models_in_order, py_name, walk_nodes
 from .prelude import HELPERS
 
@@ -131,20 +133,14 @@ class Generator:
 
     # ------------------------------------------------------------ naming
     def _dim_names(self) -> dict:
-        out = {}
-        taken = {c.name for c in self.classes.values()}
-        for name in self.prog.dims:
-            n = py_name(name)
-            if n in taken:
-                n = n + "_"
-            out[name] = n
-        return out
+        """Each dim's module constant: a Python name of its own, none of a class."""
+        scope = Scope(c.name for c in self.classes.values())
+        return {name: scope(name) for name in self.prog.dims}
 
     def local_name(self, name: str) -> str:
         """A parameter's or local's Python name: not a reserved name, nor a dim's constant
         (a local `H` would hide the `H` of `x.reshape(b, n, H, Dh)`)."""
-        n = py_name(name)
-        return n + "_" if n in self.dim_names.values() else n
+        return py_ident(name, self.dim_names.values())
 
     def dim_constants(self) -> list:
         lines = []
@@ -186,9 +182,8 @@ class Generator:
                 continue
             g = self.prog.fns[fn]
             taken = {fp.attr for (m, _), fp in self.plan.fields.items() if m == model}
-            mname = "forward" if fn == entry.name and model == self.plan.root else attr_name(py_name(fn))
-            while mname in taken or (mname == "forward" and fn != entry.name) or mname in cls.methods.values():
-                mname = mname + "_fn"
+            used = taken | set(cls.methods.values())
+            mname = "forward" if fn == entry.name and model == self.plan.root else attr_name(fn, used)
             cls.methods[fn] = mname
             cls.order.append(fn)
             order, _ = walk_nodes(g.body)
@@ -269,10 +264,14 @@ class MethodGen:
         self.pending: list = []  # temporaries a deep expression needs, written before its statement
         self.temps = 0
         self.kv_source: dict = {}  # id(sdpa arg node) -> (code node, groups)
-        locals_ = {n for s in _all_binds(g.body) for n in s.targets} | {p for p, _, _ in g.params}
-        for p, _, _ in g.params:
-            self.vars[p] = gen.local_name(p)
-        self.local_names = {gen.local_name(n) for n in locals_}
+        locals_ = [p for p, _, _ in g.params]
+        bound = {n for s in _all_binds(g.body) for n in s.targets}
+        bound |= {s.var for s in _straight(g.body) if isinstance(s, Loop)}
+        locals_ += sorted(bound - set(locals_))
+        scope = Scope(gen.dim_names.values())
+        for p in locals_:  # one Python name per source name, none shared
+            self.vars[p] = scope(p)
+        self.local_names = set(self.vars.values())
         if self.lm_entry:
             self.vars[self.lm.ids] = "input_ids"
             if self.lm.positions:
@@ -288,8 +287,9 @@ class MethodGen:
     def svar(self, name: str) -> str:
         if name not in self.svar_names:
             n = py_name(name)
-            if n in self.local_names or n in self.vars.values():
-                n = f"{n}_size"
+            taken = self.local_names | set(self.vars.values()) | set(self.svar_names.values())
+            if n in taken:
+                n = py_ident(f"{n}_size", taken)
             self.svar_names[name] = n
         return self.svar_names[name]
 
@@ -355,7 +355,7 @@ class MethodGen:
     def stmts(self, body) -> list:
         out = []
         for s in body:
-            out.append(f"# line {s.line}: {s.src}")
+            out.append(f"# line {s.line}: {py_comment(s.src)}")
             if isinstance(s, Bind):
                 targets = ", ".join(self.var(t) for t in s.targets)
                 if id(s) in self.elided:

@@ -40,6 +40,7 @@ gives each axis's display name and `shape` its integer size where the dims fix i
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -61,6 +62,13 @@ class CompileError(Exception):
     def __init__(self, message: str, where: tuple = ("", 0)):
         super().__init__(message)
         self.where = where
+
+
+def finite_scalar(name: str, value, where):
+    """A scalar keyword's value, checked finite: a generated file holds finite numbers only."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise CompileError(f"`{name}` is {value}, not a finite number (a literal too large for a float?)", where)
+    return value
 
 
 @dataclass(eq=False)
@@ -290,7 +298,7 @@ class _Lowerer:
                 n = done[id(arg.value)]
                 args[pname] = n
                 if pname in SCALAR_KEYWORDS and n.op in ("const", "string"):
-                    attrs[pname] = n.attrs["value"]
+                    attrs[pname] = finite_scalar(pname, n.attrs["value"], w)
         attrs["args"] = args
         attrs["rest"] = rest
         if b.pattern:

@@ -56,7 +56,7 @@ def run_export(ws, request, progress=None, cancel=None) -> ExportResult:
     except ExportCancelled:
         return _fail("export cancelled: nothing was written")
     except ExportError as e:
-        from .atomic import OutputExists
+        from .output import OutputExists
         return _fail(e.message, USAGE if isinstance(e, OutputExists) else FAILED, e.diagnostics)
     except OSError as e:
         if e.errno == errno.ENOSPC:
@@ -90,6 +90,10 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
         fn_item = find_function(ws, path, request.fn, request.target)
     except ExportError as e:
         return _fail(e.message, USAGE)
+
+    from .output import check_output
+    sources = [path] + ws.import_closure(path)
+    check_output(request.output, KIND[request.target], request.force, sources)  # before any work
 
     step(f"checking `{fn_item.name}` for {request.target}")
     errors = _export_errors(ws, path, fn_item.name, request.target)
@@ -133,7 +137,8 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
     from .context import ExportContext
     if source is not None:
         source.start_reading()
-    with atomic_output(request.output, KIND[request.target], request.force) as tmp:
+    with atomic_output(request.output, KIND[request.target], request.force, sources,
+                       request.target, request.path) as tmp:
         ctx = ExportContext(ws, request, resolved, source, tmp, progress, cancelled)
         ctx.check_cancelled()
         summary = writer(ctx)

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from ...compile.codegen import Generator
 from ...compile.graph import CompileError, build_program
 from ...compile.plan import make_plan, models_in_order
+from ...escape import EscapeError
+from ..generated import check_parses
 from ..writers import ExportError
 from .config import config_json, configuration_source
 from .keys import key_map
@@ -74,20 +76,20 @@ def _build(ws, path: str, fn_name: str, dtype: str = "f32") -> Artifact:
     except CompileError as e:
         where = f" (line {e.where[1]})" if e.where and e.where[1] else ""
         raise ExportError(f"can't compile `{fn_name}` to PyTorch{where}: {e}") from e
+    except EscapeError as e:  # a value no generated file can hold (a non-finite number)
+        raise ExportError(f"can't compile `{fn_name}` to PyTorch: {e}") from e
     for name, text in ((names.modeling, modeling), (names.configuration, configuration)):
-        try:
-            compile(text, f"{name}.py", "exec")
-        except SyntaxError as e:  # a bug of ours: say so, and keep the text for the report
-            log.error("generated %s.py does not parse: %s\n%s", name, e, text)
-            raise ExportError(f"internal error: the generated {name}.py does not parse ({e.msg}, line {e.lineno})") from e
+        check_parses(f"{name}.py", text)
     sources = _sources(ws, path)
     keys = key_map(plan, _param_paths(prog, plan.root))
     return Artifact(names, cfg, configuration, modeling, sources, keys, lm, plan, gen)
 
 
 def _sources(ws, path: str) -> dict:
+    """The program's sources: {path relative to the project root: text} (imports.py keeps
+    every import inside the root)."""
     out = {}
-    base = os.path.dirname(path)
+    base = ws.root_of(path)
     todo = [path]
     while todo:
         p = todo.pop()
@@ -95,8 +97,8 @@ def _sources(ws, path: str) -> dict:
         if f is None:
             continue
         rel = os.path.relpath(p, base)
-        if rel.startswith(".."):
-            rel = os.path.basename(p)
+        if rel.startswith("..") or os.path.isabs(rel):
+            raise ExportError(f"internal error: the source `{p}` lies outside the project `{base}`")
         if rel in out:
             continue
         out[rel] = f.text

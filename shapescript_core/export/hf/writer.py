@@ -6,11 +6,12 @@ source file(s), `model.safetensors` (keys: the generated model's state_dict), an
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
 
+from ...escape import json_text
+from ..generated import copy_sources, write_generated
 from ..writers import ExportError
 from .build import build
 from .keys import MAPPING_FILE
@@ -23,6 +24,7 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
 
 def write(ctx) -> str:
     out = write_directory(ctx)
+    copy_sources(ctx.tmp, out["artifact"].sources)
     return f"wrote {ctx.request.output} (hf: {out['tensors']} tensors, {_size(out['bytes'])}" + \
         (", language model" if out["lm"] else "") + ")"
 
@@ -31,11 +33,9 @@ def write_directory(ctx) -> dict:
     ctx.progress("compiling to PyTorch", 0, 1)
     art = build(ctx.ws, ctx.request.path, ctx.fn_item.name, ctx.request.dtype)
     d = ctx.tmp
-    _text(d, "config.json", json.dumps(art.config, indent=2) + "\n")
-    _text(d, f"{art.names.configuration}.py", art.configuration)
-    _text(d, f"{art.names.modeling}.py", art.modeling)
-    for name, text in art.sources.items():
-        _text(d, name, text)
+    write_generated(d, "config.json", json_text(art.config))
+    write_generated(d, f"{art.names.configuration}.py", art.configuration)
+    write_generated(d, f"{art.names.modeling}.py", art.modeling)
     keys = {}
     entries = []
     for spec in ctx.params:
@@ -43,8 +43,8 @@ def write_directory(ctx) -> dict:
         keys[spec.path] = key
         if key is not None:
             entries.append((key, spec.path))
-    _text(d, MAPPING_FILE, json.dumps({"format": 1, "source": os.path.basename(ctx.request.path),
-                                       "function": ctx.fn_item.name, "keys": keys}, indent=2) + "\n")
+    write_generated(d, MAPPING_FILE, json_text({"format": 1, "source": os.path.basename(ctx.request.path),
+                                                "function": ctx.fn_item.name, "keys": keys}))
     tok = getattr(ctx.request, "tokenizer", None)
     if tok:
         copy_tokenizer(tok, d)
@@ -59,11 +59,6 @@ def copy_tokenizer(src: str, dst: str):
         raise ExportError(f"`{src}` holds no Hugging Face tokenizer (tokenizer.json, tokenizer.model or vocab.json)")
     for f in found:
         shutil.copyfile(os.path.join(src, f), os.path.join(dst, f))
-
-
-def _text(d: str, name: str, text: str):
-    with open(os.path.join(d, name), "w", encoding="utf-8") as fh:
-        fh.write(text)
 
 
 def _size(n: int) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import struct
 from dataclasses import dataclass
 
@@ -24,6 +25,9 @@ ST_DTYPES = {"F64": ("f64", 8), "F32": ("f32", 4), "F16": ("f16", 2), "BF16": ("
              "BOOL": ("bool", 1), "F8_E4M3": ("f8_e4m3", 1), "F8_E5M2": ("f8_e5m2", 1)}
 TO_ST = {ours: st for st, (ours, _) in ST_DTYPES.items()}
 MAX_HEADER = 100 * 1024 * 1024  # the library's own limit
+# what we parse: a header entry takes about 100 bytes, so 16 MB is 160,000 tensors in one
+# file (the largest checkpoints shard far below that); parsing is some 10 times the bytes
+MAX_HEADER_ENTRIES_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -54,22 +58,34 @@ def read_header(file: str) -> HeaderInfo:
     caller can name the ones the model needs."""
     name = os.path.basename(file)
     try:
-        size = os.path.getsize(file)
-        with open(file, "rb") as fh:
+        # O_NONBLOCK: a FIFO named as weights does not hang the open; it is refused below
+        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        with os.fdopen(fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise ExportError(corrupt_file(name, "it is not a regular file (a FIFO, a device or a folder)"))
+            size = st.st_size
             head = fh.read(8)
             if len(head) < 8:
                 raise ExportError(corrupt_file(name, f"it is {size} bytes long, shorter than a header"))
             (n,) = struct.unpack("<Q", head)
+            # checked before anything is allocated for it; the value itself is not shown (it
+            # is the file's first bytes, which may be anything's)
             if n > MAX_HEADER or n > size - 8:
-                raise ExportError(corrupt_file(name, f"its header says it is {n} bytes long, but the file "
-                                                     f"is {size} bytes (truncated, or not safetensors)"))
+                raise ExportError(corrupt_file(name, f"the header length its first 8 bytes give does not fit "
+                                                     f"the file's {size} bytes (truncated, or not safetensors)"))
+            if n > MAX_HEADER_ENTRIES_BYTES:
+                raise ExportError(corrupt_file(name, f"its header is over {MAX_HEADER_ENTRIES_BYTES // 2**20} MB: "
+                                                     "more tensors than a model has (split it into shards)"))
             raw = fh.read(n)
     except OSError as e:
         raise ExportError(corrupt_file(name, e.strerror or str(e)))
     try:
         header = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ExportError(corrupt_file(name, "its header is JSON nested too deeply")) from None
     except (UnicodeDecodeError, ValueError) as e:
-        raise ExportError(corrupt_file(name, f"its header is not JSON ({e})"))
+        raise ExportError(corrupt_file(name, f"its header is not JSON ({str(e)[:100]})"))
     if not isinstance(header, dict):
         raise ExportError(corrupt_file(name, "its header is not a JSON object"))
     base = 8 + n
