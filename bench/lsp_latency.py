@@ -14,6 +14,15 @@ the `publishDiagnostics` of that version:
 
     .venv/bin/python bench/lsp_latency.py [--lines 10000] [--sites 15] [--bursts 5]
                                           [--kinds letter,paren] [--profile FILE]
+                                          [--cold N] [--cold-only]
+
+Cold open, against ruff's server (`--cold N` runs, median; `ruff` on the PATH or in the
+venv, installed for the benchmark only: `pip install ruff`): a fresh server for each
+run, on a 10,000-line file each (ours: `gen.py`; ruff's: generated Python with a lint
+finding every 50 lines): spawn -> first diagnostics (process start, initialize,
+initialized, didOpen, the first publishDiagnostics of the file), didOpen -> first
+diagnostics, and for ours didOpen -> the complete diagnostics when a first, syntax-only
+publish comes before them.
 
 `--profile FILE` runs the server under cProfile and writes its stats there. Beside
 each kind, the server's CPU time per edit (all its threads, Linux): on a busy machine
@@ -24,8 +33,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -35,7 +47,8 @@ sys.path.insert(0, HERE)
 import typing_mix  # noqa: E402
 from gen import generate  # noqa: E402
 sys.path.insert(0, ROOT)
-from shapescript_server.stdio_client import StdioClient  # noqa: E402
+sys.path.insert(0, os.path.join(ROOT, "tests"))  # the bare client is a test helper
+from stdio_client import StdioClient  # noqa: E402
 
 
 class Server(StdioClient):
@@ -143,6 +156,104 @@ class Session:
         return (arrived - t) * 1000, stale
 
 
+def python_source(lines: int) -> str:
+    """A 10,000-line Python file for ruff: functions, an unused import (F401) and an
+    unused local (F841) every 50 lines."""
+    out = ["import os", "import sys", ""]
+    k = 0
+    while len(out) < lines:
+        out += [f"import json as json_{k}", "", f"def function_{k}(x, y):", "    unused = x * 2",
+                f"    total = x + y + {k}", "    for i in range(3):", "        total += i * y", "    return total",
+                ""]
+        out += [f"value_{k}_{j} = function_{k}({j}, {j} + 1)" for j in range(50 - 9)]
+        k += 1
+    return "\n".join(out[:lines]) + "\n"
+
+
+def cold_open(cmd: list, root: str, name: str, text: str, language: str, env=None, linger: str = "") -> dict:
+    """One fresh server: seconds from spawn to the first publish of the file, from
+    didOpen to it, and from didOpen to the last publish of version 1 that came within
+    a second of quiet (the complete diagnostics when a syntax-only publish came first)."""
+    os.makedirs(root, exist_ok=True)
+    if linger:
+        os.makedirs(linger, exist_ok=True)
+    path = os.path.join(root, name)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    uri = f"file://{path}"
+    t_spawn = time.perf_counter()
+    srv = StdioClientFor(cmd, root, env)
+    srv.request("initialize", {"processId": os.getpid(), "rootUri": f"file://{root}",
+                               "workspaceFolders": [{"uri": f"file://{root}", "name": "bench"}],
+                               "capabilities": {"textDocument": {"publishDiagnostics": {"versionSupport": True}}}},
+                timeout=120)
+    srv.notify("initialized", {})
+    t_open = srv.notify("textDocument/didOpen", {"textDocument": {
+        "uri": uri, "languageId": language, "version": 1, "text": text}})
+    publishes = []
+    deadline = time.perf_counter() + 120
+    while time.perf_counter() < deadline:
+        try:
+            t, msg = srv.receive(1.0 if publishes else max(0.01, deadline - time.perf_counter()))
+        except Exception:
+            break  # a second with nothing more: the diagnostics are complete
+        if msg.get("method") == "textDocument/publishDiagnostics" and msg["params"]["uri"] == uri:
+            publishes.append((t, len(msg["params"]["diagnostics"])))
+        else:
+            srv.answer_server_request(msg)
+    end = time.perf_counter() + 30
+    while linger and not any(n.endswith(".pickle") for n in os.listdir(linger) if os.path.isdir(linger)) \
+            and time.perf_counter() < end:
+        time.sleep(0.1)  # the server keeps the parsed items once the editor is quiet
+    srv.close()
+    if not publishes:
+        raise RuntimeError(f"{cmd[0]}: no diagnostics for {name}")
+    return {"spawn": publishes[0][0] - t_spawn, "open": publishes[0][0] - t_open,
+            "complete": publishes[-1][0] - t_open, "publishes": len(publishes), "diagnostics": publishes[-1][1]}
+
+
+class StdioClientFor(StdioClient):
+    def __init__(self, cmd, cwd, env):
+        super().__init__(cmd, cwd=cwd, env=env, stderr=subprocess.DEVNULL)
+
+
+def ruff_command() -> list | None:
+    here = os.path.join(os.path.dirname(sys.executable), "ruff")
+    exe = here if os.path.exists(here) else shutil.which("ruff")
+    return [exe, "server"] if exe else None
+
+
+def report_cold(runs: int, lines: int, text: str) -> None:
+    ours_cmd = [sys.executable, "-m", "shapescript_server.main"]
+    ours, again = [], []
+    for _ in range(runs):  # each run: an empty parse cache, a first open, then the same file reopened
+        root, cache = tempfile.mkdtemp(prefix="ss-cold-"), tempfile.mkdtemp(prefix="ss-cache-")
+        env = {**os.environ, "SHAPESCRIPT_CACHE_DIR": cache}
+        ours.append(cold_open(ours_cmd, root, "big.ss", text, "shapescript", env, linger=cache))
+        again.append(cold_open(ours_cmd, root, "big.ss", text, "shapescript", env))
+    med = {k: statistics.median(r[k] for r in ours) for k in ("spawn", "open", "complete")}
+    med2 = {k: statistics.median(r[k] for r in again) for k in ("spawn", "open", "complete")}
+    print(f"cold open, {lines} lines, median of {runs} fresh servers:")
+    print(f"  shapescript-lsp, first open: spawn -> first diagnostics {med['spawn'] * 1000:6.0f} ms, didOpen -> "
+          f"first {med['open'] * 1000:6.0f} ms, didOpen -> complete {med['complete'] * 1000:6.0f} ms "
+          f"({ours[0]['publishes']} publishes, {ours[0]['diagnostics']} diagnostics)")
+    print(f"  shapescript-lsp, reopened:   spawn -> first diagnostics {med2['spawn'] * 1000:6.0f} ms, didOpen -> "
+          f"first {med2['open'] * 1000:6.0f} ms, didOpen -> complete {med2['complete'] * 1000:6.0f} ms "
+          f"(the parsed items from the cache)")
+    cmd = ruff_command()
+    if cmd is None:
+        print("  ruff: not installed (pip install ruff), no comparison")
+        return
+    py = python_source(lines)
+    theirs = [cold_open(cmd, tempfile.mkdtemp(prefix="ruff-cold-"), "big.py", py, "python") for _ in range(runs)]
+    rmed = {k: statistics.median(r[k] for r in theirs) for k in ("spawn", "open", "complete")}
+    print(f"  ruff server:     spawn -> first diagnostics {rmed['spawn'] * 1000:6.0f} ms, didOpen -> first "
+          f"{rmed['open'] * 1000:6.0f} ms ({theirs[0]['diagnostics']} diagnostics)")
+    print(f"  ratio, first open: didOpen -> first {med['open'] / rmed['open']:.1f}x ruff, spawn -> first "
+          f"{med['spawn'] / rmed['spawn']:.1f}x ruff; reopened: {med2['open'] / rmed['open']:.1f}x, "
+          f"{med2['spawn'] / rmed['spawn']:.1f}x")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--lines", type=int, default=10_000)
@@ -150,12 +261,18 @@ def main(argv=None) -> int:
     ap.add_argument("--bursts", type=int, default=5)
     ap.add_argument("--kinds", help="comma-separated kinds of typing_mix.KINDS (default: all)")
     ap.add_argument("--profile", help="run the server under cProfile, stats to this file")
+    ap.add_argument("--cold", type=int, default=3, metavar="N", help="cold opens against ruff (0: none)")
+    ap.add_argument("--cold-only", action="store_true", help="measure the cold open only")
     args = ap.parse_args(argv)
 
     text = generate(args.lines)
     missing = args.lines - text.count("\n")
     if missing > 0:  # the generator stops at a whole copy: pad with comments to the exact count
         text += "".join(f"# padding line {k}\n" for k in range(missing))
+    if args.cold:
+        report_cold(args.cold, args.lines, text)
+    if args.cold_only:
+        return 0
     kinds = args.kinds.split(",") if args.kinds else list(typing_mix.KINDS)
     cmd = [sys.executable, "-m", "shapescript_server.main"]
     if args.profile:

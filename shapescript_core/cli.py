@@ -1,15 +1,31 @@
-"""The `shapescript` command line: check, explain, export."""
+"""The `shapescript` command line: check, explain, fmt, export.
+
+Exit statuses (docs/command-line.md): 0 nothing wrong (warnings allowed), 1 errors
+(diagnostics, or an export that failed), 2 a usage error (bad arguments, a path that
+can't be read, a missing library), 130 interrupted.
+"""
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import os
+import re
 import sys
 
 from . import explain as explain_mod
 from .diagnostics import Severity
-from .fixes import apply_edits, safe_fix_edits
-from .render import render_human, to_json_line
-from .export.writers import DTYPES, TARGETS
+from .export.cli import run_export_command
+from .export.request import unknown_dims
+from .apply_fixes import apply_edits, safe_fix_edits
+from .ide.format import format_markdown, format_text
+from .check.env import dim_value_problem
+from .export.request import find_settings
+from .export.writers import DTYPES
+from .files import Access, ReadRefused, read_bytes, shown
+from .project_files import PathError, files_to_check
+from .render import render_github, render_human, to_json_line
+from .syntax.source import LineIndex
+from .targets import TARGETS
 from .workspace import Workspace
 
 
@@ -17,39 +33,63 @@ class UsageError(Exception):
     pass
 
 
+_DIGITS = re.compile(r"[0-9]{1,30}")  # ASCII digits only (int() takes `²`-like digits, we don't)
+
+
 def _parse_dims(values) -> dict:
     out = {}
     for v in values or []:
         name, eq, num = v.partition("=")
-        if not eq or not name.isidentifier() or not num.strip().isdigit() or int(num) <= 0:
-            raise UsageError(f"--dim takes NAME=VALUE with a positive integer, got `{v}`")
+        num = num.strip()
+        if not eq or not name.isidentifier() or not _DIGITS.fullmatch(num):
+            raise UsageError(f"--dim takes NAME=VALUE with a positive integer, got `{shown(v)[:80]}`")
+        problem = dim_value_problem(int(num))
+        if problem:
+            raise UsageError(f"--dim {name} {problem}, got {num}")
         out[name] = int(num)
     return out
+
+
+def _access(paths) -> Access:
+    """What the CLI may read: anywhere, up to the size limit of the nearest settings."""
+    cfg, _ = find_settings(paths[0]) if paths else (None, None)
+    return Access(cfg.max_file_size) if cfg is not None and cfg.max_file_size else Access()
 
 
 def _load(ws: Workspace, paths) -> list:
     loaded = []
     for p in paths:
         try:
-            with open(p, encoding="utf-8-sig") as fh:  # a byte order mark is no text
-                text = fh.read()
-        except FileNotFoundError:
-            raise UsageError(f"can't read `{p}`: no such file")
-        except IsADirectoryError:
-            raise UsageError(f"can't read `{p}`: it is a directory")
-        except (OSError, UnicodeDecodeError) as e:
-            raise UsageError(f"can't read `{p}`: {getattr(e, 'strerror', None) or e}")
+            data = read_bytes(p, ws.access)  # a regular file, bounded: never a FIFO or a device
+        except ReadRefused as e:
+            raise UsageError(str(e))
+        try:
+            text = data.decode("utf-8-sig")  # a byte order mark is no text
+        except UnicodeDecodeError as e:
+            raise UsageError(f"can't read `{p}`: it isn't UTF-8 ({e.reason} at byte {e.start})")
         ws.set_text(p, text)
         loaded.append(ws.norm(p))
     return loaded
 
 
+def _write_fixed(path: str, text: str):
+    """Write a fixed source back; a file that can't be written is a usage error."""
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as e:
+        raise UsageError(f"can't write the fixes to `{os.path.relpath(path)}`: "
+                         f"{(e.strerror or str(e)).lower()} (the file is left as it was)")
+
+
 def _lines_for(ws: Workspace):
     def lines(path):
         f = ws.file(path)
-        from .syntax.source import LineIndex
         return f.lines if f is not None else LineIndex("")
     return lines
+
+
+FORMATS = ("human", "json", "github")
 
 
 def _print(ws: Workspace, diags: list, fmt: str):
@@ -58,10 +98,12 @@ def _print(ws: Workspace, diags: list, fmt: str):
     for d in order:
         if fmt == "json":
             print(to_json_line(d, lines))
+        elif fmt == "github":
+            print(render_github(d, lines))
         else:
             print(render_human(d, lines))
             print()
-    if fmt != "json" and diags:
+    if fmt == "human" and diags:
         ne = sum(1 for d in diags if d.severity == Severity.ERROR)
         nw = sum(1 for d in diags if d.severity == Severity.WARNING)
         parts = []
@@ -89,7 +131,6 @@ def _require_fn(ws: Workspace, paths, name: str):
 
 
 def _require_dims(ws: Workspace, paths, dims: dict):
-    from .export.request import unknown_dims
     bad = unknown_dims(ws, paths, list(dims))
     if bad:
         raise UsageError(bad)
@@ -97,9 +138,19 @@ def _require_dims(ws: Workspace, paths, dims: dict):
 
 def cmd_check(args) -> int:
     dims = _parse_dims(args.dim)
-    ws = Workspace(dims)
-    paths = _load(ws, args.files)
-    ws.export_requests = _requests(args, paths)  # before anything analyses the files
+    try:
+        files, problems = files_to_check(args.paths)
+    except PathError as e:
+        raise UsageError(str(e))
+    for problem in problems:
+        print(f"shapescript: warning: {problem}", file=sys.stderr)
+    if not files:
+        where = ", ".join(f"`{p}`" for p in args.paths) if args.paths else f"`{os.getcwd()}` (the project)"
+        print(f"shapescript: no .ss files in {where}", file=sys.stderr)
+        return 0
+    ws = Workspace(dims, _access(files))
+    paths = _load(ws, files)
+    ws.set_export_requests(_requests(args, paths))  # before anything analyses the files
     _require_dims(ws, paths, dims)
     if args.fn:
         _require_fn(ws, paths, args.fn)
@@ -114,8 +165,7 @@ def cmd_check(args) -> int:
                 if f is None:
                     continue
                 new = apply_edits(f.text, es)
-                with open(path, "w", encoding="utf-8") as fh:
-                    fh.write(new)
+                _write_fixed(path, new)
                 ws.set_text(path, new)
                 print(f"fixed {os.path.relpath(path)} ({len(es)} edit{'s' if len(es) != 1 else ''})",
                       file=sys.stderr)
@@ -134,12 +184,11 @@ def cmd_explain(args) -> int:
 
 
 def cmd_export(args) -> int:
-    from .export.cli import run_export_command
     targets = [t for t in TARGETS if getattr(args, t)]
     if len(targets) != 1:
         raise UsageError("export takes exactly one of --hf, --vllm, --gguf")
     dims = _parse_dims(args.dim)
-    ws = Workspace(dims)
+    ws = Workspace(dims, _access([args.file]))
     paths = _load(ws, [args.file])
     if args.fn:
         _require_fn(ws, paths, args.fn)
@@ -147,12 +196,83 @@ def cmd_export(args) -> int:
                               lambda diags: _print(ws, diags, "human"))
 
 
+class _Version(argparse.Action):
+    """`--version`: the installed distribution's version (looked up only when asked)."""
+
+    def __init__(self, option_strings, dest, **kw):
+        super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            v = importlib.metadata.version("shapescript")
+        except importlib.metadata.PackageNotFoundError:  # a checkout run without installing it
+            v = "(not installed)"
+        print(f"shapescript {v}")
+        parser.exit(0)
+
+
+def cmd_fmt(args) -> int:
+    """Format files in place (`--check`: only say which would change, exit 1 if any)."""
+    try:  # the paths as `check` takes them; a Markdown file named: its code blocks
+        files, problems = files_to_check(args.paths)
+    except PathError as e:
+        raise UsageError(str(e))
+    for problem in problems:
+        print(f"shapescript: warning: {problem}", file=sys.stderr)
+    changed = unchanged = failed = 0
+    for p in files:
+        shown = os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p
+        try:
+            with open(p, "rb") as fh:
+                text = fh.read().decode("utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            print(f"shapescript: can't read `{p}`: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
+            failed += 1
+            continue
+        new = format_markdown(text) if p.endswith(".md") else format_text(text)
+        if "\r\n" in text:  # keep the file's line breaks
+            new = new.replace("\n", "\r\n")
+        if new == text:
+            unchanged += 1
+            continue
+        changed += 1
+        if args.check:
+            print(f"would reformat {shown}")
+            continue
+        tmp = f"{p}.shapescript-fmt-{os.getpid()}"
+        try:
+            with open(tmp, "w", encoding="utf-8", newline="") as fh:
+                fh.write(new)
+            os.replace(tmp, p)  # a reader never sees a half-written file
+        except OSError as e:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            print(f"shapescript: can't write `{p}`: {e.strerror or e}", file=sys.stderr)
+            failed += 1
+            continue
+        print(f"formatted {shown}", file=sys.stderr)
+    verb = "would be reformatted" if args.check else "reformatted"
+    print(f"{changed} file{'s' if changed != 1 else ''} {verb}, {unchanged} left unchanged", file=sys.stderr)
+    if failed:
+        return 2
+    return 1 if args.check and changed else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="shapescript", description="ShapeScript checker and exporter")
+    ap = argparse.ArgumentParser(prog="shapescript", description="ShapeScript checker and exporter",
+                                 epilog="exit status: 0 no errors, 1 errors, 2 usage error")
+    ap.add_argument("--version", action=_Version)
     sub = ap.add_subparsers(dest="cmd")
-    c = sub.add_parser("check", help="check files and print diagnostics")
-    c.add_argument("files", nargs="+")
-    c.add_argument("--format", choices=("human", "json"), default="human")
+    c = sub.add_parser("check", help="check files and folders and print diagnostics",
+                       description="Check .ss files: each file named, every .ss file below each folder "
+                                   "named (skipping what `exclude` in shapescript.toml names); with no "
+                                   "path, the project of the current folder (the nearest folder "
+                                   "holding a shapescript.toml, else the current folder).",
+                       epilog="exit status: 0 no errors (warnings allowed), 1 errors, 2 usage error")
+    c.add_argument("paths", nargs="*", metavar="PATH", help="a .ss file or a folder (default: the project)")
+    c.add_argument("--format", choices=FORMATS, default="human",
+                   help="human (rustc's layout), json (one object per line), github (GitHub Actions "
+                        "annotations)")
     c.add_argument("--target", action="append", choices=TARGETS, help="run a target's export checks")
     c.add_argument("--fn", help="the function the export checks run on")
     c.add_argument("--fix", action="store_true", help="apply the safe fixes")
@@ -161,6 +281,15 @@ def build_parser() -> argparse.ArgumentParser:
     e = sub.add_parser("explain", help="print a code's explanation")
     e.add_argument("code")
     e.set_defaults(run=cmd_explain)
+    f = sub.add_parser("fmt", help="format files in the canonical layout",
+                       description="Format .ss files in place (paths as check takes them: folders "
+                                   "stand for the .ss files below them, no path for the project), and "
+                                   "the ```shapescript code blocks of .md files named. Only whitespace "
+                                   "changes.")
+    f.add_argument("paths", nargs="*", metavar="PATH")
+    f.add_argument("--check", action="store_true",
+                   help="change nothing; list the files that would change and exit 1 if there are any")
+    f.set_defaults(run=cmd_fmt)
     x = sub.add_parser("export", help="export a function for a serving engine",
                        description="Check a function for a target and write it: a Hugging Face "
                                    "model directory (--hf, --vllm) or one .gguf file (--gguf).")

@@ -6,8 +6,11 @@ file's source), so a cached diagnostic stays right when its item moves in the fi
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass, field
 from enum import IntEnum
+
+from .explain import docs_dir
 
 
 class Anchor:
@@ -148,7 +151,6 @@ log = logging.getLogger("shapescript")
 
 def debugging() -> bool:
     """SHAPESCRIPT_DEBUG set: internal errors are raised, not turned into E0001."""
-    import os
     return bool(os.environ.get("SHAPESCRIPT_DEBUG"))
 
 
@@ -170,8 +172,6 @@ def docs_base() -> str:
     """Where the docs pages live: `SHAPESCRIPT_DOCS_URL` (a base URL ending in `/`), or
     else the pages the package ships (or the checkout's `docs/`) as a file URI, so the
     link opens a real page."""
-    import os
-    from .explain import docs_dir
     env = os.environ.get("SHAPESCRIPT_DOCS_URL")
     if env:
         return env if env.endswith("/") else env + "/"

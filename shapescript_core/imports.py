@@ -29,6 +29,7 @@ def project_root(path: str, opened=()) -> str:
         if parent == d:
             break
         d = parent
+    opened = [os.path.normpath(os.path.abspath(r)) for r in opened]
     inside = [r for r in opened if _inside(start, r)]
     return max(inside, key=len) if inside else start
 

@@ -1,4 +1,5 @@
-"""Diagnostics for people (rustc's layout) and for tools (one JSON object per line)."""
+"""Diagnostics for people (rustc's layout), for tools (one JSON object per line) and for
+GitHub Actions (one workflow command per line: an annotation on the pull request)."""
 from __future__ import annotations
 
 import json
@@ -43,12 +44,41 @@ def to_json_line(d: Diagnostic, lines_for) -> str:
     return json.dumps(to_json(d, lines_for), ensure_ascii=False)
 
 
+def _shown_path(path: str, cwd: str | None) -> str:
+    """A file as the user names it: relative to the current folder when inside it."""
+    if not path:
+        return "<input>"
+    shown = os.path.relpath(path, cwd or os.getcwd())
+    return path if shown.startswith("..") else shown
+
+
+# GitHub's escaping of workflow commands (actions/toolkit, command.ts): the message is
+# data (%, CR, LF escaped), a property value also escapes `:` and `,`.
+_GITHUB_DATA = {"%": "%25", "\r": "%0D", "\n": "%0A"}
+_GITHUB_PROPERTY = {**_GITHUB_DATA, ":": "%3A", ",": "%2C"}
+_GITHUB_LEVEL = {"error": "error", "warning": "warning"}  # info and hint: notice
+
+
+def _github_escape(text: str, table: dict) -> str:
+    return "".join(table.get(c, c) for c in text)
+
+
+def render_github(d: Diagnostic, lines_for, cwd: str | None = None) -> str:
+    """`::error file=F,line=L,col=C,endLine=L2,endColumn=C2,title=CODE::message`: one
+    annotation, positions 1-based as in the JSON (the end column is past the span)."""
+    r = span_range(lines_for(d.path), d.span)
+    props = {"file": _shown_path(d.path, cwd), "line": r["start"]["line"], "col": r["start"]["column"],
+             "endLine": r["end"]["line"], "endColumn": r["end"]["column"], "title": d.code}
+    body = "\n".join([d.message] + [f"note: {n}" for n in d.notes] + [f"help: {h}" for h in d.helps])
+    level = _GITHUB_LEVEL.get(d.severity.word, "notice")
+    fields = ",".join(f"{k}={_github_escape(str(v), _GITHUB_PROPERTY)}" for k, v in props.items())
+    return f"::{level} {fields}::{_github_escape(body, _GITHUB_DATA)}"
+
+
 def render_human(d: Diagnostic, lines_for, cwd: str | None = None) -> str:
     lines = lines_for(d.path)
     line, col = _lc(lines, d.span.abs_start)
-    shown = os.path.relpath(d.path, cwd or os.getcwd()) if d.path else "<input>"
-    if shown.startswith(".."):
-        shown = d.path
+    shown = _shown_path(d.path, cwd)
     out = [f"{d.severity.word}[{d.code}]: {d.message}"]
     marks = [(d.span, d.primary_label, "^")] + [(l.span, l.message, "-") for l in d.labels
                                                   if l.span.path == d.path]

@@ -16,18 +16,22 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .diagnostics import FileAnchor, Span, error, internal_error, warning
+from .diagnostics import error, warning
+from .files import Access, ReadRefused, Refusal, check_path, read_bytes
 from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature, model_cycles
 from .check.function import FnResult, check_function
 from .check.graphs import components as _components, shortest_path as _path
-from .check.messages import defined_twice, import_missing, import_not_utf8, import_outside
+from .check.messages import defined_twice, import_missing, import_not_utf8, import_outside, import_unreadable
 from .check.sizes import Size
 from .check.types import TensorT, Type, render_nested
+from .export.checks.entry import export_diagnostics
 from .imports import import_problem, project_root, resolve_import
 from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
 from .syntax import ast as A
-from .syntax.parser import changed_range, reparse_file
+from .syntax import parse_cache
+from .syntax.parser import changed_range, parse_file, reparse_file
 from .syntax.source import LineIndex, decode_source, normalize_newlines
+from .targets import export_targets, exported, unknown_targets
 
 
 @contextlib.contextmanager
@@ -62,13 +66,20 @@ class Cancelled(Exception):
 class SourceFile:
     decode_error: Optional[str] = None  # read from disk, not UTF-8: where the first bad byte is
 
-    def __init__(self, path: str, text: str, version: Optional[int] = None):
+    def __init__(self, path: str, text: str, version: Optional[int] = None, cached: bool = False):
         self.path = path
         self.version = version
         self.text = ""
         self.items: list[A.Item] = []
         self.lines = LineIndex("")
-        self.set_text(text, version)
+        if cached:  # the items saved for this path by an earlier session, reused by their text
+            text = normalize_newlines(text)
+            with _no_gc():
+                self.items = parse_file(text, path, parse_cache.load(path))
+            self.lines = LineIndex(text)
+            self.text = text
+        else:
+            self.set_text(text, version)
 
     def set_text(self, text: str, version: Optional[int] = None):
         text = normalize_newlines(text)  # a bare \r ends a line, as in LSP: same offsets
@@ -166,10 +177,13 @@ class Analysis:
 
 
 class Workspace:
-    def __init__(self, dim_overrides: dict | None = None):
+    def __init__(self, dim_overrides: dict | None = None, access: Access | None = None):
         self.files: dict[str, SourceFile] = {}
+        # what may be read from disk (files.py): the size limit, and the server's workspace folders
+        self.access = access or Access()
+        self._refused: dict[str, Refusal] = {}  # path -> why it was not read, last time it was asked
         self.open: set[str] = set()
-        self.dim_overrides = dict(dim_overrides or {})
+        self._dim_overrides = dict(dim_overrides or {})
         self._model_cache: dict = {}
         self._sig_cache: dict = {}
         self._body_cache: dict = {}
@@ -179,9 +193,89 @@ class Workspace:
         self._model_cycles: dict = {}  # path -> (the models, E0211 diagnostics) of its last analysis
         self._disk: dict = {}  # path -> (mtime, SourceFile)
         # path -> [(fn name or None, {targets})]: explicit export checks (CLI --target/--fn)
-        self.export_requests: dict = {}
+        self._export_requests: dict = {}
         self._roots: dict = {}  # folder -> its project root (imports.py); forgotten with the analyses
-        self.project_roots: tuple = ()  # folders opened as projects (the editor's workspace folder)
+        self.use_parse_cache = False  # the language server: a file opened cold reuses saved items
+        self.roots: list = []  # the project's folders (the editor's workspace folders):
+        # where the IDE queries across files look for files that are not open (ide/project.py)
+        self._default_targets: Optional[frozenset] = None  # the settings' targets for a plain `forward`
+        self._export_checking: set = set()  # paths whose export checks are running now
+
+    # ------------------------------------------------------------ configuration
+    @property
+    def dim_overrides(self) -> dict:
+        """NAME -> value, overriding the source's dims (`--dim`, the settings' [dims])."""
+        return dict(self._dim_overrides)
+
+    def set_dim_overrides(self, dims: dict) -> bool:
+        """Replace the dim overrides; whether they changed."""
+        dims = dict(dims)
+        if dims == self._dim_overrides:
+            return False
+        self._dim_overrides = dims
+        self._analysis.clear()
+        return True
+
+    def set_export_requests(self, requests: dict):
+        """Explicit export checks, {path: [(fn name or None, {targets})]} (rule 3 of
+        targets.py), replacing the previous ones."""
+        self._export_requests = {self.norm(p): list(r) for p, r in requests.items()}
+        self._analysis.clear()
+
+    def export_requests_of(self, path: str) -> list:
+        return self._export_requests.get(path) or []
+
+    @contextlib.contextmanager
+    def export_request(self, path: str, fn: str, target: str):
+        """Within the block, `fn` of `path` is checked for `target` only (an export's checks)."""
+        path = self.norm(path)
+        saved = self._export_requests.get(path)
+        self._export_requests[path] = [(fn, {target})]
+        self._analysis.clear()
+        try:
+            yield
+        finally:
+            if saved is None:
+                self._export_requests.pop(path, None)
+            else:
+                self._export_requests[path] = saved
+            self._analysis.clear()
+
+    def set_default_targets(self, targets) -> bool:
+        """The settings' targets for an unmarked `forward` (None: rule 2's); whether they changed."""
+        targets = frozenset(targets) if targets else None
+        if targets == self._default_targets:
+            return False
+        self._default_targets = targets
+        self._analysis.clear()
+        return True
+
+    @property
+    def default_targets(self) -> Optional[frozenset]:
+        return self._default_targets
+
+    def exported(self, analysis) -> list:
+        """[(FnItem, targets)] of an analysed file: the one rule (targets.py), with this
+        workspace's requests and settings."""
+        return export_targets(analysis.own, analysis.env, self.export_requests_of(analysis.path),
+                              self._default_targets)
+
+    def export_checks_running(self, path: str) -> bool:
+        """Whether the export checks of `path` are running (Reach then leaves it alone)."""
+        return path in self._export_checking
+
+    @contextlib.contextmanager
+    def export_checks_of(self, path: str):
+        """Marks `path`'s export checks as running; yields False when they already were
+        (an import cycle reached the file again)."""
+        if path in self._export_checking:
+            yield False
+            return
+        self._export_checking.add(path)
+        try:
+            yield True
+        finally:
+            self._export_checking.discard(path)
 
     # ------------------------------------------------------------ files
     @staticmethod
@@ -192,7 +286,7 @@ class Workspace:
         path = self.norm(path)
         f = self.files.get(path)
         if f is None:
-            f = SourceFile(path, text, version)
+            f = SourceFile(path, text, version, cached=self.use_parse_cache)
             self.files[path] = f
         else:
             before = f.items
@@ -201,6 +295,21 @@ class Workspace:
         self.open.add(path)
         self._analysis.clear()
         return f
+
+    def syntax_diagnostics(self, path: str) -> list:
+        """The syntax and layout errors of an open file's items: known as soon as it is
+        parsed, before any check."""
+        f = self.files.get(self.norm(path))
+        out: list = []
+        for it in f.items if f is not None else ():
+            out.extend(it.syntax_errors)
+            out.extend(getattr(it, "layout_errors", None) or ())
+        return out
+
+    def save_parse_cache(self, path: str) -> bool:
+        """Keep an open file's parsed items on disk for the next session (parse_cache.py)."""
+        f = self.files.get(self.norm(path))
+        return f is not None and parse_cache.save(f.path, f.items)
 
     def invalidate(self, path: str | None = None):
         """Forget file-level results (item-level caches stay valid on their own)."""
@@ -219,28 +328,55 @@ class Workspace:
         self._analysis.clear()
 
     def file(self, path: str) -> Optional[SourceFile]:
+        """An open file, or the file on disk read through `files.read_bytes` (regular,
+        bounded, inside `access.roots`); None when it can't be read: `refusal(path)`
+        says why."""
         path = self.norm(path)
         f = self.files.get(path)
         if f is not None:
             return f
-        try:
-            st = os.stat(path)
-        except OSError:
-            return None
+        target, refusal = check_path(path, self.access)
+        if refusal is None:
+            try:
+                st = os.stat(target)
+            except OSError:
+                st = None
+                refusal = Refusal(path, "missing", "no such file")
+        if refusal is not None:
+            return self._refuse(path, refusal)
         cached = self._disk.get(path)
-        if cached and cached[0] == st.st_mtime_ns:
+        if cached and cached[0] == (st.st_mtime_ns, st.st_size, st.st_ino) and st.st_size <= self.access.limit:
             return cached[1]
         try:
-            with open(path, "rb") as fh:
-                text, sf_problem = decode_source(fh.read())
-        except OSError:
-            return None
+            data = read_bytes(path, self.access)
+        except ReadRefused as e:
+            return self._refuse(path, e.refusal)
+        text, sf_problem = decode_source(data)
         sf = SourceFile(path, text)
         sf.decode_error = sf_problem  # not UTF-8: E0210 at the import that reads it
         if cached:
             self._forget(cached[1].items)
-        self._disk[path] = (st.st_mtime_ns, sf)
+        self._disk[path] = ((st.st_mtime_ns, st.st_size, st.st_ino), sf)
+        self._refused.pop(path, None)
         return sf
+
+    def set_access(self, access: Access):
+        """A new reading boundary (the server's folders, the size limit): every file read
+        from disk is looked at again."""
+        self.access = access
+        self._refused.clear()
+        self._analysis.clear()
+
+    def _refuse(self, path: str, refusal: Refusal) -> None:
+        cached = self._disk.pop(path, None)
+        if cached:
+            self._forget(cached[1].items)
+        self._refused[path] = refusal
+        return None
+
+    def refusal(self, path: str) -> Optional[Refusal]:
+        """Why `file(path)` gave None the last time (kind "missing": it isn't there)."""
+        return self._refused.get(self.norm(path))
 
     def _forget(self, items: list, keep: list = ()):
         """Drop the cache entries of items that no longer exist (all of `items` but the
@@ -268,10 +404,10 @@ class Workspace:
     # ------------------------------------------------------------ imports
     def root_of(self, path: str) -> str:
         """The project root of the file `path` (imports.py): imports stay under it."""
-        d = os.path.dirname(path)
-        root = self._roots.get(d)
+        key = (os.path.dirname(path), tuple(self.roots))
+        root = self._roots.get(key)
         if root is None:
-            root = self._roots[d] = project_root(path, self.project_roots)
+            root = self._roots[key] = project_root(path, self.roots)
         return root
 
     def _import_targets(self, f: SourceFile, root: Optional[str] = None) -> list:
@@ -372,7 +508,9 @@ class Workspace:
         for it, target in self._import_targets(f, root):
             tf = self.file(target)
             if tf is None:
-                diags.append(import_missing(it))
+                why = self.refusal(target)
+                diags.append(import_unreadable(it, why) if why is not None and why.kind != "missing"
+                             else import_missing(it))
                 continue
             if tf.decode_error is not None:
                 diags.append(import_not_utf8(it, tf.decode_error))
@@ -398,7 +536,7 @@ class Workspace:
         # a dim that didn't parse is still a dim (of unknown size): its uses raise nothing
         dim_items = [it for it in visible.values() if isinstance(it, A.DimItem)
                      or (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")]
-        dims = DimTable(dim_items, self.dim_overrides)
+        dims = DimTable(dim_items, self._dim_overrides)
         if dims.diags:
             for it in own.values():
                 diags.extend(dims.diags.get(id(it), []))
@@ -452,14 +590,12 @@ class Workspace:
         if any(d.code == "E0210" for d in diags):
             # names the missing file would define are not this file's mistakes
             diags = [d for d in diags if d.code not in UNRESOLVED_NAME_CODES]
-        diags.extend(self._unread_fields(f, own, fns, models))
+        for it in own.values():
+            if isinstance(it, A.FnItem) and it.decorators:
+                diags.extend(unknown_targets(it))
+        diags.extend(self._unread_fields(f, own, env, fns, models))
         a = Analysis(f.path, f, env, diags, fns, own, visible, imports)
-        try:
-            from .export.analysis import export_diagnostics
-        except ImportError as exc:  # a broken install: shown (E0001), never a clean file
-            a.diags.append(internal_error("the export checks", Span(FileAnchor(f.path), 0, 0), exc))
-        else:
-            a.diags.extend(export_diagnostics(self, a))
+        a.diags.extend(export_diagnostics(self, a))
         return a
 
     def _cached(self, cache: dict, item, meanings: Meanings, build, dims, model_names):
@@ -483,9 +619,9 @@ class Workspace:
         self._body_cache[id(item)] = (item, own, meanings.record(reads, meanings.full), res)
         return res
 
-    def _unread_fields(self, f: SourceFile, own: dict, fns: dict, models: dict) -> list:
+    def _unread_fields(self, f: SourceFile, own: dict, env, fns: dict, models: dict) -> list:
         """W0102: a param field that no exported function of this file reads."""
-        roots = exported_functions(own)
+        roots = [it.name for it, _ in exported(own, env)]
         if not roots:
             return []
         reads: set = set()
@@ -565,15 +701,6 @@ class Workspace:
     # ------------------------------------------------------------ queries
     def all_diagnostics(self, paths) -> dict:
         return {p: self.diagnostics(p) for p in paths}
-
-
-def exported_functions(own: dict) -> list:
-    """Functions marked `@export`, or else a function named `forward`."""
-    marked = [n for n, it in own.items() if isinstance(it, A.FnItem) and it.decorators
-              and any(d.name == "export" for d in it.decorators)]
-    if marked:
-        return marked
-    return ["forward"] if isinstance(own.get("forward"), A.FnItem) else []
 
 
 def _reaches(fns: dict, name: str) -> bool:

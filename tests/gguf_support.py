@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 
-import numpy as np
+import pytest
+
+from checkout import shapescript
+
+np = pytest.importorskip("numpy")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAMS = os.path.join(HERE, "programs", "gguf")
-SHARED = os.path.normpath(os.path.join(HERE, "..", "..", "shared"))
-CONFORMANCE = os.path.join(SHARED, "conformance", "ok")
+CONFORMANCE = os.path.join(HERE, "programs", "ok")  # copies of the shared conformance cases
 
 # issue 7's tiny llama: head width 64 (D / H)
 LLAMA_DIMS = {"V": 256, "D": 256, "H": 4, "Hkv": 2, "F": 512, "L": 2}
@@ -24,8 +26,7 @@ def program(name: str) -> str:
 
 
 def run_cli(*args, cwd=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "shapescript_core.cli", *map(str, args)],
-                          capture_output=True, text=True, cwd=cwd, timeout=300)
+    return shapescript(*args, cwd=cwd)
 
 
 def export_gguf(source: str, out: str, weights: str | None = None, dims: dict | None = None,

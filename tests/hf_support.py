@@ -4,23 +4,20 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
+
+import checkout
 
 HERE = Path(__file__).parent
 PROGRAMS = HERE / "programs" / "hf"
-SHARED_OK = HERE.parent.parent / "shared" / "conformance" / "ok"
+OK_PROGRAMS = Path(checkout.program("ok"))  # copies of the shared conformance cases
 TINY = {"V": 256, "D": 256, "H": 4, "Hkv": 2, "F": 512, "L": 2}  # head width 64
 LAYERS = TINY["L"]
 
 
 def shapescript(*args, check=True, timeout=300) -> subprocess.CompletedProcess:
-    """Run the real CLI (`python -m shapescript_core.cli`) and return its process."""
-    p = subprocess.run([sys.executable, "-m", "shapescript_core.cli", *map(str, args)],
-                       capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    if check and p.returncode != 0:
-        raise AssertionError(f"shapescript {' '.join(map(str, args))} exited {p.returncode}\n{p.stdout}\n{p.stderr}")
-    return p
+    """Run the CLI under test and return its process; `check`: it must exit 0."""
+    return checkout.shapescript(*args, check=check, timeout=timeout)
 
 
 def dim_flags(dims: dict) -> list:
@@ -110,7 +107,7 @@ def to_variant(name: str, r: dict) -> dict:
 
 # variant -> (source, reference options, dims)
 VARIANTS = {
-    "llama": (SHARED_OK / "llama.ss", {}, TINY),
+    "llama": (OK_PROGRAMS / "llama.ss", {}, TINY),
     "llama_renamed": (PROGRAMS / "llama_renamed.ss", {},
                       {"Vocab": 256, "Width": 256, "Heads": 4, "KvHeads": 2, "Hidden": 512, "Depth": 2}),
     "llama_split": (PROGRAMS / "llama_split.ss", {}, TINY),
@@ -122,7 +119,7 @@ VARIANTS = {
 
 def interleaved_llama(tmp: Path) -> Path:
     """The reference llama with interleaved (GPT-J style) rotary positions."""
-    text = (SHARED_OK / "llama.ss").read_text()
+    text = (OK_PROGRAMS / "llama.ss").read_text()
     rope = "rope(pos, theta=500000.0)"
     assert text.count(rope) == 2
     out = tmp / "llama_interleaved.ss"

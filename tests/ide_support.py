@@ -31,3 +31,25 @@ def workspace(main: str, **others):
     path = f"{DIR}/main.ss"
     ws.set_text(path, text)
     return ws, path, m
+
+
+def spans(src: str):
+    """(text, [(start, end)]) with every ⟦marked⟧ span taken out of `src` (dedented);
+    `$0` marks may be inside them."""
+    src = textwrap.dedent(src)
+    out = []
+    text = ""
+    i = 0
+    while True:
+        j = src.find("⟦", i)
+        if j < 0:
+            text += src[i:]
+            break
+        k = src.index("⟧", j)
+        text += src[i:j]
+        inner = src[j + 1:k]
+        start = len(text.replace("$0", ""))
+        text += inner
+        out.append((start, start + len(inner.replace("$0", ""))))
+        i = k + 1
+    return text, out

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import tempfile
 import subprocess
 import sys
 from typing import Optional
@@ -16,7 +17,7 @@ from pytest_lsp.client import DEFAULT_CLIENT_FEATURES, register_lsp_features
 
 from shapescript_core.syntax.source import LineIndex
 from shapescript_core.workspace import Workspace
-from shapescript_server.stdio_client import StdioClient
+from stdio_client import StdioClient
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVER = [sys.executable, "-m", "shapescript_server.main"]
@@ -64,6 +65,7 @@ def capabilities(pull: bool = False, **extra) -> T.ClientCapabilities:
                 related_information=True, version_support=True, code_description_support=True,
                 data_support=True),
             diagnostic=T.DiagnosticClientCapabilities(related_document_support=False) if pull else None,
+            rename=T.RenameClientCapabilities(prepare_support=True),
         ),
         workspace=T.WorkspaceClientCapabilities(
             workspace_edit=T.WorkspaceEditClientCapabilities(document_changes=True),
@@ -76,7 +78,8 @@ def capabilities(pull: bool = False, **extra) -> T.ClientCapabilities:
 
 
 async def initialize(client: LanguageClient, root: Optional[str] = None, caps=None, options=None):
-    root = root or "/tmp/shapescript-lsp-tests"
+    # the workspace folder is the server's reading boundary: the default holds every tmp_path
+    root = root or tempfile.gettempdir()
     return await client.initialize_session(T.InitializeParams(
         capabilities=caps if caps is not None else capabilities(),
         root_uri=uris.from_fs_path(root),

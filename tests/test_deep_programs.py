@@ -6,7 +6,7 @@ import logging
 import pytest
 
 from shapescript_core.check import function as checker_module
-from shapescript_core.export import tokens as token_module
+from shapescript_core.export.checks import token_axes as token_module
 from support import check, errors
 
 
@@ -132,22 +132,6 @@ def test_debug_mode_raises_instead(monkeypatch):
     monkeypatch.setenv("SHAPESCRIPT_DEBUG", "1")
     with pytest.raises(KeyError):
         check(OK.replace("relu(x)", "-x"))
-
-
-def test_export_checks_that_cannot_be_loaded_are_E0001(monkeypatch, caplog):
-    import builtins
-    real = builtins.__import__
-
-    def fake(name, globals=None, locals=None, fromlist=(), level=0):
-        if name == "export.analysis" or name.endswith("shapescript_core.export.analysis"):
-            raise ImportError("no module named gguf")
-        return real(name, globals, locals, fromlist, level)
-    monkeypatch.setattr(builtins, "__import__", fake)
-    with caplog.at_level(logging.ERROR, logger="shapescript"):
-        ws, diags = check(OK)
-    assert [(d.code, d.span.abs_start) for d in diags] == [("E0001", 0)]
-    assert "the export checks could not complete" in diags[0].message
-    assert any(r.exc_info and r.exc_info[0] is ImportError for r in caplog.records)
 
 
 def test_deeply_nested_tuples_render_in_hints_and_completions():

@@ -112,7 +112,7 @@ fn forward(m: M, x: [b D]) -> [b D]:
 
 def test_typo_fixes_write_the_suggestion_but_are_not_applied_by_default():
     from shapescript_core.diagnostics import Applicability
-    from shapescript_core.fixes import apply_edits, safe_fix_edits
+    from shapescript_core.apply_fixes import apply_edits, safe_fix_edits
     src = "dim D = 4\nfn f(x: [b D]) -> [b D]:\n    return softmx(x, over=D)\n"
     ws, diags = check(src)
     (fix,) = diags[0].fixes
@@ -124,7 +124,7 @@ def test_typo_fixes_write_the_suggestion_but_are_not_applied_by_default():
 
 
 def test_unused_local_fix_renames_it():
-    from shapescript_core.fixes import apply_edits
+    from shapescript_core.apply_fixes import apply_edits
     src = "dim D = 4\nfn f(x: [b D]) -> [b D]:\n    h = x\n    return x\n"
     _, diags = check(src)
     (d,) = diags

@@ -8,16 +8,15 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import textwrap
 
 import pytest
 
+from checkout import program as program_path
+from checkout import read_program, shapescript
 from shapescript_core.diagnostics import Severity
 from shapescript_core.workspace import Workspace
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLI = os.path.join(ROOT, ".venv", "bin", "shapescript")
 EXPECT = re.compile(r'#\s*error:\s*(E\d{4})(?:\s+"(.*)")?\s*$')
 PATH = "/tmp/shapescript-export-test/case.ss"
 
@@ -34,9 +33,9 @@ def diagnostics(src: str, requests=None, default_targets=None, path: str = PATH,
         ws.set_text(p, textwrap.dedent(text))
     ws.set_text(path, textwrap.dedent(src))
     if requests is not None:
-        ws.export_requests = {ws.norm(path): requests}
+        ws.set_export_requests({path: requests})
     if default_targets is not None:
-        ws.default_targets = default_targets
+        ws.set_default_targets(default_targets)
     return ws, [d for d in ws.diagnostics(path) if d.severity == Severity.ERROR]
 
 
@@ -140,7 +139,7 @@ fn forward(m: Tied, tokens: [s t] Index[V], where: [s t] i32) -> [s t V]:
 
 def test_clean_llama_and_gpt2_from_the_conformance_cases():
     for name in ("llama.ss", "gpt2.ss", "classifier.ss"):
-        path = os.path.join(ROOT, "..", "shared", "conformance", "ok", name)
+        path = program_path("ok", name)
         ws = Workspace()
         ws.set_text(path, open(path, encoding="utf-8").read())
         assert [d.code for d in ws.diagnostics(path) if d.severity == Severity.ERROR] == [], name
@@ -614,13 +613,13 @@ fn helper(x: [b n D]) -> [b n D]:
 
 
 def test_the_checks_never_raise_and_a_bug_is_shown(monkeypatch):
-    from shapescript_core.export import analysis
+    from shapescript_core.export.checks import entry
     monkeypatch.delenv("SHAPESCRIPT_DEBUG")
 
     def boom(*a, **k):
         raise RuntimeError("a bug")
 
-    monkeypatch.setattr(analysis, "check_function", boom)
+    monkeypatch.setattr(entry, "check_exported", boom)
     src = DIMS + "\n" + ATTN + "\n" + LM + "\nfn forward(m: Lm, ids: [b n] Index[V]) -> [b n V]:\n" \
         "    return linear(embedding(ids, m.emb), m.W)\n"
     # never a clean file: one E0001 at the function whose export checks failed
@@ -635,20 +634,18 @@ def _write(tmp_path, name, src):
 
 
 def test_cli_check_target_and_fn(tmp_path):
-    p = _write(tmp_path, "c.ss", open(os.path.join(ROOT, "..", "shared", "conformance", "ok", "classifier.ss")).read())
-    ok = subprocess.run([CLI, "check", str(p)], capture_output=True, text=True)
+    p = _write(tmp_path, "c.ss", read_program("ok", "classifier.ss"))
+    ok = shapescript("check", p)
     assert ok.returncode == 0, ok.stdout
-    bad = subprocess.run([CLI, "check", "--format", "json", "--target", "vllm", "--fn", "classify", str(p)],
-                         capture_output=True, text=True)
+    bad = shapescript("check", "--format", "json", "--target", "vllm", "--fn", "classify", p)
     assert bad.returncode == 1 and '"code": "E3301"' in bad.stdout
 
 
 def test_cli_export_refuses_before_writing(tmp_path):
-    src = open(os.path.join(ROOT, "..", "shared", "conformance", "export", "e3305_kv_heads.ss")).read()
+    src = read_program("export", "e3305_kv_heads.ss")
     p = _write(tmp_path, "m.ss", src)
     before = sorted(os.listdir(tmp_path))
-    r = subprocess.run([CLI, "export", str(p), "--vllm", "--out", str(tmp_path / "out"), "--random-weights"],
-                       capture_output=True, text=True, cwd=tmp_path)
+    r = shapescript("export", p, "--vllm", "--out", tmp_path / "out", "--random-weights", cwd=tmp_path)
     assert r.returncode == 1
     assert "error[E3305]" in r.stdout + r.stderr
     assert sorted(os.listdir(tmp_path)) == before

@@ -15,10 +15,11 @@ import subprocess
 import sys
 import time
 
-import numpy as np
 import pytest
-from safetensors import safe_open
-from safetensors.numpy import save_file
+
+np = pytest.importorskip("numpy")
+safe_open = pytest.importorskip("safetensors").safe_open
+save_file = pytest.importorskip("safetensors.numpy").save_file
 
 from shapescript_core.cli import main
 from shapescript_core.export import writers

@@ -2,18 +2,15 @@
 person would have written, which checks with no E33xx and no new error."""
 from __future__ import annotations
 
-import os
-import subprocess
 import textwrap
 
 import pytest
 
+from checkout import program, read_program, shapescript
 from shapescript_core.diagnostics import Applicability, Severity
-from shapescript_core.fixes import apply_edits
+from shapescript_core.apply_fixes import apply_edits
 from shapescript_core.workspace import Workspace
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CLI = os.path.join(ROOT, ".venv", "bin", "shapescript")
 DIR = "/tmp/shapescript-export-fixes"
 PATH = f"{DIR}/case.ss"
 
@@ -191,7 +188,7 @@ def test_e3304_hand_written_attention_divided_by_another_size():
 
 
 def test_e3304_hand_written_attention_in_a_helper_like_the_chapter():
-    path = os.path.join(ROOT, "..", "shared", "conformance", "export", "seed_e3304.ss")
+    path = program("export", "seed_e3304.ss")
     src = open(path, encoding="utf-8").read()
     out = apply_fix(src, "E3304", "Use scaled_dot_product_attention with causal mask")
     assert """\
@@ -308,7 +305,7 @@ def test_e3302_moves_a_trailing_cast_before_the_output_layer(before, after):
 
 
 def test_e3302_a_bias_gets_no_fix():
-    path = os.path.join(ROOT, "..", "shared", "conformance", "export", "seed_e3302.ss")
+    path = program("export", "seed_e3302.ss")
     ws = Workspace()
     ws.set_text(path, open(path, encoding="utf-8").read())
     (d,) = [d for d in ws.diagnostics(path) if d.code == "E3302"]
@@ -325,9 +322,9 @@ def test_cli_fix_applies_them(tmp_path):
         "seed_e3306.ss": "fn classify(m: Classifier, x: [b D])",
     }
     for name, expect in cases.items():
-        src = open(os.path.join(ROOT, "..", "shared", "conformance", "export", name), encoding="utf-8").read()
+        src = read_program("export", name)
         p = tmp_path / name
         p.write_text(src, encoding="utf-8")
-        r = subprocess.run([CLI, "check", "--fix", str(p)], capture_output=True, text=True)
+        r = shapescript("check", "--fix", p)
         assert r.returncode == 0, r.stdout + r.stderr
         assert expect in p.read_text(encoding="utf-8"), name

@@ -9,7 +9,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from hf_support import (SHARED_OK, VARIANTS, dim_flags, export_variant, load_causal_lm,  # noqa: E402
+from hf_support import (OK_PROGRAMS, VARIANTS, dim_flags, export_variant, load_causal_lm,  # noqa: E402
                         shapescript)
 
 PROMPTS = torch.randint(0, 256, (3, 9), generator=torch.Generator().manual_seed(1))
@@ -134,7 +134,7 @@ def test_gpt2_matches_transformers(tmp_path):
                   p + "w_proj": sd[h + "mlp.c_proj.weight"].T, p + "b_proj": sd[h + "mlp.c_proj.bias"]})
     save_file({k: v.contiguous() for k, v in w.items()}, str(tmp_path / "w.safetensors"))
     out = tmp_path / "gpt2-hf"
-    shapescript("export", SHARED_OK / "gpt2.ss", "--hf", "--weights", tmp_path / "w.safetensors",
+    shapescript("export", OK_PROGRAMS / "gpt2.ss", "--hf", "--weights", tmp_path / "w.safetensors",
                 *dim_flags({"V": 256, "D": 256, "H": 4, "P": 64, "L": 2}), "-o", out)
     model, info = load_causal_lm(out)
     assert not info["missing_keys"] and not info["unexpected_keys"]
@@ -155,7 +155,7 @@ def test_classifier_is_an_auto_model(tmp_path):
          "w2": torch.randn(10, 256, generator=g), "b2": torch.randn(10, generator=g)}
     save_file(w, str(tmp_path / "w.safetensors"))
     out = tmp_path / "clf"
-    shapescript("export", SHARED_OK / "classifier.ss", "--hf", "--weights", tmp_path / "w.safetensors", "-o", out)
+    shapescript("export", OK_PROGRAMS / "classifier.ss", "--hf", "--weights", tmp_path / "w.safetensors", "-o", out)
     model, info = AutoModel.from_pretrained(str(out), trust_remote_code=True, output_loading_info=True)
     assert not info["missing_keys"] and not info["unexpected_keys"]
     x = torch.randn(5, 64, generator=g)

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from shapescript_core.export.request import RequestError, default_output, find_settings, make_request
-from shapescript_core.ide.config import parse_settings
+from shapescript_core.settings import parse_settings
 
 
 @pytest.fixture
@@ -98,7 +98,7 @@ def test_an_output_that_would_replace_the_source_is_refused(src, tmp_path):
 def test_the_export_front_ends_import_no_numpy_or_torch():
     import subprocess
     import sys
-    code = ("import sys; import shapescript_core.cli, shapescript_core.exporting, shapescript_server.export; "
+    code = ("import sys; import shapescript_core.cli, shapescript_server.export; "
             "from shapescript_core.export import request, run, writers, atomic; "
             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'torch', 'safetensors', 'rich')); "
             "print(heavy); sys.exit(1 if heavy else 0)")

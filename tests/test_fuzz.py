@@ -7,9 +7,12 @@ from hypothesis import strategies as st
 
 from shapescript_core.workspace import Workspace
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "..", "shared", "conformance", "**", "*.ss"), recursive=True))
-TEXTS = [open(p, encoding="utf-8").read() for p in EXAMPLES] or ["dim D = 1\n"]
+from checkout import PROGRAMS, ROOT
+
+# the programs of this repository: the examples and the tests' programs (conformance copies too)
+EXAMPLES = sorted(glob.glob(os.path.join(ROOT, "examples", "*.ss")) +
+                  glob.glob(os.path.join(PROGRAMS, "**", "*.ss"), recursive=True))
+TEXTS = [open(p, encoding="utf-8").read() for p in EXAMPLES]
 ALPHABET = st.sampled_from(list("abnDHV()[]:,.=@+-*/|>!#\"\n\t 0123456789_") +
                            ["dim ", "fn ", "model ", "return ", "->", "|>", "    ", "for ", " in ",
                             "import ", "causal[", "einsum(", "split(", "Index[V]", "é", "𝒳"])
@@ -24,6 +27,13 @@ def _check(text: str):
         assert d.code and d.message
         assert 0 <= d.span.abs_start <= d.span.abs_end <= len(text) + 1
     return diags
+
+
+def test_the_edits_start_from_the_repository_s_programs():
+    names = {os.path.relpath(p, ROOT) for p in EXAMPLES}
+    assert {"examples/llama.ss", "examples/broken_attention.ss", "tests/programs/ok/gpt2.ss",
+            "tests/programs/export/seed_e3304.ss"} <= names
+    assert len(TEXTS) >= 20 and all(t.strip() for t in TEXTS)
 
 
 @SETTINGS

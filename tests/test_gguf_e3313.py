@@ -9,10 +9,16 @@ import pytest
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
-from gguf_support import program, run_cli
+from checkout import program as _program
+from checkout import read_program, shapescript as run_cli
 from lsp_support import codes, config, initialize, open_doc, uri_of, wait_version
 from shapescript_core.diagnostics import Severity
 from shapescript_core.workspace import Workspace
+
+
+def program(name: str) -> str:
+    return _program("gguf", name)
+
 
 HEAD = "no llama.cpp architecture runs this model: "
 CASES = [
@@ -29,7 +35,7 @@ def errors(path, text=None, requests=None):
     ws = Workspace()
     ws.set_text(path, text if text is not None else open(path, encoding="utf-8").read())
     if requests:
-        ws.export_requests[path] = requests
+        ws.set_export_requests({path: requests})
     return [d for d in ws.diagnostics(path) if d.severity == Severity.ERROR]
 
 
@@ -96,8 +102,7 @@ async def test_the_language_server_publishes_it(client: LanguageClient, tmp_path
     assert d.code_description.href.endswith("E3313.md") or "e3313" in d.code_description.href.lower()
 
 
-LLAMA = open(os.path.join(os.path.dirname(program("x")), "..", "..", "..", "..", "shared", "conformance", "ok",
-                          "llama.ss"), encoding="utf-8").read()
+LLAMA = read_program("ok", "llama.ss")
 EDITS = [  # conformance/ok/llama.ss changed in one place -> the words of its departure
     ("scaled_dot_product_attention(q, k, v, attn_mask=causal[n n])",
      "scaled_dot_product_attention(q, k, v, attn_mask=causal[n n], scale=0.5)",

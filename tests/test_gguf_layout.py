@@ -3,12 +3,13 @@ fused-projection gathers, stored types, and a tokenizer that can't be embedded (
 message, exit 1, nothing written)."""
 import os
 
-import numpy as np
 import pytest
+
+np = pytest.importorskip("numpy")
 
 from gguf_support import CONFORMANCE, LLAMA_DIMS, run_cli
 from shapescript_core.export.gguf import layout
-from shapescript_core.export.gguf.plan import Gather, TensorPlan
+from shapescript_core.export.gguf.gguf_plan import Gather, TensorPlan
 
 
 def _rope(x, pos, theta, style):

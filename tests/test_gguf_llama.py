@@ -8,8 +8,9 @@ back with the same logits.
 """
 import os
 
-import numpy as np
 import pytest
+
+np = pytest.importorskip("numpy")
 
 from gguf_support import (CONFORMANCE, LLAMA_DIMS, TOKENS, export_gguf, export_hf, hf_llama, hf_logits,
                           llama_cpp_logits, llama_to_source, load_hf_export, max_diff, save_weights, state)

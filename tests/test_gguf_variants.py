@@ -12,8 +12,9 @@ order, interleaved rope rows permuted as the program's layout needs).
 import os
 from dataclasses import dataclass, field
 
-import numpy as np
 import pytest
+
+np = pytest.importorskip("numpy")
 
 from gguf_support import (CONFORMANCE, TOKENS, export_gguf, hf_gpt2, hf_llama, hf_logits, llama_cpp_logits,
                           llama_to_source, max_diff, program, save_weights, state)

@@ -4,9 +4,9 @@ from __future__ import annotations
 import pytest
 
 from ide_support import workspace
-from shapescript_core.ide.config import Config, load_config, parse_settings
+from shapescript_core.settings import Config, load_config, parse_settings
 from shapescript_core.ide.lens import export_lenses, function_at
-from shapescript_core.ide.tokens import semantic_tokens
+from shapescript_core.ide.semantic_tokens import semantic_tokens
 
 LM = """\
     dim V = 10
@@ -21,7 +21,7 @@ LM = """\
 
 def lens_targets(src, default=None):
     ws, path, _ = workspace(src)
-    ws.default_targets = default
+    ws.set_default_targets(default)
     return [(lens.fn, lens.targets) for lens in export_lenses(ws, path)]
 
 

@@ -3,6 +3,7 @@ a closing message; bad arguments answered with an error."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 
 import pytest
@@ -54,7 +55,11 @@ async def test_export_runs_the_checks_and_reports_progress(client: LanguageClien
     result = await export(client, uri=uri, fn="classify", target="hf", output=str(tmp_path / "out"), random=True)
     assert result["fn"] == "classify" and result["target"] == "hf"
     assert result["diagnostics"] == []
-    assert result["message"] == "the checks pass, but the hf writer is not available yet" or result["ok"]
+    out = tmp_path / "out"
+    assert result["ok"] is True and result["output"] == str(out) and result["random_weights"] is True
+    assert result["message"] == f"wrote {out} (hf: 1 tensors, 2.7 KB); random weights (seed 0)"
+    assert json.loads((out / "config.json").read_text())["architectures"] == ["ShapeScriptClassifierModel"]
+    assert (out / "model.safetensors").stat().st_size > 10 * 64 * 4  # the f32 [C D] weight
     (token,) = set(client.progress_reports) - before
     kinds = [r.kind for r in client.progress_reports[token]]
     assert kinds[0] == "begin" and kinds[-1] == "end" and "report" in kinds

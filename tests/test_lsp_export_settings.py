@@ -2,12 +2,14 @@
 workspace root (paths relative to it) under the editor's `shapescript` section."""
 from __future__ import annotations
 
-import numpy as np
+import pytest
 import pytest_lsp
-import torch
 from pytest_lsp import LanguageClient
-from safetensors import safe_open
-from safetensors.numpy import save_file
+
+np = pytest.importorskip("numpy")
+torch = pytest.importorskip("torch")
+safe_open = pytest.importorskip("safetensors").safe_open
+save_file = pytest.importorskip("safetensors.numpy").save_file
 
 from lsp_support import config, initialize, open_doc, uri_of, wait_version
 from test_lsp_export import GOOD as CLASSIFIER, export

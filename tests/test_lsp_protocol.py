@@ -1,6 +1,6 @@
 """The server's own machinery, without an editor: stale versions are never published,
 incremental changes apply as the client applies them, malformed messages get an error
-answer, and only server/ knows LSP."""
+answer, and only shapescript_server/ knows LSP."""
 from __future__ import annotations
 
 import ast
@@ -298,7 +298,7 @@ def test_only_server_imports_the_protocol_libraries():
     import sys
     code = ("import sys, shapescript_core.workspace, shapescript_core.ide.hover, shapescript_core.ide.completion, "
             "shapescript_core.ide.navigation, shapescript_core.ide.inlay, shapescript_core.ide.lens, "
-            "shapescript_core.ide.tokens, shapescript_core.ide.config, shapescript_core.cli; "
+            "shapescript_core.ide.semantic_tokens, shapescript_core.settings, shapescript_core.cli; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pygls', 'lsprotocol')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert out.stdout.strip() == "[]"
@@ -306,7 +306,7 @@ def test_only_server_imports_the_protocol_libraries():
 
 def _plain_encoding(ws, path):
     """LSP's encoding of the core's absolute tokens, token by token."""
-    from shapescript_core.ide import tokens
+    from shapescript_core.ide import semantic_tokens as tokens
     lines = ws.file(path).lines
     data, pl, pc = [], 0, 0
     for t in tokens.semantic_tokens(ws, path):
@@ -319,7 +319,7 @@ def _plain_encoding(ws, path):
 
 
 def test_semantic_tokens_stitched_from_cached_items_equal_a_plain_encoding():
-    from shapescript_server.tokens import encode
+    from shapescript_server.semantic_tokens import encode
     ls = ShapeScriptServer()
     ls.token_cache = {}
     path = "/tmp/tokens/u.ss"
@@ -376,7 +376,7 @@ def test_tcp_for_debugging():
 def _server_imports() -> dict:
     """module -> the server modules it imports at run time (anywhere in it, functions
     included; not under `if TYPE_CHECKING:`)."""
-    folder = os.path.join(ROOT, "server")
+    folder = os.path.join(ROOT, "shapescript_server")
     names = {n[:-3] for n in os.listdir(folder) if n.endswith(".py")}
     graph = {}
     for name in sorted(names):
@@ -420,7 +420,7 @@ def test_the_server_modules_import_each_other_without_a_cycle():
     assert graph["app"] == ["documents"]  # the server object knows no feature
 
 
-# ---------------------------------------------------------------- framing (server/transport.py)
+# ---------------------------------------------------------------- framing (shapescript_server/transport.py)
 _TEXT = st.lists(st.sampled_from(list("ab {}[]:,\"\\\r\n\té😀") + ["Content-Length: 12\r\n\r\n"]),
                  max_size=20).map("".join)
 _MESSAGE = st.builds(lambda k, t: {"jsonrpc": "2.0", "id": k, "method": "m", "params": {"text": t, "n": [k]}},

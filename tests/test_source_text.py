@@ -3,24 +3,22 @@ UTF-8, bare-CR line ends. The CLI and the server read them alike and agree on po
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 
 import pytest
 import pytest_lsp
 from lsprotocol import types as T
 from pytest_lsp import LanguageClient
 
+from checkout import shapescript
 from lsp_support import config, initialize, open_doc, uri_of, wait_version
 from shapescript_core.syntax.source import LineIndex, decode_source
 from support import check, errors
 
-CLI = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".venv", "bin", "shapescript")
 FN = "dim D = 4\nfn f(x: [n D]) -> [n D]:\n    y = x\n    return y\n"
 
 
 def _cli_json(path) -> list:
-    r = subprocess.run([CLI, "check", "--format", "json", str(path)], capture_output=True, text=True, timeout=120)
+    r = shapescript("check", "--format", "json", path, timeout=120)
     return [json.loads(line) for line in r.stdout.splitlines() if line.strip()]
 
 

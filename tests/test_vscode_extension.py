@@ -70,7 +70,7 @@ def test_settings_are_described_and_their_defaults_leave_the_servers_alone():
     assert props["shapescript.server.command"]["default"] == []
     assert props["shapescript.trace.server"]["enum"] == ["off", "messages", "verbose"]
     # the server reads the section `shapescript`; null defaults don't override shapescript.toml
-    from shapescript_core.ide.config import parse_settings
+    from shapescript_core.settings import parse_settings
     defaults = {}
     for name, p in props.items():
         node = defaults

@@ -7,13 +7,14 @@ import json
 import os
 import struct
 
-import numpy as np
 import pytest
-import torch
-from safetensors import safe_open
-from safetensors.numpy import save_file
 
-from shapescript_core.export.writers import ExportError, ParamSpec
+np = pytest.importorskip("numpy")
+torch = pytest.importorskip("torch")
+safe_open = pytest.importorskip("safetensors").safe_open
+save_file = pytest.importorskip("safetensors.numpy").save_file
+
+from shapescript_core.export.errors import ExportError, ParamSpec
 from shapescript_core.export.weights.convert import bf16_bits, bf16_to_f32, to_stored
 from shapescript_core.export.weights.random_init import random_tensor
 from shapescript_core.export.weights.safetensors_format import build_header, read_header

@@ -5,8 +5,11 @@ from __future__ import annotations
 import os
 import re
 
-import numpy as np
-from safetensors.numpy import save_file
+import pytest
+
+np = pytest.importorskip("numpy")
+save_file = pytest.importorskip("safetensors.numpy").save_file
+
 
 from shapescript_core.export.request import make_request
 from shapescript_core.export.run import run_export

@@ -11,9 +11,25 @@ from ..syntax import ast as A
 from .graphs import components, shortest_path
 from . import messages as M
 from .messages import model_contains_itself
+from ..syntax.syntax_errors import syntax as syntax_error
 from .sizes import Size
 from .types import DTYPE_NAMES, UNKNOWN, Axis, DType, ModelT, StackT, TensorT, Type
 from .suggest import closest
+
+
+MAX_DIM = 2 ** 63 - 1  # the largest size: an int64, as torch, safetensors and GGUF count
+
+
+def dim_value_problem(value) -> Optional[str]:
+    """Why `value` can't be a dim's value (an override from --dim, the settings or the
+    editor), or None: the one rule, shared by every caller."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return "takes a positive integer"
+    if value <= 0:
+        return "takes a positive integer"
+    if value > MAX_DIM:
+        return f"is at most 2^63 − 1 ({MAX_DIM})"
+    return None
 
 
 @dataclass
@@ -134,6 +150,10 @@ class DimTable:
             val = v.value if isinstance(v, A.SInt) else None
             if name in self.overrides:
                 val = self.overrides[name]
+            if val is not None and abs(val) > MAX_DIM:
+                self._diag(item, M.dim_too_large(item.span(v.pos if v is not None else item.name_pos), name,
+                                                 item.src(v.pos) if v is not None else str(val)))
+                return DimInfo(name, item, None, None)
             if val is not None and val <= 0:
                 self._diag(item, M.dim_not_positive(item.span(v.pos), name, val))
                 return DimInfo(name, item, None, None)
@@ -161,7 +181,17 @@ class DimTable:
         return out[id(root)]
 
     def _eval_one(self, item, e, out: dict):
+        got = self._eval_op(item, e, out)
+        if got is not None and got[1] is not None and abs(got[1]) > MAX_DIM:
+            # no value past int64, intermediate ones included (and no number too long to print)
+            self._diag(item, M.dim_too_large(item.span(e.pos), item.name, item.src(item.value.pos)))
+            return None
+        return got
+
+    def _eval_op(self, item, e, out: dict):
         if isinstance(e, A.SInt):
+            if e.value > MAX_DIM:
+                return None, Fraction(e.value)  # reported by _eval_one
             return Size.const(e.value), Fraction(e.value)
         if isinstance(e, A.SName):
             if e.name not in self.items:
@@ -269,7 +299,7 @@ def resolve_type(texpr, item, dims: DimTable, models: set, lookup: Callable, dia
     if dt is not None:
         if dt.name == "Index":
             if dt.index is None:
-                diags.append(M.syntax(item.span(dt.pos), "`[V]` after `Index`", "nothing", "write Index[V]"))
+                diags.append(syntax_error(item.span(dt.pos), "`[V]` after `Index`", "nothing", "write Index[V]"))
                 return UNKNOWN
             v = eval_size_expr(dt.index, item, lookup, diags)
             if v is None:

@@ -7,6 +7,7 @@ from typing import Optional
 from ..diagnostics import Diagnostic, Edit, Fix, debugging, error, internal_error, warning
 from ..syntax import ast as A
 from . import messages as M, ops
+from ..syntax.syntax_errors import syntax as syntax_error
 from .builtins import BUILTINS, REQUIRED, Bound, Builtin
 from .env import Signature, dim_lookup, resolve_type
 from .sizes import Size
@@ -223,7 +224,7 @@ class FnChecker:
         last = body[-1] if body else None
         for r in rets:
             if r is not last:
-                self.add(M.syntax(self.span(r.pos), "`return` as the function's last statement", "it earlier",
+                self.add(syntax_error(self.span(r.pos), "`return` as the function's last statement", "it earlier",
                                   "a function has one `return`, at its end"))
                 return
 

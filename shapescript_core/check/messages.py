@@ -2,8 +2,8 @@
 per code (or per form of a code), so that every place words a mistake the same way."""
 from __future__ import annotations
 
-from ..diagnostics import Diagnostic, error
-from ..escape import shown
+from ..diagnostics import Diagnostic, Edit, Fix, error
+from ..files import shown
 
 
 # ---------------------------------------------------------------- E0210 imports
@@ -25,6 +25,18 @@ def import_not_utf8(imp, where: str) -> Diagnostic:
                  "this file can't be decoded").help("save the file as UTF-8")
 
 
+def import_unreadable(imp, refusal) -> Diagnostic:
+    """E0214: the imported path is no file that may be read (files.py says why)."""
+    helps = {"special": "import a regular `.ss` file",
+             "directory": "import a `.ss` file, not a folder",
+             "too_large": "split the file, or raise `max_file_size` in shapescript.toml's [limits]",
+             "outside": "move the file into the workspace, or open a folder that holds both",
+             "bad_path": "write the path without control characters"}
+    d = error("E0214", f"can't read `{shown(imp.target)}`: {refusal.reason}", imp.span(imp.target_pos),
+              "this file is not read")
+    return d.help(helps[refusal.kind]) if refusal.kind in helps else d
+
+
 # ---------------------------------------------------------------- E0211 models
 def model_contains_itself(item, field, hops: list, total: int) -> Diagnostic:
     """`hops`: [(model, field name), ...], the first hops of the cycle from this model's
@@ -39,26 +51,14 @@ def model_contains_itself(item, field, hops: list, total: int) -> Diagnostic:
         "block with a stack (`layers: [L] Block`) and `for`")
 
 
-# ---------------------------------------------------------------- E0101 syntax
-def syntax(span, expected: str, found: str, label: str | None = None) -> Diagnostic:
-    """The one headline of a syntax error: "expected X, found Y"."""
-    return error("E0101", f"expected {expected}, found {found}", span,
-                 f"expected {expected} here" if label is None else label)
-
-
-# ---------------------------------------------------------------- E0102, E0103 layout
-def bad_dedent(span) -> Diagnostic:
-    return error("E0102", "this line's indentation matches no enclosing block", span,
-                 "this indentation is not that of any block above")
-
-
-def tab_indent(span) -> Diagnostic:
-    return error("E0103", "tabs can't indent a block", span, "this indentation has a tab")
-
-
-# ---------------------------------------------------------------- E0104 brackets and strings
-def never_closed(span, opener: str, label: str) -> Diagnostic:
-    return error("E0104", f"`{opener}` is never closed", span, label)
+# ---------------------------------------------------------------- E0212 export targets
+def unknown_target(span, name: str, near, known) -> Diagnostic:
+    """A name in `@export(…)` that is no target; `near` the closest known one, or None."""
+    d = error("E0212", f"`{name}` isn't an export target", span, "no such target")
+    if near:
+        return d.help(f"there is a target with a similar name: `{near}`").fix(
+            Fix.unsafe(f"write `{near}`", Edit.replacement(span, near)))
+    return d.help("the targets are " + ", ".join(f"`{t}`" for t in known))
 
 
 # ---------------------------------------------------------------- E0201 names
@@ -127,6 +127,13 @@ def dim_not_positive(span, name: str, value, written: str | None = None) -> Diag
     """`written`: the dim's arithmetic, when its value is computed."""
     head = f"`{name} = {written}` is not positive: {value}" if written else f"`{name}` must be positive, found {value}"
     return error("E0208", head, span, "a size is a positive integer")
+
+
+def dim_too_large(span, name: str, written: str) -> Diagnostic:
+    """A dim's value (or a step of its arithmetic) past 2^63 − 1; `written` is abbreviated."""
+    short = written if len(written) <= 40 else written[:30] + f"… ({len(written):,} characters)"
+    return error("E0208", f"`{name} = {short}` is too large", span,
+                 "a size is at most 2^63 − 1 (9223372036854775807)")
 
 
 def dim_inexact(span, written: str, num: str, den: str) -> Diagnostic:

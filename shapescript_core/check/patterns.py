@@ -57,7 +57,7 @@ def flat_names(items) -> list:
     return [i for i in A.pattern_leaves(items) if isinstance(i, A.PName)]
 
 
-class Matcher:
+class PatternMatcher:
     """Matches pattern sides against operands within one function's checker."""
 
     def __init__(self, ck, call: A.Call, einsum: bool):
@@ -248,7 +248,7 @@ def check_pattern_call(ck, call: A.Call, fname: str, tensors: list):
     names = [p.name for side in pat.inputs + [pat.output] for p in flat_names(side.items)]
     if any(ck.env.dims.is_dim(n) and ck.env.dim(n) is None for n in names):
         return UNKNOWN  # a dim whose value is in error: reported at the dim
-    m = Matcher(ck, call, einsum)
+    m = PatternMatcher(ck, call, einsum)
     ck.pattern_info[id(call)] = m
     try:
         for i, ((node, t), side) in enumerate(zip(tensors, pat.inputs)):

@@ -21,9 +21,10 @@ from typing import Optional
 from ..check.builtins import BUILTINS
 from ..check.sizes import Size
 from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
+from ..syntax import ast as A
 from .graph import Bind, CompileError, Loop, Ret
-from .layout import PatternLowering, align, dims_arg, match_positions, positions
 from ..escape import py_comment
+from .layout import PatternLowering, align, dims_arg, match_positions, permute_code, positions
 from .names import Scope, py_ident
 from .plan import Plan, attr_name, models_in_order, py_name, walk_nodes
 from .prelude import HELPERS
@@ -128,6 +129,7 @@ class Generator:
         self.helpers: set = set()
         self.classes: dict = {m: ClassInfo(m, class_names[m]) for m in models_in_order(prog, plan.root)}
         self.dim_names = self._dim_names()
+        self._params: dict = {}  # fn name -> {param: Python name}
         self.attention_fns = self._attention_fns() if self.lm else set()
         self._assign_methods()
 
@@ -136,6 +138,15 @@ class Generator:
         """Each dim's module constant: a Python name of its own, none of a class."""
         scope = Scope(c.name for c in self.classes.values())
         return {name: scope(name) for name in self.prog.dims}
+
+    def param_names(self, g) -> dict:
+        """The Python names of a function's parameters (its method's, and its callers'
+        keywords): one scope, none a dim's constant."""
+        names = self._params.get(g.name)
+        if names is None:
+            scope = Scope(self.dim_names.values())
+            names = self._params[g.name] = {p: scope(p) for p, _, _ in g.params}
+        return names
 
     def local_name(self, name: str) -> str:
         """A parameter's or local's Python name: not a reserved name, nor a dim's constant
@@ -264,12 +275,11 @@ class MethodGen:
         self.pending: list = []  # temporaries a deep expression needs, written before its statement
         self.temps = 0
         self.kv_source: dict = {}  # id(sdpa arg node) -> (code node, groups)
-        locals_ = [p for p, _, _ in g.params]
+        self.vars.update(gen.param_names(g))
         bound = {n for s in _all_binds(g.body) for n in s.targets}
         bound |= {s.var for s in _straight(g.body) if isinstance(s, Loop)}
-        locals_ += sorted(bound - set(locals_))
-        scope = Scope(gen.dim_names.values())
-        for p in locals_:  # one Python name per source name, none shared
+        scope = Scope(set(gen.dim_names.values()) | set(self.vars.values()))
+        for p in sorted(bound - set(self.vars)):  # one Python name per source name, none shared
             self.vars[p] = scope(p)
         self.local_names = set(self.vars.values())
         if self.lm_entry:
@@ -593,7 +603,7 @@ class MethodGen:
                 skipped = True
                 continue
             c = self.ex(a)
-            codes.append(f"{self.gen.local_name(pname)}={c}" if skipped else c)
+            codes.append(f"{self.gen.param_names(callee)[pname]}={c}" if skipped else c)
         if callee.name in self.gen.attention_fns:
             codes.append(ATTENTION_KWARGS)
         if isinstance(first, ModelT):
@@ -795,7 +805,6 @@ class MethodGen:
         j = t.index_of(first.axes[i].name)
         others = [k for k in range(len(t.axes)) if k != j]
         perm = others[:i] + [j] + others[i:]
-        from .layout import permute_code
         return permute_code(atom(self.ex(r)), perm)
 
     def b_arange(self, n):
@@ -857,7 +866,6 @@ def _is_head_repeat(rep) -> bool:
     pat = rep.attrs["pattern"]
     left = pat.inputs[0].items
     right = pat.output.items
-    from ..syntax import ast as A
     if len(left) != len(right) or len(left) < 3:
         return False
     changed = [i for i, (l, r) in enumerate(zip(left, right)) if not (
@@ -872,7 +880,6 @@ def _is_head_repeat(rep) -> bool:
 
 def _repeat_groups(rep, gen: Generator) -> int:
     pat = rep.attrs["pattern"]
-    from ..syntax import ast as A
     for it in pat.output.items:
         if isinstance(it, A.PGroup):
             name = it.items[1].name

@@ -49,6 +49,8 @@ from ..check.patterns import flat_names
 from ..check.sizes import Size
 from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
 from ..syntax import ast as A
+from ..targets import exported
+from .reach import Reach
 
 BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "**": "pow", "@": "matmul",
           "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge",
@@ -347,33 +349,19 @@ def lower_function(res, sig, env, ws=None) -> FnGraph:
 
 
 def find_exported(ws, path: str, fn_name: Optional[str]):
-    """The exported function's FnItem: `fn_name`, else the one @export or `forward` names."""
-    from ..export.targets import export_targets
+    """The exported function's FnItem: `fn_name`, else the file's first exported one
+    (targets.py's rule, explicit requests left out)."""
     an = ws.analyze(path)
     if an is None:
         return None
     if fn_name:
         it = an.own.get(fn_name)
         return it if isinstance(it, A.FnItem) else None
-    saved = getattr(ws, "export_requests", None)
-    pairs = export_targets(ws, an) if saved is None or path not in saved else export_targets(
-        _NoRequests(ws), an)
+    pairs = exported(an.own, an.env, ws.default_targets)
     return pairs[0][0] if pairs else None
 
 
-class _NoRequests:
-    """The workspace as export_targets sees it without explicit requests."""
-
-    def __init__(self, ws):
-        self._ws = ws
-        self.export_requests = {}
-
-    def __getattr__(self, name):
-        return getattr(self._ws, name)
-
-
 def build_program(ws, path: str, fn_name: Optional[str] = None) -> Program:
-    from ..export.program import Program as Reach
     path = ws.norm(path)
     an = ws.analyze(path)
     if an is None:

@@ -10,7 +10,7 @@ from ..syntax import ast as A
 from .codegen import ATTENTION_KWARGS, TORCH_DTYPES, Generator, MethodGen
 from ..escape import EscapeError, py_comment, py_docstring, py_number, shown
 from .graph import CompileError
-from .plan import py_name
+from .plan import py_name, walk_nodes
 
 INDENT = "    "
 
@@ -203,7 +203,6 @@ def _count(gen: Generator, f) -> int:
 
 
 def _has_site(g, site) -> bool:
-    from .plan import walk_nodes
     order, _ = walk_nodes(g.body)
     return any(n is site for n in order)
 

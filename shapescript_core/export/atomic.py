@@ -31,8 +31,8 @@ import shutil
 import stat
 from contextlib import contextmanager
 
+from .errors import ExportError
 from .output import MARKER, OutputExists, OutputRefused, check_output, is_our_export, marker_text  # noqa: F401
-from .writers import ExportError
 
 MARK = ".shapescript-tmp-"
 _IN_FLIGHT: set = set()  # this process's temporaries being written (the server runs exports side by side)

@@ -10,9 +10,13 @@ import time
 
 from .request import RequestError, make_request
 from .run import run_export
+from .writers import missing_libraries
 
 
 def run_export_command(ws, path: str, target: str, args, dims: dict, usage_error, print_diags) -> int:
+    missing = missing_libraries(target)
+    if missing:  # said before anything else: the one line of a plain install
+        raise usage_error(missing)
     try:
         request = make_request(path, target, fn=args.fn, output=args.out, weights=args.weights,
                                random_weights=args.random_weights or None, seed=args.seed,

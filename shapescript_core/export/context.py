@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import os
 
-from .writers import ExportCancelled, ExportError, ParamSpec
+from .errors import ExportCancelled, ExportError, ParamSpec
+from .weights.dtypes import stored_dtype
+from .weights.safetensors_format import TO_ST, build_header
 
 CHUNK_ELEMENTS = 256 * 1024  # 1 MiB of f32 per conversion step: the passes stay in the cache
 
@@ -23,6 +25,10 @@ class ExportContext:
         self.tmp = tmp
         self.notes: list = []                # lines a writer wants shown to the user
         self._source = source                # a WeightSource, or None for random weights
+        # what an imported checkpoint brings along (bos/eos/pad ids, context length), and a
+        # GGUF input's tokenizer metadata; empty for weights keyed by param paths
+        self.imported: dict = source.settings() if hasattr(source, "settings") else {}
+        self.imported_tokenizer: list = source.tokenizer_fields() if hasattr(source, "tokenizer_fields") else []
         self._spec = {s.path: s for s in self.params}
         self._progress = progress
         self._cancelled = cancelled
@@ -34,7 +40,6 @@ class ExportContext:
 
     def stored_dtype(self, path: str) -> str:
         """The dtype `path` is stored in by `write_safetensors`: the request's for floats."""
-        from .weights.dtypes import stored_dtype
         return stored_dtype(self._spec[path].dtype, self.request.dtype)
 
     def read(self, path: str):
@@ -45,7 +50,7 @@ class ExportContext:
             raise KeyError(f"`{path}` is no param of `{self.model}`")
         if self._source is not None:
             return self._source.read(path)
-        from .weights.random_init import random_tensor
+        from .weights.random_init import random_tensor  # deferred: numpy
         return random_tensor(spec, self.request.seed)
 
     # ---- progress and cancel
@@ -69,8 +74,6 @@ class ExportContext:
         the request's dtype. The header (every key, shape and offset) is written
         first; a param stored unchanged is copied without holding it in memory.
         """
-        from .weights.dtypes import stored_dtype
-        from .weights.safetensors_format import TO_ST, build_header
         file = file if os.path.isabs(file) else os.path.join(self.tmp, file)
         if not os.path.abspath(file).startswith(os.path.abspath(self.tmp)):
             raise ValueError(f"a writer writes only under its temporary: {file}")
@@ -90,7 +93,7 @@ class ExportContext:
                 transform = None
                 name = {"float64": "f64", "float32": "f32", "float16": "f16"}.get(str(arr.dtype))
                 if name is None:
-                    from .weights.convert import NP
+                    from .weights.convert import NP  # deferred: numpy
                     name = next((k for k, v in NP.items() if str(arr.dtype) == v.__name__), None)
                     if name is None:
                         raise ValueError(f"a constant `{key}` of dtype {arr.dtype} can't be stored")
@@ -110,19 +113,19 @@ class ExportContext:
                     if info.dtype == stored:
                         self._source.copy_into(src, fh, self.check_cancelled)
                     else:
-                        from .weights.convert import to_stored
+                        from .weights.convert import to_stored  # deferred: numpy
                         for chunk in self._source.stream_chunks(src, CHUNK_ELEMENTS):
                             self.check_cancelled()
                             _write_array(fh, to_stored(chunk, stored))
                 elif isinstance(src, str) and transform is None:
                     # random weights, generated and written piece by piece
-                    from .weights.convert import to_stored
-                    from .weights.random_init import random_chunks
+                    from .weights.convert import to_stored  # deferred: numpy
+                    from .weights.random_init import random_chunks  # deferred: numpy
                     for chunk in random_chunks(self._spec[src], self.request.seed, CHUNK_ELEMENTS):
                         self.check_cancelled()
                         _write_array(fh, to_stored(chunk, stored))
                 else:
-                    from .weights.convert import to_stored
+                    from .weights.convert import to_stored  # deferred: numpy
                     arr = self.read(src) if isinstance(src, str) else src
                     if transform is not None:
                         arr = transform(arr)
@@ -152,6 +155,6 @@ def _write_all(fh, data):
 
 
 def _write_array(fh, arr):
-    import numpy as np
+    import numpy as np  # deferred: the checker imports no numpy
     flat = np.ascontiguousarray(arr).reshape(-1)
     _write_all(fh, memoryview(flat.view(np.uint8)))

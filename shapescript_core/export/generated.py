@@ -13,7 +13,7 @@ import json
 import logging
 import os
 
-from .writers import ExportError
+from .errors import ExportError
 
 log = logging.getLogger("shapescript.export")
 

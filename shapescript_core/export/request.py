@@ -18,11 +18,12 @@ import os
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .writers import DTYPES, KIND, TARGETS
-
-
-class RequestError(Exception):
-    """An option that can't be honoured: a usage error (CLI exit 2)."""
+from ..check.env import dim_value_problem
+from ..check.suggest import closest
+from ..settings import Config, load_config, settings_dir
+from ..targets import TARGETS
+from .errors import RequestError
+from .writers import DTYPES, KIND
 
 
 @dataclass
@@ -40,6 +41,7 @@ class ExportRequest:
     dims: dict = field(default_factory=dict)  # NAME -> value, overriding the source
     tokenizer: Optional[str] = None  # a Hugging Face tokenizer directory, absolute
     explicit_dims: tuple = ()       # the dims named by the caller (not the settings): each must exist
+    max_tensor_size: Optional[int] = None  # bytes; None: export/sizes.py's default (settings' [limits])
 
     @property
     def kind(self) -> str:
@@ -56,15 +58,8 @@ class ExportRequest:
 def find_settings(path: str):
     """(Config, its directory) of the nearest `shapescript.toml` above `path`, or
     (empty Config, None)."""
-    from ..ide.config import FILE_NAME, Config, load_config
-    d = os.path.dirname(os.path.abspath(path))
-    while True:
-        if os.path.isfile(os.path.join(d, FILE_NAME)):
-            return load_config(d), d
-        parent = os.path.dirname(d)
-        if parent == d:
-            return Config(), None
-        d = parent
+    d = settings_dir(os.path.dirname(os.path.abspath(path)))
+    return (load_config(d), d) if d is not None else (Config(), None)
 
 
 def default_output(path: str, target: str) -> str:
@@ -87,8 +82,9 @@ def _positive_dims(dims) -> dict:
     for name, value in (dims or {}).items():
         if not str(name).isidentifier():
             raise RequestError(f"`{name}` is not a dim name")
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise RequestError(f"dim `{name}` takes a positive integer, got `{value}`")
+        problem = dim_value_problem(value)
+        if problem:
+            raise RequestError(f"dim `{name}` {problem}, got `{value!s:.40}`")
         out[str(name)] = value
     return out
 
@@ -101,7 +97,7 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
                  base: Optional[str] = None) -> ExportRequest:
     """Validate the options and fill in the defaults; RequestError names what is wrong.
 
-    `settings` is an `ide.config.Config` (None: the nearest `shapescript.toml` above the
+    `settings` is an `settings.Config` (None: the nearest `shapescript.toml` above the
     source); its relative paths resolve against `settings_dir`. Explicit relative paths
     resolve against `base` (None: the working directory).
     """
@@ -153,7 +149,8 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
     given = _positive_dims(dims)
     return ExportRequest(path=path, target=target, output=out, fn=fn, weights=w, random_weights=rand,
                          random_reason=reason, seed=s, dtype=dt, force=bool(force),
-                         dims={**settings.dims, **given}, tokenizer=tok, explicit_dims=tuple(given))
+                         dims={**settings.dims, **given}, tokenizer=tok, explicit_dims=tuple(given),
+                         max_tensor_size=getattr(settings, "max_tensor_size", None))
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")  # what the writers copy or read
@@ -177,7 +174,6 @@ def unknown_dims(ws, paths, names) -> Optional[str]:
     bad = [n for n in names if n not in known]
     if not bad:
         return None
-    from ..check.suggest import closest
     what = ", ".join(f"`{n}`" for n in bad)
     verb = "is no dim" if len(bad) == 1 else "are no dims"
     msg = f"--dim {what} {verb} of {', '.join(os.path.basename(p) for p in paths)}"

@@ -8,11 +8,19 @@ from __future__ import annotations
 
 import errno
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 from ..diagnostics import Severity
-from .writers import KIND, ExportCancelled, ExportError, WriterUnavailable, load_writer
+from .atomic import atomic_output
+from .output import OutputExists, check_output
+from .context import ExportContext
+from .errors import ExportCancelled, ExportError, WriterUnavailable
+from .request import unknown_dims
+from .sizes import size_problem
+from .weights.check import check_weights
+from .weights.specs import find_function, resolve
+from .writers import KIND, load_writer, missing_libraries
 
 log = logging.getLogger("shapescript.export")
 
@@ -51,12 +59,14 @@ def run_export(ws, request, progress=None, cancel=None) -> ExportResult:
     Bad input gives a result, never an exception; an internal error is logged and
     reported in the result."""
     cancelled = _cancel_check(cancel)
+    missing = missing_libraries(request.target)
+    if missing:  # a plain install: the exporter's libraries are the `export` extra
+        return _fail(missing, USAGE)
     try:
         return _run(ws, request, progress, cancelled)
     except ExportCancelled:
         return _fail("export cancelled: nothing was written")
     except ExportError as e:
-        from .output import OutputExists
         return _fail(e.message, USAGE if isinstance(e, OutputExists) else FAILED, e.diagnostics)
     except OSError as e:
         if e.errno == errno.ENOSPC:
@@ -68,8 +78,6 @@ def run_export(ws, request, progress=None, cancel=None) -> ExportResult:
 
 
 def _run(ws, request, progress, cancelled) -> ExportResult:
-    from .request import unknown_dims
-    from .weights.specs import find_function, resolve
 
     def step(message, done=0, total=1):
         if progress is not None:
@@ -80,9 +88,8 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
     path = ws.norm(request.path)
     if ws.file(path) is None:
         return _fail(f"can't read `{path}`", USAGE)
-    if request.dims and dict(ws.dim_overrides) != {**ws.dim_overrides, **request.dims}:
-        ws.dim_overrides = {**ws.dim_overrides, **request.dims}
-        ws.invalidate()
+    if request.dims:
+        ws.set_dim_overrides({**ws.dim_overrides, **request.dims})
     bad = unknown_dims(ws, [path], list(request.explicit_dims))
     if bad:
         return _fail(bad, USAGE)
@@ -91,7 +98,6 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
     except ExportError as e:
         return _fail(e.message, USAGE)
 
-    from .output import check_output
     sources = [path] + ws.import_closure(path)
     check_output(request.output, KIND[request.target], request.force, sources)  # before any work
 
@@ -108,19 +114,30 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
         return _fail(f"not exported: {n} dim{'s' if n != 1 else ''} ha{'ve' if n != 1 else 's'} no value",
                      FAILED, resolved.diagnostics)
 
+    too_big = size_problem(resolved.specs, request, getattr(request, "max_tensor_size", None))
+    if too_big:
+        return _fail(too_big, FAILED)
+
     step(f"checking the weights of {len(resolved.specs)} params")
     source, warnings = None, []
     if request.random_weights:
-        from .weights.random_init import check_init
+        from .weights.random_init import check_init  # deferred: numpy, only for random weights
         for spec in resolved.specs:
             check_init(spec)
     else:
-        from .weights.check import check_weights
-        from .weights.source import WeightSource
-        source = WeightSource(request.weights)
-        report = check_weights(resolved, source)
-        warnings = report.warnings
-        if not report.ok:
+        from .weights.importer import import_checkpoint, open_weights  # deferred: numpy and gguf
+        source, ckpt = open_weights(request.weights, resolved.specs)
+        if ckpt is not None:
+            step(f"matching {ckpt.label()} to `{fn_item.name}` by role")
+            source, import_notes, warnings = import_checkpoint(ws, request, resolved, ckpt)
+            warnings = warnings + import_notes
+            if request.tokenizer is None and ckpt.tokenizer_dir():  # --tokenizer DIR still overrides
+                request = replace(request, tokenizer=ckpt.tokenizer_dir())
+            report = None
+        else:
+            report = check_weights(resolved, source)
+            warnings = report.warnings
+        if report is not None and not report.ok:
             parts = []
             if report.diagnostics:
                 n = len(report.diagnostics)
@@ -133,8 +150,6 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
     except WriterUnavailable as e:
         return _fail(str(e), USAGE, warnings=warnings)
 
-    from .atomic import atomic_output
-    from .context import ExportContext
     if source is not None:
         source.start_reading()
     with atomic_output(request.output, KIND[request.target], request.force, sources,
@@ -151,14 +166,5 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
 
 def _export_errors(ws, path: str, fn: str, target: str) -> list:
     """The errors that stop this export: the file's own, and E33xx for the function."""
-    saved = ws.export_requests.get(path)
-    ws.export_requests[path] = [(fn, {target})]
-    ws.invalidate(path)
-    try:
+    with ws.export_request(path, fn, target):
         return [d for d in ws.diagnostics(path) if d.severity == Severity.ERROR]
-    finally:
-        if saved is None:
-            ws.export_requests.pop(path, None)
-        else:
-            ws.export_requests[path] = saved
-        ws.invalidate(path)

@@ -10,48 +10,28 @@ neither the writers nor torch nor numpy, so the checker and the server start wit
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+import importlib.util
 
-TARGETS = ("hf", "vllm", "gguf")
+from .errors import WriterUnavailable
+
 WRITERS = {"hf": "shapescript_core.export.hf.writer:write",
            "vllm": "shapescript_core.export.vllm.writer:write",
            "gguf": "shapescript_core.export.gguf.writer:write"}
 KIND = {"hf": "dir", "vllm": "dir", "gguf": "file"}  # gguf output is one .gguf file
+# The third-party libraries each writer imports: the `export` extra installs them.
+LIBRARIES = {"hf": ("numpy",), "vllm": ("numpy",), "gguf": ("numpy", "gguf")}
+INSTALL_EXTRA = "pip install 'shapescript[export]'"
 DTYPES = {"hf": ("f32", "f16", "bf16"), "vllm": ("f32", "f16", "bf16"), "gguf": ("f32", "f16", "bf16", "q8_0")}
 
 
-class ExportError(Exception):
-    """A clean failure of an export: a message for the user, and the diagnostics behind it."""
-
-    def __init__(self, message: str, diagnostics=()):
-        super().__init__(message)
-        self.message = message
-        self.diagnostics = list(diagnostics)
-
-
-class ExportCancelled(Exception):
-    """The client or the user cancelled the export."""
-
-
-class WriterUnavailable(Exception):
-    """A target's writer is not installed (its module does not import)."""
-
-
-@dataclass
-class ParamSpec:
-    path: str            # "layers.3.attn.wq" (LANGUAGE.md §2.3)
-    field: str           # the field's name in its model ("wq")
-    model: str           # the model that declares the field ("Attention")
-    shape: tuple         # ints, the dims' values substituted
-    dtype: str           # source dtype: f32 f16 bf16 f64 i32 i64 bool
-    init: tuple          # ("ones",) ("zeros",) ("normal", std)
-
-    @property
-    def numel(self) -> int:
-        n = 1
-        for s in self.shape:
-            n *= s
-        return n
+def missing_libraries(target: str) -> str | None:
+    """What to say when `target`'s writer lacks libraries here (none imported); None when
+    it has them all: a plain install has none of the `export` extra."""
+    missing = [m for m in LIBRARIES[target] if importlib.util.find_spec(m) is None]
+    if not missing:
+        return None
+    return (f"the {target} export needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
+            f"not installed: {INSTALL_EXTRA}")
 
 
 def load_writer(target: str):
@@ -70,9 +50,3 @@ def load_writer(target: str):
         raise
     return getattr(mod, name)
 
-
-def __getattr__(name):  # ExportContext lives with the machinery that builds it
-    if name == "ExportContext":
-        from .context import ExportContext
-        return ExportContext
-    raise AttributeError(name)

@@ -9,9 +9,16 @@ text: a position outside everything gives an empty answer.
     inlay.inlay_hints(ws, path, start, end)        -> [InlayHint]
     navigation.definition(ws, path, offset)        -> [Location]
     navigation.document_symbols(ws, path)          -> [Symbol]
+    navigation.workspace_symbols(ws, query)        -> [WorkspaceSymbol]
+    references.references / document_highlight / prepare_rename / rename / type_definition
+    format.format_text(text) / format_edits(text, range)  (text only: no workspace)
+    structure.folding_ranges(ws, path)             -> [Fold]
+    structure.selection_ranges(ws, path, offsets)  -> [[(start, end)]]
+    calls.prepare / incoming / outgoing            -> [CallItem] / [Call]
     completion.completions(ws, path, offset)       -> [Completion]
     completion.signature_help(ws, path, offset)    -> SignatureHelp | None
     lens.export_lenses(ws, path)                   -> [ExportLens]
-    tokens.semantic_tokens(ws, path)               -> [Token]
-    config.load_config(root) / config.parse_settings(dict) -> Config
+    semantic_tokens.semantic_tokens(ws, path)      -> [Token]
+
+The settings (`shapescript.toml`, the editor's) are `shapescript_core.settings`.
 """

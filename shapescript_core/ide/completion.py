@@ -12,9 +12,12 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..check.builtins import BUILTINS, signature_label
-from ..diagnostics import debugging, log
+from ..check.env import build_signature
+from ..check.function import check_function
 from ..check.types import DTYPE_NAMES, ModelT
+from ..diagnostics import debugging, log
 from ..syntax import ast as A
+from ..syntax.parser import parse_item
 from .hover import fn_header, render_type
 from .locate import chain, fn_result, item_at
 
@@ -60,9 +63,6 @@ def _strip_comments(text: str) -> str:
 def patched(a, item, rel: int):
     """(item, FnResult) for the function under the cursor with a placeholder name typed at
     `rel`; (None, None) when no patch parses."""
-    from ..check.env import build_signature
-    from ..check.function import check_function
-    from ..syntax.parser import parse_item
 
     if not isinstance(item, (A.FnItem, A.BrokenItem)):
         return None, None

@@ -1,6 +1,6 @@
 """Which functions can be exported, for which targets: the code lens "Export ▸ hf · vllm · gguf".
 
-The rule is the export checks' own (`export/targets.py`, after SERVING-ENGINES.md): a
+The rule is the export checks' own (`targets.py`, after SERVING-ENGINES.md): a
 function marked `@export(…)` for its listed targets; in a file with no `@export`, a
 function named `forward`, for all three targets if one of its parameters is an
 `Index[…]` tensor, else for `hf` only, or for the settings' `default_targets`.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..export.targets import TARGETS, export_targets
+from ..targets import TARGETS
 
 
 @dataclass
@@ -22,7 +22,7 @@ class ExportLens:
 
 def exportable(ws, analysis) -> list:
     """[(FnItem, [target])] of the analysed file, in source order."""
-    return [(it, [t for t in TARGETS if t in targets]) for it, targets in export_targets(ws, analysis) if targets]
+    return [(it, [t for t in TARGETS if t in targets]) for it, targets in ws.exported(analysis) if targets]
 
 
 def export_lenses(ws, path: str) -> list:

@@ -1,5 +1,5 @@
-"""Go to definition (dims, models, fields, functions, locals, across imports) and the
-document outline."""
+"""Go to definition (dims, models, fields, functions, locals, across imports), the
+document outline and the project's symbols."""
 from __future__ import annotations
 
 import os
@@ -11,6 +11,7 @@ from ..syntax import ast as A
 from .hover import fn_header
 from .locate import (Location, binding_of, chain, children, fn_result, inside, item_at,
                      item_extent, name_location)
+from .project import project_files
 
 
 def definition(ws, path: str, offset: int) -> list:
@@ -168,3 +169,46 @@ def document_symbols(ws, path: str) -> list:
         out.append(sym)
     return out
 
+
+
+# ---------------------------------------------------------------- workspace symbols
+@dataclass(frozen=True)
+class WorkspaceSymbol:
+    name: str
+    kind: str  # dim model field fn
+    path: str
+    start: int  # the name
+    end: int
+    container: str = ""  # a field's model
+
+
+def workspace_symbols(ws, query: str, limit: int = 500) -> list:
+    """The dims, models, fields and functions of the project whose name holds the
+    query's letters in order (case ignored), best first: the name itself, then names
+    that start with it, then the shorter. Read from the parse only: nothing is checked."""
+    q = query.lower()
+    found = []
+    for p in project_files(ws):
+        f = ws.file(p)
+        if f is None:
+            continue
+        for item in f.items:
+            if not item.name or isinstance(item, A.ImportItem):
+                continue
+            kind = item.declared_kind if isinstance(item, A.BrokenItem) else item.kind
+            if _fuzzy(q, item.name):
+                loc = name_location(item)
+                found.append(WorkspaceSymbol(item.name, kind, p, loc.start, loc.end))
+            if isinstance(item, A.ModelItem):
+                for fd in item.fields:
+                    if _fuzzy(q, fd.name):
+                        found.append(WorkspaceSymbol(fd.name, "field", p, item.offset + fd.name_pos[0],
+                                                     item.offset + fd.name_pos[1], item.name))
+    found.sort(key=lambda s: (s.name.lower() != q, not s.name.lower().startswith(q), len(s.name), s.name, s.path,
+                              s.start))
+    return found[:limit]
+
+
+def _fuzzy(q: str, name: str) -> bool:
+    it = iter(name.lower())
+    return all(ch in it for ch in q)

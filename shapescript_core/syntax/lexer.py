@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ..check import messages as M
+from . import syntax_errors as M
 
 
 KEYWORDS = {
@@ -39,7 +39,7 @@ TAB_WIDTH = 8
 
 class LexProblem:
     """A layout or token problem found while lexing: where it is in the item, and the
-    constructor of its diagnostic (check/messages.py), called with the span."""
+    constructor of its diagnostic (syntax_errors.py), called with the span."""
 
     __slots__ = ("make", "start", "end", "fatal")
 

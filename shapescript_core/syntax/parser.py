@@ -16,7 +16,7 @@ from lark import Lark, Transformer
 from lark.lexer import Lexer
 from lark.parsers.lalr_analysis import Shift
 
-from ..check import messages as M
+from . import syntax_errors as M
 from ..diagnostics import Diagnostic, debugging, internal_error
 from . import ast as A
 from .lexer import BOM, LexProblem, Token, tokenize
@@ -47,6 +47,17 @@ def _join(a, b) -> A.Pos:
     return (_pos(a)[0], _pos(b)[1])
 
 
+_LONGEST_INT = 4000  # digits: Python converts at most 4,300 between text and int
+_TOO_LONG = 10 ** _LONGEST_INT
+
+
+def int_literal(text: str) -> int:
+    """An integer literal's value. One too long for Python to convert stands for a value
+    past every limit (10^4000: the checks say "too large"), never an exception."""
+    digits = text.lstrip("0")
+    return int(text) if len(digits) <= _LONGEST_INT else _TOO_LONG
+
+
 class _Build(Transformer):
     """Builds the AST while the LALR parser reduces (no parse tree is made)."""
 
@@ -55,7 +66,7 @@ class _Build(Transformer):
         return A.SName(str(c[0]), _pos(c[0]))
 
     def size_int(self, c):
-        return A.SInt(int(c[0].value), _pos(c[0]))
+        return A.SInt(int_literal(c[0].value), _pos(c[0]))
 
     def size_paren(self, c):
         inner = c[1]
@@ -88,7 +99,7 @@ class _Build(Transformer):
         return A.PName(str(c[0]), _pos(c[0]))
 
     def pint(self, c):
-        return A.PInt(int(c[0].value), _pos(c[0]))
+        return A.PInt(int_literal(c[0].value), _pos(c[0]))
 
     def pgroup(self, c):
         return A.PGroup(list(c[1:-1]), _join(c[0], c[-1]))

@@ -7,6 +7,8 @@ Each architecture is told apart by what its graph computes, never by names:
   llama.cpp rotates interleaved pairs: half-style Q/K rows are permuted.
 - `qwen2`: llama with biases on the q, k and v projections. llama.cpp rotates halves
   (NEOX): interleaved-style Q/K rows are permuted the other way.
+- `qwen3`: llama with an rms_norm of each query and key head over its width, before rope
+  (`attn_q_norm`, `attn_k_norm`), no biases. llama.cpp rotates halves, as for qwen2.
 - `gpt2`: token plus learned position embeddings; per block layer_norm sublayers, q, k, v
   from one fused projection or separate ones (stacked into one attn_qkv), no rope, an MLP
   proj(gelu_tanh(fc(h))), biases everywhere (zeros are written where the source has
@@ -18,7 +20,7 @@ from __future__ import annotations
 
 # rope style llama.cpp applies per architecture: "interleaved" (LLAMA_ROPE_TYPE_NORM)
 # or "half" (LLAMA_ROPE_TYPE_NEOX)
-ROPE_STYLE = {"llama": "interleaved", "qwen2": "half"}
+ROPE_STYLE = {"llama": "interleaved", "qwen2": "half", "qwen3": "half"}
 
 SHAPE = {
     "llama": {
@@ -49,6 +51,7 @@ SHAPE = {
     },
 }
 SHAPE["qwen2"] = SHAPE["llama"]
+SHAPE["qwen3"] = dict(SHAPE["llama"], bias="no biases", v="linear(h) split into heads, not normalized")
 
 
 def has(arch: str, place: str) -> str:

@@ -1,4 +1,4 @@
-"""E3313 as a diagnostic: for a `gguf` target, once E3301 to E3306 pass (analysis.py).
+"""E3313 as a diagnostic: for a `gguf` target, once E3301 to E3306 pass (checks/entry.py).
 
 Only where gguf was asked for: `@export(…, gguf)`, a check or export request for gguf
 (`check --target gguf`, `export --gguf`, the editor's Export), or the settings' default
@@ -18,29 +18,19 @@ from __future__ import annotations
 import logging
 import os
 
+from ...compile.graph import CompileError, trace
 from ...diagnostics import error
+from ...targets import asked_for
 from .match import match
-from .messages import E3313_HELP, e3313
-from .plan import Departure
+from .e3313 import E3313_HELP, e3313
+from .gguf_plan import Departure
 
 log = logging.getLogger("shapescript.export")
 
 
-def requested(prog, item) -> bool:
-    """Did the user ask for gguf for this function (not only rule 2's implied targets)?"""
-    from ..targets import decorated_targets
-    named = decorated_targets(item)
-    if named is not None and "gguf" in named:
-        return True
-    for name, targets in (getattr(prog.ws, "export_requests", None) or {}).get(prog.path) or ():
-        if name in (None, item.name) and "gguf" in targets:
-            return True
-    return named is None and "gguf" in (getattr(prog.ws, "default_targets", None) or ())
-
-
 def check_gguf(prog, item) -> list:
-    from ...compile.graph import CompileError, trace
-    if not requested(prog, item):
+    ws = prog.ws
+    if not asked_for(item, "gguf", ws.export_requests_of(prog.path), ws.default_targets):
         return []
     try:
         tr = trace(prog.ws, prog.path, item.name, unroll=2)  # the verdict of every layer is the same

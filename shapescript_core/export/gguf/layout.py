@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .plan import Gather, RopePermute, Transpose
+from .gguf_plan import Gather, RopePermute, Transpose
 
 
 def apply(arr: np.ndarray, steps) -> np.ndarray:

@@ -1,6 +1,6 @@
 """Match an exported function's op graph against llama.cpp's architectures (`archs`).
 
-`match(trace)` returns a `Plan` or a `Departure`. It reads the inlined trace
+`match(trace)` returns a `GGUFPlan` or a `Departure`. It reads the inlined trace
 (`compile.graph.trace`), so names of fields and functions, and how the source is split
 into helpers, do not matter; what the nodes compute does.
 
@@ -11,7 +11,7 @@ projections or from one fused projection split by a pattern, in any factor order
 `Gather` steps put the rows in the order llama.cpp reads. Every mismatch becomes a
 departure at its node; the one earliest in the graph (the order the model runs) is the
 one reported. The projections (`projections`) and the sublayers (`sublayers`) are read
-by the Matcher's mixins. No numpy and no gguf here: the checker runs this for E3313.
+by the ArchMatcher's mixins. No numpy and no gguf here: the checker runs this for E3313.
 """
 from __future__ import annotations
 
@@ -19,14 +19,14 @@ import math
 
 from .archs import ROPE_STYLE, has
 from .departure import Depart, line_of
-from .plan import Departure, Plan, RopePermute, TensorPlan
+from .gguf_plan import Departure, GGUFPlan, RopePermute, TensorPlan
 from .projections import UNARY, Projections
 from .sublayers import Sublayers
 
 DEFAULT_CONTEXT = 4096  # llama-family sources take positions as a tensor; see docs
 
 
-class Matcher(Projections, Sublayers):
+class ArchMatcher(Projections, Sublayers):
     def __init__(self, tr):
         self.tr = tr
         self.prog = tr.program
@@ -73,7 +73,7 @@ class Matcher(Projections, Sublayers):
         return n.shape[-1] if n.shape else None
 
     # ------------------------------------------------------------ the whole model
-    def run(self) -> Plan:
+    def run(self) -> GGUFPlan:
         tr = self.tr
         out = tr.output
         if out is None or out.op != "linear":
@@ -129,7 +129,7 @@ class Matcher(Projections, Sublayers):
         tied = w_out == embeds[0][1]
         if not tied:
             plan_t.append(TensorPlan("OUTPUT", None, "weight", w_out, tuple(out.inputs[1].shape)))
-        plan = Plan(self.arch, self.hparams(hp), plan_t)
+        plan = GGUFPlan(self.arch, self.hparams(hp), plan_t)
         if tied:
             plan.notes.append("output layer tied to the token embedding")
         return plan
@@ -193,7 +193,7 @@ class Matcher(Projections, Sublayers):
     # ------------------------------------------------------------ blocks
     def blocks(self, subs, hp, plan_t):
         hp["blocks"] = len(subs) // 2
-        qwen = False
+        features: set = set()
         per_block = []
         for i in range(0, len(subs), 2):
             (a_add, a_res, a_branch), (m_add, m_res, m_branch) = subs[i], subs[i + 1]
@@ -205,19 +205,19 @@ class Matcher(Projections, Sublayers):
                 self.depart(m_add, "block", "the block's second sublayer has an attention")
             h = self.norm_of(a_branch, a_res)
             self.norm(h, "attn_norm", hp, tensors, blk)
-            qwen |= self.attention(a_branch, h, hp, tensors, blk)
+            features |= self.attention(a_branch, h, hp, tensors, blk)
             h2 = self.norm_of(m_branch, m_res)
             self.norm(h2, "ffn_norm", hp, tensors, blk)
             self.mlp(m_branch, h2, hp, tensors, blk)
             per_block.append(tensors)
-        if qwen and self.arch == "llama":
-            self.arch = "qwen2"
+        if self.arch == "llama" and features:
+            self.arch = "qwen3" if "qk_norm" in features else "qwen2"
         for tensors in per_block:
             for t in tensors:
                 plan_t.append(self.finish(t, hp))
 
     def finish(self, t, hp):
-        """Fill in the rope permutation now that the architecture (llama or qwen2) is known."""
+        """Fill in the rope permutation now that the architecture (llama, qwen2, qwen3) is known."""
         if not isinstance(t, tuple):
             return t
         tp, rope_heads, style = t
@@ -278,8 +278,8 @@ class Matcher(Projections, Sublayers):
             tensors.append(TensorPlan(name.upper(), blk, "bias", b, (D,), kind="vector"))
 
 def match(tr):
-    """A Plan for the trace, or the Departure E3313 reports."""
-    m = Matcher(tr)
+    """A GGUFPlan for the trace, or the Departure E3313 reports."""
+    m = ArchMatcher(tr)
     try:
         return m.run()
     except Depart as d:

@@ -19,6 +19,8 @@ HPARAM_KEYS = {
     "head_count_kv": ("Attention", "HEAD_COUNT_KV", "add_uint32"),
     "rms_eps": ("Attention", "LAYERNORM_RMS_EPS", "add_float32"),
     "ln_eps": ("Attention", "LAYERNORM_EPS", "add_float32"),
+    "key_length": ("Attention", "KEY_LENGTH", "add_uint32"),
+    "value_length": ("Attention", "VALUE_LENGTH", "add_uint32"),
     "rope_dim": ("Rope", "DIMENSION_COUNT", "add_uint32"),
     "freq_base": ("Rope", "FREQ_BASE", "add_float32"),
 }

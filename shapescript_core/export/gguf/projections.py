@@ -5,7 +5,7 @@ W's rows in the order llama.cpp reads them (head first, then head width).
 from __future__ import annotations
 
 from .departure import Depart, line_of
-from .plan import Gather, Transpose
+from .gguf_plan import Gather, Transpose
 
 # elementwise builtins: on the residual stream, or where an MLP's gate belongs
 UNARY = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "relu", "gelu", "gelu_tanh", "silu",
@@ -25,6 +25,7 @@ class Proj:
         self.groups = 1         # how many query heads each of its heads serves (repeat)
         self.repeat = None
         self.group_major = False  # repeated as (G Hkv) rather than (Hkv G)
+        self.norm = None        # qwen3's per-head rms_norm over the head width, once seen
 
     @property
     def W(self):
@@ -154,14 +155,16 @@ class Projections:
 
     def head_chain(self, n, h, role: str, want_rope: bool) -> Proj:
         """sdpa's q/k/v back to its projection: repeat and rope on the way."""
-        ropes, repeats = [], []
-        while n.op in ("rope", "repeat"):
-            (ropes if n.op == "rope" else repeats).append(n)
+        ropes, repeats, norms = [], [], []
+        while n.op in ("rope", "repeat", "rms_norm"):
+            {"rope": ropes, "repeat": repeats, "rms_norm": norms}[n.op].append(n)
             n = self.arg(n, "x") or n.inputs[0]
         p = self.proj(n, h, role, heads=True)
-        if len(ropes) > 1 or len(repeats) > 1:
-            extra = (ropes + repeats)[0]
+        if len(ropes) > 1 or len(repeats) > 1 or len(norms) > 1:
+            extra = (ropes + repeats)[0] if len(ropes) > 1 or len(repeats) > 1 else norms[0]
             raise Depart(extra, f"the {role} go through `{extra.op}` twice{line_of(extra)}")
+        if norms:
+            self.head_norm(norms[0], p, role, ropes)
         if ropes and not want_rope:
             place = "positions" if self.arch == "gpt2" else "v"
             self.depart(ropes[0], place, f"rope is applied to the {role}")
@@ -192,3 +195,17 @@ class Projections:
             p.groups = self.size_of(dst[-3][0 if p.group_major else 1], pat)
             p.repeat = rp
         return p
+
+    def head_norm(self, nrm, p: Proj, role: str, ropes):
+        """qwen3's rms_norm of each query/key head over its width, before rope."""
+        if role not in ("queries", "keys"):
+            self.depart(nrm, "v", f"the {role} are normalized")
+        over = [self.prog.value_of(s) for s in nrm.attrs.get("over", [])]
+        if over != [p.width]:
+            raise Depart(nrm, f"the {role}' norm works over {', '.join(nrm.attrs.get('over_names', []))}"
+                              f"{line_of(nrm)}, where qwen3 normalizes each head's width")
+        if ropes and self.index[id(ropes[0])] < self.index[id(nrm)]:
+            raise Depart(nrm, f"the {role} are normalized after rope{line_of(nrm)}, where qwen3 "
+                              f"normalizes them before")
+        self.param(self.arg(nrm, "w"), f"{role}' norm weight")
+        p.norm = nrm

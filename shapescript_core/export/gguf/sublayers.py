@@ -8,7 +8,7 @@ import math
 
 from .archs import has
 from .departure import Depart, line_of
-from .plan import Gather, TensorPlan, Transpose
+from .gguf_plan import Gather, TensorPlan, Transpose
 from .projections import UNARY, Proj, input_of, is_projection
 
 
@@ -17,7 +17,8 @@ class Sublayers:
 
     # ------------------------------------------------------------ attention
     def attention(self, branch, h, hp, tensors, blk) -> bool:
-        """Adds the block's attention tensors; True when q/k/v have biases (qwen2)."""
+        """Adds the block's attention tensors; the features that tell the llama family's
+        members apart: "bias" (q/k/v biases: qwen2), "qk_norm" (per-head norms: qwen3)."""
         gpt2 = self.arch == "gpt2"
         wo = branch
         if not is_projection(wo):
@@ -83,6 +84,13 @@ class Sublayers:
                 raise Depart(q.rope, f"this rope's style differs from the first's{line_of(q.rope)}")
         D = hp["embedding_length"]
         biases = [p.b is not None for p in (q, k, v)]
+        if (q.norm is None) != (k.norm is None) or (q.norm is not None and gpt2):
+            n = q.norm or k.norm
+            raise Depart(n, f"only the {'queries' if q.norm is not None else 'keys'} are normalized per head"
+                            f"{line_of(n)}, where qwen3 normalizes both and {self.arch} neither")
+        if q.norm is not None and any(biases):
+            raise Depart(q.norm, f"the queries are normalized per head{line_of(q.norm)} and q, k, v have "
+                                 f"biases: qwen2 has the biases, qwen3 the norms, none both")
         if gpt2:
             self.fused_qkv(q, k, v, D, tensors, blk)
         else:
@@ -99,13 +107,27 @@ class Sublayers:
                                     kind="vector") if p.b is not None
                          else TensorPlan(name, blk, "bias", None, (heads * Dh,), kind="vector"))
                     tensors.append((b, heads, style) if name != "ATTN_V" else b)
+            for p, name in ((q, "ATTN_Q_NORM"), (k, "ATTN_K_NORM")):
+                if p.norm is not None:
+                    self.head_norm_eps(p.norm, hp)
+                    tp = TensorPlan(name, blk, "weight", self.param(self.arg(p.norm, "w"), "norm weight"),
+                                    (Dh,), kind="vector")
+                    tensors.append((tp, 1, style))  # one head's rows: permuted as each head's
         cols = (Gather(1, (H, Dh) if dst[-1][0] == src[-3] else (Dh, H), None, col_perm),) if col_perm else ()
         cols += tuple(Gather(1, g.shape, None, g.perm) for g in regroup)
         tensors.append(TensorPlan("ATTN_OUT", blk, "weight", self.param(out.W, "weight"), tuple(out.W.shape),
                                   out.steps + cols))
         if gpt2:
             self.bias(wo, "ATTN_OUT", (D,), tensors, blk)
-        return any(biases)
+        return ({"bias"} if any(biases) else set()) | ({"qk_norm"} if q.norm is not None else set())
+
+    def head_norm_eps(self, n, hp):
+        eps = n.attrs.get("eps", 1e-6)
+        if "eps" in n.attrs.get("args", {}) and "eps" not in n.attrs:
+            raise Depart(n, f"the norm's eps is computed{line_of(n)}; llama.cpp stores one number")
+        if hp["eps"] is not None and not math.isclose(hp["eps"], eps, rel_tol=1e-9):
+            raise Depart(n, f"this norm's eps is {eps}{line_of(n)}, where the others' is {hp['eps']}: "
+                            f"qwen3 has one eps")
 
     def fused_qkv(self, q, k, v, D, tensors, blk):
         """gpt2's one attn_qkv: rows [q; k; v], each head-major, from one fused projection

@@ -112,3 +112,10 @@ def add_tokenizer(w: "gguf.GGUFWriter", directory: str | None, n_vocab: int) -> 
     if norm:
         return f"the tokenizer's normalizer ({norm.get('type')}) is not applied by llama.cpp"
     return None
+
+
+def copy_tokenizer(w: "gguf.GGUFWriter", fields) -> None:
+    """A GGUF input's tokenizer.* metadata, as it is: [(key, value, type, sub type)]."""
+    for key, value, vtype, sub in fields:
+        w.add_key_value(key, value, vtype, sub_type=sub)
+    return None

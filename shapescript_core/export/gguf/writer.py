@@ -15,20 +15,20 @@ import gguf
 import numpy as np
 from gguf.quants import quant_shape_to_byte_shape, quantize
 
-from ..writers import ExportError
+from ...compile.graph import CompileError, trace
+from ..errors import ExportError
 from . import layout, metadata
-from .messages import e3313
-from .plan import Departure, Gather, Transpose
-from .tokenizer import TokenizerError, add_tokenizer
+from .match import match
+from .e3313 import e3313
+from .gguf_plan import Departure, Gather, Transpose
+from .tokenizer import TokenizerError, add_tokenizer, copy_tokenizer
 
 Q = gguf.GGMLQuantizationType
 _QTYPE = {"bf16": Q.BF16, "q8_0": Q.Q8_0}
 
 
 def plan_for(ctx):
-    """The matched Plan, or ExportError E3313."""
-    from ...compile.graph import CompileError, trace
-    from .match import match
+    """The matched GGUFPlan, or ExportError E3313."""
     try:
         tr = trace(ctx.ws, ctx.request.path, ctx.fn_item.name, ctx.dims)
     except CompileError as e:
@@ -104,14 +104,20 @@ def write(ctx) -> str:
             if path is not None and tuple(ctx.spec(path).shape) != tuple(shape):
                 raise ExportError(f"internal: `{path}` is {list(ctx.spec(path).shape)}, "
                                   f"the {plan.arch} plan expected {list(shape)}")
+    context = ctx.imported.get("context_length")
+    if context and plan.arch != "gpt2":  # gpt2's is its position table's size
+        plan.hparams["context_length"] = int(context)
     w = gguf.GGUFWriter(ctx.tmp, arch)
     rows = []
     try:
         metadata.add_hparams(w, plan, ctx.model, dtype)
-        try:
-            note = add_tokenizer(w, ctx.request.tokenizer, plan.hparams["vocab_size"])
-        except TokenizerError as e:
-            raise ExportError(f"can't embed the tokenizer {ctx.request.tokenizer}: {e}") from None
+        if ctx.request.tokenizer is None and ctx.imported_tokenizer:
+            note = copy_tokenizer(w, ctx.imported_tokenizer)  # a GGUF input's own vocabulary
+        else:
+            try:
+                note = add_tokenizer(w, ctx.request.tokenizer, plan.hparams["vocab_size"])
+            except TokenizerError as e:
+                raise ExportError(f"can't embed the tokenizer {ctx.request.tokenizer}: {e}") from None
         notes = list(plan.notes) + ([note] if note else [])
         fallback = []
         for t in plan.tensors:

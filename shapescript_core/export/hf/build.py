@@ -7,12 +7,15 @@ import os
 import sys
 from dataclasses import dataclass
 
+from ...check.types import ModelT, StackT
 from ...compile.codegen import Generator
 from ...compile.graph import CompileError, build_program
 from ...compile.plan import make_plan, models_in_order
+from ...compile.reach import Reach
 from ...escape import EscapeError
+from ..checks.entry import check_exported
+from ..errors import ExportError
 from ..generated import check_parses
-from ..writers import ExportError
 from .config import config_json, configuration_source
 from .keys import key_map
 from .modeling import Names, modeling_source
@@ -35,13 +38,11 @@ class Artifact:
 
 def is_language_model(ws, path: str, fn_name: str) -> bool:
     """True when the function passes E3301 to E3305 (the serving-engine checks)."""
-    from ..analysis import check_function
-    from ..program import Program
     an = ws.analyze(path)
     item = an.own.get(fn_name) if an is not None else None
     if item is None:
         return False
-    return not check_function(Program(ws, an), item, {"vllm"})
+    return not check_exported(Reach(ws, an), item, {"vllm"})
 
 
 @contextlib.contextmanager
@@ -90,26 +91,18 @@ def _sources(ws, path: str) -> dict:
     every import inside the root)."""
     out = {}
     base = ws.root_of(path)
-    todo = [path]
-    while todo:
-        p = todo.pop()
+    for p in [path] + ws.import_closure(path):
         f = ws.file(p)
         if f is None:
             continue
         rel = os.path.relpath(p, base)
         if rel.startswith("..") or os.path.isabs(rel):
             raise ExportError(f"internal error: the source `{p}` lies outside the project `{base}`")
-        if rel in out:
-            continue
-        out[rel] = f.text
-        an = ws.analyze(p)
-        if an is not None:
-            todo.extend(an.imports)
+        out.setdefault(rel, f.text)
     return out
 
 
 def _param_paths(prog, root: str) -> list:
-    from ...check.types import ModelT, StackT
     out = []
 
     def walk(model, prefix):

@@ -8,8 +8,9 @@ conventional names engines read where they apply (`vocab_size`, `hidden_size`,
 from __future__ import annotations
 
 from ...check.types import TensorT
-from ...escape import py_docstring, py_number, py_str, shown
+from ...compile.codegen import MethodGen
 from ...compile.names import py_ident
+from ...escape import py_docstring, py_number, py_str, shown
 from ...compile.plan import walk_nodes
 
 # names a config already has or that we write: a dim called so is stored as `dim_<name>`
@@ -59,7 +60,6 @@ def conventional(gen) -> dict:
         groups = None
         for c in gen.classes.values():
             if c.sites:
-                from ...compile.codegen import MethodGen
                 fn = next(f for f in c.order if any(n is c.sites[0] for n in walk_nodes(prog.fns[f].body)[0]))
                 mg = MethodGen(gen, prog.fns[fn], c)
                 mg._find_kv_sources()

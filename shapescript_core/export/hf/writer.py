@@ -11,15 +11,18 @@ import os
 import shutil
 
 from ...escape import json_text
+from ..errors import ExportError
 from ..generated import copy_sources, write_generated
-from ..writers import ExportError
 from .build import build
 from .keys import MAPPING_FILE
 
 log = logging.getLogger("shapescript.export.hf")
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
-                   "vocab.json", "merges.txt", "added_tokens.json", "generation_config.json")
+                   "vocab.json", "merges.txt", "added_tokens.json", "generation_config.json",
+                   "chat_template.jinja", "chat_template.json")
+# what an imported checkpoint brings into config.json (see weights/importer.py)
+SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 
 
 def write(ctx) -> str:
@@ -33,7 +36,13 @@ def write_directory(ctx) -> dict:
     ctx.progress("compiling to PyTorch", 0, 1)
     art = build(ctx.ws, ctx.request.path, ctx.fn_item.name, ctx.request.dtype)
     d = ctx.tmp
-    write_generated(d, "config.json", json_text(art.config))
+    cfg = dict(art.config)
+    for k in SPECIAL_IDS:
+        if k in ctx.imported:
+            cfg[k] = ctx.imported[k]
+    if "context_length" in ctx.imported and "max_position_embeddings" not in cfg and art.lm:
+        cfg["max_position_embeddings"] = ctx.imported["context_length"]
+    write_generated(d, "config.json", json_text(cfg))
     write_generated(d, f"{art.names.configuration}.py", art.configuration)
     write_generated(d, f"{art.names.modeling}.py", art.modeling)
     keys = {}
@@ -48,6 +57,10 @@ def write_directory(ctx) -> dict:
     tok = getattr(ctx.request, "tokenizer", None)
     if tok:
         copy_tokenizer(tok, d)
+    elif ctx.imported.get("gguf_file"):
+        note = tokenizer_from_gguf(ctx.imported["gguf_file"], d)
+        if note:
+            ctx.notes.append(note)
     ctx.check_cancelled()
     size = ctx.write_safetensors("model.safetensors", entries, metadata={"format": "pt"})
     return {"tensors": len(entries), "bytes": size, "lm": art.lm, "artifact": art}
@@ -59,6 +72,21 @@ def copy_tokenizer(src: str, dst: str):
         raise ExportError(f"`{src}` holds no Hugging Face tokenizer (tokenizer.json, tokenizer.model or vocab.json)")
     for f in found:
         shutil.copyfile(os.path.join(src, f), os.path.join(dst, f))
+
+
+def tokenizer_from_gguf(file: str, dst: str) -> str | None:
+    """The Hugging Face tokenizer transformers builds from a GGUF file's vocabulary, saved
+    into the export; a note when it can't."""
+    try:
+        from transformers import AutoTokenizer  # deferred: transformers is slow to import
+        tok = AutoTokenizer.from_pretrained(os.path.dirname(os.path.abspath(file)),
+                                            gguf_file=os.path.basename(file))
+        tok.save_pretrained(dst)
+    except Exception as e:  # transformers raises many kinds for a vocabulary it can't convert
+        log.info("no tokenizer from %s", file, exc_info=True)
+        return (f"no tokenizer written: transformers can't build one from {os.path.basename(file)} "
+                f"({type(e).__name__}: {e}); pass --tokenizer DIR")
+    return None
 
 
 def _size(n: int) -> str:

@@ -12,8 +12,8 @@ import os
 from ..hf.writer import _size, write_directory
 from ...escape import md_code, py_str, shell_arg, shown
 from ...compile.graph import CompileError
+from ..errors import ExportError
 from ..generated import copy_sources, write_generated
-from ..writers import ExportError
 from .native import plugin_files
 
 README = """# {name}: a ShapeScript export for vLLM

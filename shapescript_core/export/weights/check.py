@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .messages import e3310, e3311, extra_key, unreadable, wrong_dtype
+from .weight_messages import e3310, e3311, extra_key, unreadable, wrong_dtype
 
 
 @dataclass

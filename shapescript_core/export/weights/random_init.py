@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
-from ..writers import ExportError, ParamSpec
+from ..errors import ExportError, ParamSpec
 from .convert import NP, bf16_bits, bf16_to_f32
-from .messages import bad_init
+from .weight_messages import bad_init
 
 
 def rng_for(seed: int, path: str) -> np.random.Generator:

@@ -15,8 +15,8 @@ import stat
 import struct
 from dataclasses import dataclass
 
-from ..writers import ExportError
-from .messages import corrupt_file, unreadable
+from ..errors import ExportError
+from .weight_messages import corrupt_file, unreadable
 
 # safetensors dtype -> (our dtype name, item size)
 ST_DTYPES = {"F64": ("f64", 8), "F32": ("f32", 4), "F16": ("f16", 2), "BF16": ("bf16", 2),

@@ -11,8 +11,8 @@ import errno
 import json
 import os
 
-from ..writers import ExportError
-from .messages import outside_weights, unreadable
+from ..errors import ExportError
+from .weight_messages import outside_weights, unreadable
 from .safetensors_format import TensorInfo, read_header
 
 INDEX = "model.safetensors.index.json"
@@ -167,8 +167,8 @@ class WeightSource:
 
     def read(self, key: str):
         """The tensor as a numpy array of its dtype (bf16 as float32)."""
-        import numpy as np
-        from .convert import NP, bf16_to_f32
+        import numpy as np  # deferred: reading headers needs no numpy
+        from .convert import NP, bf16_to_f32  # deferred: numpy
         t = self.info(key)
         h = self.where[key]
         if t.dtype not in NP and t.dtype != "bf16":
@@ -224,8 +224,8 @@ class WeightSource:
 
     def stream_chunks(self, key: str, elements: int):
         """Yield the tensor as flat numpy arrays of at most `elements` items (bf16 as float32)."""
-        import numpy as np
-        from .convert import NP, bf16_to_f32
+        import numpy as np  # deferred: reading headers needs no numpy
+        from .convert import NP, bf16_to_f32  # deferred: numpy
         t = self.info(key)
         h = self.where[key]
         dt = np.uint16 if t.dtype == "bf16" else NP[t.dtype]

@@ -13,8 +13,9 @@ from typing import Optional
 
 from ...check.types import ModelT, StackT, TensorT
 from ...syntax import ast as A
-from ..writers import ExportError, ParamSpec
-from .messages import e3312
+from ...targets import candidates, decorated_targets
+from ..errors import ExportError, ParamSpec
+from .weight_messages import e3312
 
 
 @dataclass
@@ -35,8 +36,8 @@ class Resolved:
 
 
 def find_function(ws, path: str, fn_name: Optional[str], target: str) -> A.FnItem:
-    """The function to export; ExportError (a usage problem) when there is none or several."""
-    from ..targets import decorated_targets
+    """The function to export (`--fn`, else targets.py's rule); ExportError (a usage
+    problem) when there is none or several."""
     a = ws.analyze(path)
     fns = [it for it in a.own.values() if isinstance(it, A.FnItem)]
     if fn_name is not None:
@@ -44,15 +45,13 @@ def find_function(ws, path: str, fn_name: Optional[str], target: str) -> A.FnIte
             if it.name == fn_name:
                 return it
         raise ExportError(f"`{fn_name}` isn't a function in {path}")
-    marked = [it for it in fns if (decorated_targets(it) or set()) & {target}]
-    if len(marked) == 1:
-        return marked[0]
-    if len(marked) > 1:
-        names = ", ".join(f"`{it.name}`" for it in marked)
-        raise ExportError(f"{names} are all marked @export({target}): choose one with --fn")
-    fwd = a.own.get("forward")
-    if isinstance(fwd, A.FnItem):
-        return fwd
+    picked = candidates(a.own, a.env, target, ws.default_targets)
+    if len(picked) == 1:
+        return picked[0]
+    if len(picked) > 1:
+        names = ", ".join(f"`{it.name}`" for it in picked)
+        marked = all(target in (decorated_targets(it) or ()) for it in picked)
+        raise ExportError(f"{names} are all marked @export{f'({target})' if marked else ''}: choose one with --fn")
     raise ExportError(f"nothing to export for {target} in {path}: mark a function "
                       f"@export({target}), name it `forward`, or choose one with --fn")
 

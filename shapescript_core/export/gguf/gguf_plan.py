@@ -1,0 +1,69 @@
+"""What the architecture matcher hands the GGUF writer: no numpy here, only numbers.
+
+A `GGUFPlan` is an architecture (`llama`, `qwen2`, `gpt2`), its hyperparameters, and one
+`TensorPlan` per GGUF tensor: which param it is read from and the layout changes applied
+on the way (`Transpose`, `Gather` of rows or columns, `RopePermute`). `layout.apply` carries the
+changes out on arrays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Gather:
+    """Re-order (and select from) the rows (axis 0) or columns (axis 1) of a tensor.
+
+    The axis is the flat composition of `shape` (outer factor first), as the source's
+    pattern wrote it; `take` = (factor position, index) keeps one slice of a split factor
+    (one of q, k, v in a fused projection); `perm` re-orders the remaining factors into
+    the target's order (head first, then head width)."""
+    axis: int
+    shape: tuple
+    take: tuple | None = None
+    perm: tuple | None = None
+
+
+@dataclass(frozen=True)
+class RopePermute:
+    """Rows of Q or K (weight or bias) from one rotary layout into the other.
+
+    `to="interleaved"`: from rotate-half pairs (i, i + Dh/2) to adjacent pairs (2i, 2i+1),
+    llama.cpp's `llama` layout; `to="half"`: the reverse (llama.cpp's `qwen2` rotates half)."""
+    heads: int
+    to: str
+
+
+@dataclass(frozen=True)
+class Transpose:
+    """A [in, out] weight read by `x @ W` into PyTorch's and llama.cpp's [out, in]."""
+
+
+@dataclass(frozen=True)
+class TensorPlan:
+    name: str            # the GGUF tensor kind as gguf.MODEL_TENSOR names it, e.g. "ATTN_Q"
+    block: int | None    # the layer index for per-block tensors
+    suffix: str          # "weight" or "bias"
+    source: str          # the param path the values come from ("layers.0.attn.wq")
+    shape: tuple         # the source param's shape, PyTorch order ([out, in]); with no
+                         # source (zeros written for a bias the source lacks), the tensor's
+    steps: tuple = ()    # Transpose / Gather / RopePermute, in order
+    kind: str = "matrix"  # "matrix" (may be f16/bf16/q8_0) or "vector" (norms, biases: stay f32)
+    parts: tuple = ()    # ((param path or None, its shape, steps), ...) stacked along rows into
+                         # one tensor of `shape` (gpt2's attn_qkv from separate q, k, v)
+
+
+@dataclass
+class GGUFPlan:
+    arch: str                        # "llama", "qwen2", "gpt2"
+    hparams: dict                    # see metadata.py for the names
+    tensors: list = field(default_factory=list)
+    notes: list = field(default_factory=list)  # said in the export's summary
+
+
+@dataclass(frozen=True)
+class Departure:
+    """Why no architecture runs the model: the first place it departs from the closest one."""
+    arch: str            # the closest architecture
+    reason: str          # "the MLP uses gelu, where llama has silu(gate) * up"
+    where: object = None  # the graph node's source location, when known

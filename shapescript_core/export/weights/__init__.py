@@ -1,0 +1,1 @@
+"""The weights of an export: where they come from, their checks, dtypes and random init."""

@@ -1,0 +1,171 @@
+"""A `.gguf` file read as a checkpoint: tensors by their llama.cpp names, already in
+llama.cpp's layout (the importer undoes its Q/K row permutation with the plan's own
+steps), dequantized by gguf-py (`gguf.quants.dequantize`: F16, BF16, Q8_0, Q4_0, Q4_1,
+Q5_0, Q5_1, the K-quants...) one tensor at a time. The file is memory-mapped, so a tensor
+is read when it is dequantized and the page cache holds the rest.
+"""
+from __future__ import annotations
+
+import os
+
+import gguf
+import numpy as np
+from gguf.quants import _type_traits  # what gguf-py can dequantize
+from gguf.quants import dequantize
+
+from ..errors import ExportError
+
+FAMILY = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2"}
+BUFFERS = ("rope_freqs.weight",)
+MAGIC = b"GGUF"
+
+
+def is_gguf(path: str) -> bool:
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == MAGIC
+    except OSError:
+        return False
+
+
+class GGUFCheckpoint:
+    kind = "gguf"
+
+    def __init__(self, file: str):
+        self.path = file
+        self.name = os.path.basename(file)
+        try:
+            self.reader = gguf.GGUFReader(file)
+        except (ValueError, KeyError, IndexError, TypeError, OverflowError, OSError) as e:
+            raise ExportError(f"{self.name} is not a GGUF file that can be read: {e} "
+                              f"(the file is truncated or corrupt)") from None
+        self.tensors = {t.name: t for t in self.reader.tensors}
+        size = os.path.getsize(file)
+        for t in self.reader.tensors:
+            if t.data_offset + t.n_bytes > size or t.data.nbytes != t.n_bytes:
+                raise ExportError(f"{self.name} is not a GGUF file that can be read: `{t.name}` runs past "
+                                  f"the end of the file (the file is truncated)")
+        self.arch = self.string("general.architecture") or "?"
+        self.family = FAMILY.get(self.arch)
+        self.model_type = self.arch
+        self.names: dict = {}
+        self.unknown: list = []
+
+    # ---- metadata
+    def field(self, key: str):
+        f = self.reader.get_field(key)
+        if f is None or not f.types:
+            return None
+        try:
+            return f.contents()
+        except (ValueError, IndexError, UnicodeDecodeError):
+            return None
+
+    def string(self, key: str) -> str | None:
+        v = self.field(key)
+        return v if isinstance(v, str) else None
+
+    def label(self) -> str:
+        return f"a GGUF `{self.arch}` model ({self.name})"
+
+    def constants(self) -> dict:
+        out = {}
+        theta = self.field(f"{self.arch}.rope.freq_base")
+        eps = self.field(f"{self.arch}.attention.layer_norm_rms_epsilon")
+        if eps is None:
+            eps = self.field(f"{self.arch}.attention.layer_norm_epsilon")
+        if isinstance(theta, (int, float)):
+            out["theta"] = float(theta)
+        if isinstance(eps, (int, float)):
+            out["eps"] = float(eps)
+        return out
+
+    def heads(self) -> dict:
+        out = {}
+        for short, key in (("head_count", "attention.head_count"), ("head_count_kv", "attention.head_count_kv")):
+            v = self.field(f"{self.arch}.{key}")
+            if isinstance(v, int):
+                out[short] = (v, f"`{self.arch}.{key}`")
+        return out
+
+    def context_length(self) -> int | None:
+        v = self.field(f"{self.arch}.context_length")
+        return int(v) if isinstance(v, int) and v > 0 else None
+
+    # ---- what comes along: the embedded tokenizer, special ids, the context length
+    def directory(self) -> str | None:
+        return None
+
+    def tokenizer_dir(self) -> str | None:
+        return None
+
+    def tokenizer_fields(self) -> list:
+        """[(key, value, GGUFValueType, sub type)] of the file's tokenizer.* metadata."""
+        out = []
+        for name, f in self.reader.fields.items():
+            if name.startswith("tokenizer.") and f.types:
+                sub = f.types[-1] if f.types[0] == gguf.GGUFValueType.ARRAY else None
+                out.append((name, f.contents(), f.types[0], sub))
+        return out
+
+    def settings(self) -> dict:
+        out: dict = {}
+        for k in ("bos", "eos", "padding"):
+            v = self.field(f"tokenizer.ggml.{k}_token_id")
+            if isinstance(v, int):
+                out[f"{'pad' if k == 'padding' else k}_token_id"] = v
+        ctx = self.context_length()
+        if ctx:
+            out["context_length"] = ctx
+        if self.string("tokenizer.ggml.model") not in (None, "none"):
+            out["gguf_file"] = self.path  # transformers builds a Hugging Face tokenizer from it
+        return out
+
+    # ---- names: the file's own
+    def index(self, arch: str, blocks: int, heads: int, kv_heads: int):
+        for name in self.tensors:
+            if name in BUFFERS:
+                continue
+            self.names[name] = (name, ())
+
+    def key_of(self, name: str) -> str:
+        return name
+
+    def file_of(self, name: str) -> str:
+        return self.name
+
+    def shape(self, name: str) -> tuple:
+        return tuple(int(d) for d in reversed(self.tensors[name].shape.tolist()))
+
+    def dtype(self, name: str) -> str:
+        t = self.tensors[name].tensor_type
+        return {"F32": "f32", "F16": "f16"}.get(t.name, "f32")  # quantized types dequantize to f32
+
+    def qtype(self, name: str) -> str:
+        return self.tensors[name].tensor_type.name
+
+    def to_gguf(self, name: str) -> tuple:
+        return ()
+
+    def problem(self, name: str) -> str | None:
+        q = self.tensors[name].tensor_type
+        if q in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16) or q in _type_traits:
+            return None
+        return (f"`{name}` in {self.name} is {q.name}, which gguf-py can't dequantize: "
+                f"re-quantize the model to another type (Q8_0, Q4_K, F16...)")
+
+    def read(self, name: str):
+        t = self.tensors[name]
+        try:
+            x = dequantize(np.asarray(t.data), t.tensor_type)
+        except (NotImplementedError, ValueError) as e:
+            raise ExportError(f"can't dequantize `{name}` ({t.tensor_type.name}) from {self.name}: {e}") from None
+        return np.asarray(x, dtype=np.float32).reshape(self.shape(name))
+
+    def can_copy(self, name: str) -> bool:
+        return False
+
+    def start_reading(self):
+        pass

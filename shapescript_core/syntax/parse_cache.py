@@ -1,0 +1,100 @@
+"""A file's parsed items on disk, so that opening it again (a new editor session on the
+same project) skips the parse of every item whose text is unchanged.
+
+One cache file per source path, under `$SHAPESCRIPT_CACHE_DIR` (default
+`$XDG_CACHE_HOME/shapescript/items`, else `~/.cache/shapescript/items`), named by a
+hash of the path and of the parser's own source (grammar, lexer, parser, AST, messages:
+a changed parser never reads items an older one made). It holds the items pickled;
+loading gives `parse_file`'s `reuse` table (text -> items), so an item is reused only
+for the very same text, at its new offset. Reading is best effort: a missing,
+unreadable or foreign file is no cache (logged at debug level), never an error.
+Writing goes to a temporary beside the file, renamed over it.
+
+The cache is the user's own (the folder is made private, 0700): a pickle runs code
+when loaded, so nothing else should be able to write there.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import pickle
+import tempfile
+from typing import Optional
+
+from . import ast as A
+
+log = logging.getLogger("shapescript.cache")
+FORMAT = 1
+_PARSER_FILES = ("grammar.lark", "lexer.py", "parser.py", "ast.py", "source.py",
+                 os.path.join("..", "check", "messages.py"), os.path.join("..", "diagnostics.py"))
+_version: Optional[str] = None
+
+
+def cache_dir() -> str:
+    d = os.environ.get("SHAPESCRIPT_CACHE_DIR")
+    if d:
+        return d
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "shapescript", "items")
+
+
+def parser_version() -> str:
+    """A hash of the parser's source: items made by another parser are not read."""
+    global _version
+    if _version is None:
+        h = hashlib.sha256(str(FORMAT).encode())
+        here = os.path.dirname(os.path.abspath(__file__))
+        for name in _PARSER_FILES:
+            try:
+                with open(os.path.join(here, name), "rb") as fh:
+                    h.update(fh.read())
+            except OSError:
+                h.update(name.encode())
+        _version = h.hexdigest()[:16]
+    return _version
+
+
+def _file_for(path: str) -> str:
+    key = hashlib.sha256(f"{parser_version()}\0{path}".encode()).hexdigest()[:32]
+    return os.path.join(cache_dir(), key + ".pickle")
+
+
+def load(path: str) -> dict:
+    """text -> [items] of the last items saved for `path` ({} when there are none)."""
+    cache = _file_for(path)
+    try:
+        with open(cache, "rb") as fh:
+            data = pickle.load(fh)
+    except FileNotFoundError:
+        return {}
+    except Exception as exc:  # a broken or foreign cache file is no cache
+        log.debug("parse cache %s not read: %r", cache, exc)
+        return {}
+    if not (isinstance(data, tuple) and len(data) == 3 and data[0] == FORMAT and data[1] == path
+            and isinstance(data[2], list) and all(isinstance(it, A.Item) for it in data[2])):
+        log.debug("parse cache %s is not this file's", cache)
+        return {}
+    out: dict = {}
+    for it in data[2]:
+        out.setdefault(it.text, []).append(it)
+    return out
+
+
+def save(path: str, items: list) -> bool:
+    """Write the items of `path`; False (logged) when that can't be done."""
+    cache = _file_for(path)
+    folder = os.path.dirname(cache)
+    tmp = None
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".items-", dir=folder)
+        with os.fdopen(fd, "wb") as fh:
+            pickle.dump((FORMAT, path, list(items)), fh, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, cache)
+        return True
+    except Exception as exc:
+        log.warning("parse cache for %s not written: %r", path, exc)
+        if tmp is not None and os.path.exists(tmp):
+            os.unlink(tmp)
+        return False

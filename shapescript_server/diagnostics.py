@@ -1,0 +1,209 @@
+"""Diagnostics as the user types: document sync, checks on the core thread, versioned
+publishing (push) and `textDocument/diagnostic` (pull)."""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from lsprotocol import types as T
+
+from shapescript_core.workspace import Cancelled
+
+from . import convert
+from .guard import guarded
+
+if TYPE_CHECKING:
+    from .app import ShapeScriptServer
+
+log = logging.getLogger("shapescript.server")
+
+# A file of this many items or more, opened cold, gets its syntax errors published as
+# soon as it is parsed, before the check (then the complete diagnostics, same version);
+# and its parsed items are kept on disk for the next session (parse_cache.py), written
+# when the editor has been quiet for SAVE_AFTER seconds. A smaller file is checked
+# before anyone could see the difference.
+EARLY_ITEMS = 200
+SAVE_AFTER = 2.0
+
+
+def schedule_check(ls: ShapeScriptServer, uri: str):
+    """Check an open document as it is now, on the core thread, and publish the result
+    unless the client has moved past this version by then.
+
+    Work for a version the client has moved past is dropped, not finished: a job whose
+    version is no longer the document's does nothing (the newer change's job, queued
+    behind it, parses and checks that text), and a check under way stops between two
+    function bodies when a newer change arrives (what it checked stays cached). So a
+    burst of keystrokes costs one check, of the last text."""
+    doc = ls.docs.get(uri)
+    if doc is None:
+        return
+    ls.generation += 1
+    path, text, version = doc.path, doc.text, doc.version
+
+    def stale() -> bool:
+        return ls.docs.version(uri) != version
+
+    def job():
+        if stale():
+            return  # a newer change is queued behind this job: it checks and publishes
+        cold = path not in ls.ws.files
+        f = ls.ws.set_text(path, text, version)
+        big = cold and len(f.items) >= EARLY_ITEMS
+        if big and ls.push:
+            items = convert.diagnostics(ls.ws.syntax_diagnostics(path), path, ls.lines_for, ls.docs.uri_for,
+                                        ls.docs.version)
+            ls.call_soon(_publish, ls, uri, version, items)
+        if big and ls.ws.use_parse_cache:
+            ls.call_soon(_save_later, ls, uri, path)
+        try:
+            ls.ws.analyze(path, cancelled=stale)
+        except Cancelled:
+            log.debug("check of %s version %s dropped: the document moved on", path, version)
+            return
+        # the files it imports too: their fixes may reach into this one (calls to reorder)
+        importers = ls.ws.importers(path)
+        others = importers + [o for o in sorted(ls.ws.open)
+                              if o != path and o not in importers and path in ls.ws.importers(o)]
+        if ls.push:
+            publish_file(ls, uri, path, version)
+            for other in others:
+                if stale():
+                    return  # the newer change's job republishes them
+                republish(ls, other)
+        elif others:
+            ls.call_soon(refresh_pull, ls)
+
+    ls.submit("check", job)
+
+
+def publish_file(ls: ShapeScriptServer, uri: str, path: str, version, only_if_changed: bool = False):
+    """On the core thread: convert a file's diagnostics and hand them to the loop."""
+    items = convert.diagnostics(ls.ws.diagnostics(path), path, ls.lines_for, ls.docs.uri_for, ls.docs.version)
+    if only_if_changed and ls.published.get(uri) == (version, items):
+        return
+    ls.call_soon(_publish, ls, uri, version, items)
+
+
+def republish(ls: ShapeScriptServer, path: str):
+    """On the core thread: publish another open file again if its diagnostics changed
+    (not if its own newer change is queued: that one publishes)."""
+    uri = ls.docs.uri_for(path)
+    f = ls.ws.files.get(path)
+    if f is not None and ls.docs.version(uri) == f.version:
+        publish_file(ls, uri, path, f.version, only_if_changed=True)
+
+
+def _publish(ls: ShapeScriptServer, uri: str, version, items: list):
+    """On the loop: publish, unless the document moved on or closed meanwhile."""
+    if ls.docs.get(uri) is None or ls.docs.version(uri) != version:
+        return
+    ls.published[uri] = (version, items)
+    ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version))
+
+
+def _save_later(ls: ShapeScriptServer, uri: str, path: str):
+    """On the loop: keep the file's parsed items on disk once the editor is quiet."""
+    version = ls.docs.version(uri)
+
+    def save():
+        if ls.docs.version(uri) != version:
+            return _save_later(ls, uri, path)  # still typing: later
+        ls.submit("save the parse cache", lambda: ls.ws.save_parse_cache(path) if ls.docs.get(uri) else None)
+
+    ls.loop.call_later(SAVE_AFTER, save)
+
+
+def refresh_pull(ls: ShapeScriptServer):
+    try:
+        ls.workspace_diagnostic_refresh(None)
+    except Exception as exc:  # the client may not answer
+        ls.report_failure("diagnostic refresh", exc)
+
+
+def recheck_all(ls: ShapeScriptServer):
+    """After settings or files on disk change: every open document again."""
+    ls.generation += 1
+    ls.submit("invalidate", ls.ws.invalidate)
+    if not ls.docs.by_uri:
+        return
+    if ls.push:
+        for doc in ls.docs:
+            schedule_check(ls, doc.uri)
+    elif ls.client_supports("workspace.diagnostics.refresh_support", False):
+        refresh_pull(ls)
+
+
+def stale_version(ls: ShapeScriptServer, uri: str, version) -> bool:
+    """A change whose version is not after the document's (LSP's versions only go up):
+    ignored, with a warning in the log, rather than applied to a text it wasn't made on."""
+    have = ls.docs.version(uri)
+    if version is None or have is None or version > have:
+        return False
+    message = f"shapescript: ignored a change to {uri} at version {version}: the document is at version {have}"
+    log.warning("%s", message)
+    ls.window_log_message(T.LogMessageParams(type=T.MessageType.Warning, message=message))
+    return True
+
+
+def register(ls: ShapeScriptServer):
+    @ls.feature(T.TEXT_DOCUMENT_DID_OPEN)
+    @guarded("notification")
+    def did_open(ls: ShapeScriptServer, params: T.DidOpenTextDocumentParams):
+        td = params.text_document
+        ls.docs.open(td.uri, td.text, td.version)
+        ls.update_access()  # with no workspace folders, the document's folder may be read
+        schedule_check(ls, td.uri)
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_CHANGE)
+    @guarded("notification")
+    def did_change(ls: ShapeScriptServer, params: T.DidChangeTextDocumentParams):
+        uri = params.text_document.uri
+        if stale_version(ls, uri, params.text_document.version):
+            return
+        if ls.docs.change(uri, params.content_changes, params.text_document.version) is not None:
+            schedule_check(ls, uri)
+
+    @ls.feature(T.TEXT_DOCUMENT_DID_CLOSE)
+    @guarded("notification")
+    def did_close(ls: ShapeScriptServer, params: T.DidCloseTextDocumentParams):
+        uri = params.text_document.uri
+        doc = ls.docs.close(uri)
+        if doc is None:
+            return
+        ls.update_access()
+        ls.generation += 1
+        ls.published.pop(uri, None)
+        if ls.push:
+            ls.text_document_publish_diagnostics(
+                T.PublishDiagnosticsParams(uri=uri, diagnostics=[], version=doc.version))
+        path = doc.path
+
+        def job():
+            importers = ls.ws.importers(path)  # before closing: the open files that see it
+            ls.ws.close(path)
+            for other in importers:
+                if ls.push:
+                    republish(ls, other)
+
+        ls.submit("close", job)
+
+    @ls.feature(T.TEXT_DOCUMENT_DIAGNOSTIC,
+                T.DiagnosticOptions(identifier="shapescript", inter_file_dependencies=True,
+                                    workspace_diagnostics=False))
+    @guarded("request")
+    async def pull_diagnostics(ls: ShapeScriptServer, params: T.DocumentDiagnosticParams):
+        uri = params.text_document.uri
+        path, text, version = ls.snapshot(uri)
+        result_id = f"{ls.generation}"
+
+        def job():
+            if not ls.sync(path, text, version):
+                return []
+            return convert.diagnostics(ls.ws.diagnostics(path), path, ls.lines_for, ls.docs.uri_for,
+                                       ls.docs.version)
+
+        if params.previous_result_id == result_id:
+            return T.UnchangedDocumentDiagnosticReport(result_id=result_id)
+        items = await ls.query(job)
+        return T.RelatedFullDocumentDiagnosticReport(items=items, result_id=result_id)

@@ -1,0 +1,41 @@
+"""textDocument/formatting and textDocument/rangeFormatting: the core's formatter
+(`shapescript fmt`), as the edits of the pieces (items, the gaps between them) that
+change. The client's tab size is not asked: the layout is the canonical one."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lsprotocol import types as T
+
+from shapescript_core.ide import format as ide_format
+
+from . import convert
+from .guard import guarded
+
+if TYPE_CHECKING:
+    from .app import ShapeScriptServer
+
+
+def register(ls: ShapeScriptServer):
+    def edits(ls, uri, rng=None):
+        path, text, version = ls.snapshot(uri)
+
+        def job():
+            if not ls.sync(path, text, version):
+                return None
+            f = ls.ws.file(path)
+            lines = ls.lines_for(path)
+            span = convert.offsets(lines, rng) if rng is not None else None
+            return [convert.piece_edit(p, lines) for p in ide_format.format_edits(f.text, span)]
+
+        return ls.query(job)
+
+    @ls.feature(T.TEXT_DOCUMENT_FORMATTING)
+    @guarded()
+    async def formatting(ls: ShapeScriptServer, params: T.DocumentFormattingParams):
+        return await edits(ls, params.text_document.uri)
+
+    @ls.feature(T.TEXT_DOCUMENT_RANGE_FORMATTING)
+    @guarded()
+    async def range_formatting(ls: ShapeScriptServer, params: T.DocumentRangeFormattingParams):
+        return await edits(ls, params.text_document.uri, params.range)

@@ -1,0 +1,75 @@
+"""References, document highlight, rename (and prepareRename), go to type definition."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lsprotocol import types as T
+
+from shapescript_core.ide import references as ide_refs
+
+from . import convert
+from .errors import RequestFailed
+from .guard import guarded
+
+if TYPE_CHECKING:
+    from .app import ShapeScriptServer
+
+
+def register(ls: ShapeScriptServer):
+    def at(ls, params, answer):
+        """Ask the core about the position of a text document request, on the core thread."""
+        path, text, version = ls.snapshot(params.text_document.uri)
+
+        def job():
+            if not ls.sync(path, text, version):
+                return None
+            return answer(path, convert.offset(ls.lines_for(path), params.position))
+
+        return ls.query(job)
+
+    def locations(ls, locs):
+        return [convert.location(loc, ls.lines_for, ls.docs.uri_for) for loc in locs] or None
+
+    @ls.feature(T.TEXT_DOCUMENT_REFERENCES)
+    @guarded()
+    async def references(ls: ShapeScriptServer, params: T.ReferenceParams):
+        return await at(ls, params, lambda path, off: locations(
+            ls, ide_refs.references(ls.ws, path, off, params.context.include_declaration)))
+
+    @ls.feature(T.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
+    @guarded()
+    async def document_highlight(ls: ShapeScriptServer, params: T.DocumentHighlightParams):
+        return await at(ls, params, lambda path, off: [
+            convert.document_highlight(h, ls.lines_for(path)) for h in ide_refs.document_highlight(ls.ws, path, off)
+        ] or None)
+
+    @ls.feature(T.TEXT_DOCUMENT_TYPE_DEFINITION)
+    @guarded()
+    async def type_definition(ls: ShapeScriptServer, params: T.TypeDefinitionParams):
+        return await at(ls, params, lambda path, off: locations(ls, ide_refs.type_definition(ls.ws, path, off)))
+
+    @ls.feature(T.TEXT_DOCUMENT_PREPARE_RENAME)
+    @guarded()
+    async def prepare_rename(ls: ShapeScriptServer, params: T.PrepareRenameParams):
+        def answer(path, off):
+            got = ide_refs.prepare_rename(ls.ws, path, off)
+            if isinstance(got, str):
+                raise RequestFailed(got)
+            start, end, name = got
+            return T.PrepareRenamePlaceholder(range=convert.range_(ls.lines_for(path), start, end), placeholder=name)
+
+        return await at(ls, params, answer)
+
+    @ls.feature(T.TEXT_DOCUMENT_RENAME)
+    @guarded()
+    async def rename(ls: ShapeScriptServer, params: T.RenameParams):
+        document_changes = bool(ls.client_supports("workspace.workspace_edit.document_changes", False))
+
+        def answer(path, off):
+            result = ide_refs.rename(ls.ws, path, off, params.new_name)
+            if result.error:
+                raise RequestFailed(result.error)
+            return convert.edits_workspace_edit(result.edits, ls.lines_for, ls.docs.uri_for, ls.docs.version,
+                                                document_changes)
+
+        return await at(ls, params, answer)

@@ -1,0 +1,154 @@
+"""The layers import only downward (docs/architecture.md): no import cycle between
+modules or between layers, counting imports inside functions; a function-local import of
+the project's own code only where it defers numpy (said by a comment on its line); and
+the core knows nothing of LSP. Works on a plain clone: the import graph is read from the
+sources here (the same reading as the shared `tools/layering.py`)."""
+import ast
+import os
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PACKAGES = ("shapescript_core", "shapescript_server")
+
+# Each layer imports only the layers before it (a top-level module is a layer of its own).
+LAYERS = [
+    "shapescript_core", "shapescript_core.explain", "shapescript_core.diagnostics",
+    "shapescript_core.files", "shapescript_core.syntax", "shapescript_core.check", "shapescript_core.targets",
+    "shapescript_core.settings", "shapescript_core.project_files", "shapescript_core.compile", "shapescript_core.export",
+    "shapescript_core.reads", "shapescript_core.workspace", "shapescript_core.ide",
+    "shapescript_core.apply_fixes", "shapescript_core.render", "shapescript_core.cli",
+    "shapescript_server",
+]
+
+
+def _modules() -> dict:
+    out = {}
+    for top in PACKAGES:
+        for folder, dirs, files in os.walk(os.path.join(ROOT, top)):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "__pycache__"))]
+            for f in files:
+                if f.endswith(".py"):
+                    path = os.path.join(folder, f)
+                    name = os.path.relpath(path, ROOT)[:-3].replace(os.sep, ".")
+                    out[name[:-9] if name.endswith(".__init__") else name] = path
+    return out
+
+
+def _imports(mods: dict):
+    """(module, imported project module, lineno, inside a function?, the source line),
+    and every third-party top-level name each module imports."""
+    edges, third = [], {}
+    for mod, path in mods.items():
+        text = open(path, encoding="utf-8").read()
+        lines = text.split("\n")
+        tree = ast.parse(text)
+        is_pkg = path.endswith("__init__.py")
+        in_fn = set()
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                in_fn.update(id(n) for n in ast.walk(node) if n is not node)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = mod.split(".") if is_pkg else mod.split(".")[:-1]
+                    base = base[:len(base) - (node.level - 1)]
+                    prefix = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    prefix = node.module or ""
+                names = [prefix] + [f"{prefix}.{a.name}" for a in node.names]
+            else:
+                continue
+            for n in names:
+                hit = n
+                while hit and hit not in mods:
+                    hit = hit.rpartition(".")[0]
+                if hit and hit != mod:
+                    edges.append((mod, hit, node.lineno, id(node) in in_fn, lines[node.lineno - 1]))
+                elif not hit and not getattr(node, "level", 0):
+                    third.setdefault(mod, set()).add(n.split(".")[0])
+    return edges, third
+
+
+def _cycles(graph: dict) -> list:
+    """The strongly connected components with more than one member (Tarjan, iterative)."""
+    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
+    for v0 in sorted(graph):
+        if v0 in index:
+            continue
+        work = [(v0, iter(sorted(graph[v0])))]
+        index[v0] = low[v0] = counter[0]
+        counter[0] += 1
+        stack.append(v0)
+        on.add(v0)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = counter[0]
+                    counter[0] += 1
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph.get(w, ())))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def _layer(mod: str) -> str:
+    return ".".join(mod.split(".")[:2]) if mod.startswith("shapescript_core") else "shapescript_server"
+
+
+MODS = _modules()
+EDGES, THIRD = _imports(MODS)
+
+
+def test_no_import_cycle_between_modules():
+    graph = {m: set() for m in MODS}
+    for a, b, *_ in EDGES:
+        graph[a].add(b)
+    assert _cycles(graph) == []
+
+
+def test_no_import_cycle_between_layers_and_each_imports_only_the_layers_below():
+    graph: dict = {}
+    for a, b, *_ in EDGES:
+        if _layer(a) != _layer(b):
+            graph.setdefault(_layer(a), set()).add(_layer(b))
+    assert _cycles(graph) == []
+    assert set(graph) | {b for bs in graph.values() for b in bs} <= set(LAYERS)
+    upward = sorted((a, b) for a, bs in graph.items() for b in bs if LAYERS.index(b) > LAYERS.index(a))
+    assert upward == []
+
+
+def test_an_import_inside_a_function_only_defers_numpy():
+    lazy = [(MODS[a], line, text.strip()) for a, b, line, in_fn, text in EDGES
+            if in_fn and "deferred: numpy" not in text]
+    assert lazy == []
+
+
+def test_the_core_imports_no_lsp_library():
+    core = {m: sorted(names & {"pygls", "lsprotocol"}) for m, names in THIRD.items()
+            if m.startswith("shapescript_core")}
+    assert {m: n for m, n in core.items() if n} == {}
+
+
+def test_the_guard_sees_a_cycle_and_an_upward_import():
+    """The checks above can fail: a made-up graph with a cycle and an upward edge."""
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert LAYERS.index("shapescript_core.compile") < LAYERS.index("shapescript_core.export")

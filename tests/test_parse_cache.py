@@ -1,0 +1,100 @@
+"""The parsed items kept on disk between sessions (syntax/parse_cache.py): a file opened
+again reuses every item whose text is unchanged, and gives the same diagnostics as a
+fresh parse; a cache that is missing, broken, another file's or another parser's is no
+cache."""
+from __future__ import annotations
+
+import os
+import pickle
+
+import pytest
+
+from shapescript_core.syntax import parse_cache
+from shapescript_core.workspace import Workspace
+
+SRC = """\
+dim D = 4
+
+model M:
+    w: [D D]
+
+fn f(m: M, x: [b D]) -> [b D]:
+    return linear(x, m.w)
+
+fn broken(x: [D]) -> [D]:
+    return x +
+
+fn g(x: [b D]) -> [b D]:
+    return f(x)
+"""
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHAPESCRIPT_CACHE_DIR", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def _diags(ws, path):
+    return sorted((d.code, d.message, d.span.abs_start, d.span.abs_end) for d in ws.diagnostics(path))
+
+
+def _open(path, text):
+    ws = Workspace()
+    ws.use_parse_cache = True
+    ws.set_text(path, text)
+    return ws
+
+
+def test_a_reopened_file_reuses_its_items_and_checks_the_same(cache, tmp_path):
+    path = str(tmp_path / "m.ss")
+    first = _open(path, SRC)
+    assert first.save_parse_cache(path)
+    assert len(os.listdir(cache)) == 1
+    edited = SRC.replace("return f(x)", "return f(x) + x")
+    again = _open(path, edited)
+    fresh = Workspace()
+    fresh.set_text(path, edited)
+    assert _diags(again, path) == _diags(fresh, path)
+    assert {d[0] for d in _diags(again, path)} >= {"E0101"}
+    reused = {it.text for it in first.file(path).items} & {it.text for it in again.file(path).items}
+    assert len(reused) == len(first.file(path).items) - 1  # all but the edited function
+    for old, new in zip(first.file(path).items, again.file(path).items):
+        assert new.offset == fresh.file(path).items[again.file(path).items.index(new)].offset
+        if old.text == new.text:
+            assert new is not old and new.text == old.text  # unpickled: the same text, its own object
+
+
+@pytest.mark.parametrize("damage", ["garbage", "other file", "old format"])
+def test_a_cache_that_is_not_this_files_is_no_cache(cache, tmp_path, damage):
+    path = str(tmp_path / "m.ss")
+    assert _open(path, SRC).save_parse_cache(path)
+    (name,) = os.listdir(cache)
+    target = cache / name
+    if damage == "garbage":
+        target.write_bytes(b"not a pickle")
+    elif damage == "other file":
+        target.write_bytes(pickle.dumps((parse_cache.FORMAT, "/elsewhere.ss", [])))
+    else:
+        target.write_bytes(pickle.dumps((parse_cache.FORMAT - 1, path, [])))
+    assert parse_cache.load(path) == {}
+    ws = _open(path, SRC)
+    fresh = Workspace()
+    fresh.set_text(path, SRC)
+    assert _diags(ws, path) == _diags(fresh, path)
+
+
+def test_another_parser_reads_another_cache(cache, tmp_path, monkeypatch):
+    path = str(tmp_path / "m.ss")
+    _open(path, SRC).save_parse_cache(path)
+    monkeypatch.setattr(parse_cache, "_version", "another-parser")
+    assert parse_cache.load(path) == {}
+
+
+def test_an_unwritable_cache_is_logged_not_raised(tmp_path, monkeypatch, caplog):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("SHAPESCRIPT_CACHE_DIR", str(blocker / "sub"))
+    path = str(tmp_path / "m.ss")
+    assert _open(path, SRC).save_parse_cache(path) is False
+    assert "parse cache for" in caplog.text

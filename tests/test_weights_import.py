@@ -1,0 +1,320 @@
+"""Real checkpoints in (issue 17): transformers' own Llama, Mistral, Qwen2, Qwen3 and GPT-2
+models, saved with `save_pretrained` (also sharded), exported through `--weights` into
+ShapeScript sources matched by role; the exports run in transformers and llama.cpp and
+give the original model's logits. GGUF files in, dequantized. Every bad input: its one
+message, exit 1, nothing written."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from import_support import (SOURCES, TOKENS, export, greedy, hf_model, load_export, logits, max_diff,
+                            requantize, save_checkpoint)
+
+# (checkpoint kind, source, model options, sharded)
+CASES = [
+    ("llama", "llama", {}, False),
+    ("llama", "llama", {}, True),
+    ("mistral", "llama", {}, False),
+    ("qwen2", "qwen2", {}, False),
+    ("qwen3", "qwen3", {}, True),
+    ("gpt2", "gpt2", {}, False),
+    ("llama", "llama_other", {}, False),        # other names, fused k/v and gate/up, x @ W, interleaved
+    ("llama", "llama_variant", {}, False),      # other names, helpers split differently
+    ("llama", "llama_fused", {}, False),
+    ("llama", "llama_tied", {"tied": True, "theta": 10000.0, "eps": 1e-6}, False),  # interleaved, tied
+    # q, k, v as separate params from GPT-2's fused c_attn; no output-projection bias (zeros in the checkpoint)
+    ("gpt2", "gpt2_separate", {"zero": "attn.c_proj.bias"}, False),
+]
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory):
+    """One saved checkpoint per (kind, options, sharded), and its transformers model."""
+    made = {}
+
+    def get(kind, opts, shards):
+        key = (kind, tuple(sorted(opts.items())), shards)
+        if key not in made:
+            model = hf_model(kind, **opts)
+            d = tmp_path_factory.mktemp(f"{kind}-ckpt")
+            made[key] = (save_checkpoint(model, str(d), shards), model)
+        return made[key]
+    return get
+
+
+@pytest.mark.parametrize("kind,source,opts,shards", CASES,
+                         ids=[f"{k}-{s}{'-sharded' if sh else ''}" for k, s, _, sh in CASES])
+def test_checkpoint_exports_with_its_own_weights(checkpoints, tmp_path, kind, source, opts, shards):
+    ckpt, ref = checkpoints(kind, opts, shards)
+    if shards:
+        assert os.path.isfile(os.path.join(ckpt, "model.safetensors.index.json"))
+    out = tmp_path / "out"
+    r = export(source, "hf", out, ckpt)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "E3316" not in r.stderr  # the sources' constants are the checkpoints'
+    got = load_export(str(out))
+    assert max_diff(logits(got), logits(ref)) < 1e-4
+    assert greedy(got) == greedy(ref)
+
+
+def test_a_bare_safetensors_with_hugging_face_names_is_read_by_role(checkpoints, tmp_path):
+    ckpt, ref = checkpoints("llama", {}, False)
+    out = tmp_path / "out"
+    r = export("llama_other", "hf", out, os.path.join(ckpt, "model.safetensors"))
+    assert r.returncode == 0, r.stderr
+    assert max_diff(logits(load_export(str(out))), logits(ref)) < 1e-4
+
+
+def test_an_untied_source_gets_a_copy_of_a_tied_checkpoints_embedding(checkpoints, tmp_path):
+    ckpt, ref = checkpoints("qwen3", {}, True)
+    assert ref.config.tie_word_embeddings
+    src = tmp_path / "qwen3_untied.ss"
+    text = open(SOURCES["qwen3"][0], encoding="utf-8").read()
+    text = text.replace("    norm: [D] = ones\n\nfn", "    norm: [D] = ones\n    lm_head: [V D]\n\nfn")
+    text = text.replace("|> linear(m.embed)", "|> linear(m.lm_head)")
+    src.write_text(text)
+    from import_support import run_cli
+    out = tmp_path / "out"
+    r = run_cli("export", src, "--hf", "-o", out, "--weights", ckpt, *sum((["--dim", f"{k}={v}"] for k, v in
+                                                                            SOURCES["qwen3"][2].items()), []))
+    assert r.returncode == 0, r.stderr
+    assert "`lm_head` gets a copy of it" in r.stderr
+    assert max_diff(logits(load_export(str(out))), logits(ref)) < 1e-4
+
+
+# ------------------------------------------------------------------ llama.cpp runs the --gguf export
+@pytest.mark.parametrize("kind,source", [("llama", "llama"), ("qwen3", "qwen3"), ("llama", "llama_other")])
+def test_gguf_export_of_a_checkpoint_runs_in_llama_cpp(checkpoints, tmp_path, kind, source):
+    from gguf_support import llama_cpp_logits
+    ckpt, ref = checkpoints(kind, {}, False)
+    out = tmp_path / "m.gguf"
+    r = export(source, "gguf", out, ckpt)
+    assert r.returncode == 0, r.stderr
+    assert max_diff(llama_cpp_logits(str(out), TOKENS), logits(ref)) < 1e-3
+
+
+# ------------------------------------------------------------------ GGUF in
+@pytest.fixture(scope="module")
+def llama_gguf(checkpoints, tmp_path_factory):
+    """An f32 GGUF of the tiny Llama, by our --gguf export (llama.cpp's layout: Q/K rows
+    interleaved), and the checkpoint's model."""
+    ckpt, ref = checkpoints("llama", {}, False)
+    f = tmp_path_factory.mktemp("gguf") / "llama-f32.gguf"
+    r = export("llama", "gguf", f, ckpt)
+    assert r.returncode == 0, r.stderr
+    return str(f), ref
+
+
+def test_an_f32_gguf_imports_exactly(llama_gguf, tmp_path):
+    f, ref = llama_gguf
+    out = tmp_path / "out"
+    r = export("llama_variant", "hf", out, f)  # another source than the one that wrote it
+    assert r.returncode == 0, r.stderr
+    assert max_diff(logits(load_export(str(out))), logits(ref)) < 1e-4
+
+
+@pytest.mark.parametrize("qtype", ["Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1"])
+def test_a_quantized_gguf_is_dequantized_as_transformers_does(llama_gguf, tmp_path, qtype):
+    """Against transformers loading the same file (`gguf_file=`), which dequantizes it and
+    undoes llama.cpp's Q/K permutation itself."""
+    import torch
+    from transformers import AutoModelForCausalLM
+    f, ref = llama_gguf
+    q = requantize(f, str(tmp_path / f"llama-{qtype}.gguf"), qtype)
+    out = tmp_path / "out"
+    r = export("llama_other", "hf", out, q)
+    assert r.returncode == 0, r.stderr
+    theirs = AutoModelForCausalLM.from_pretrained(str(tmp_path), gguf_file=os.path.basename(q),
+                                                  dtype=torch.float32).eval()
+    ours = logits(load_export(str(out)))
+    assert max_diff(ours, logits(theirs)) < 1e-4
+    assert max_diff(ours, logits(ref)) > 1e-3  # it was quantized: the test sees the dequantization
+
+
+# ------------------------------------------------------------------ bad inputs: one message, exit 1, nothing written
+def _fails(r, out) -> str:
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert not os.path.exists(out)
+    assert "Traceback" not in r.stdout + r.stderr
+    return r.stdout + r.stderr
+
+
+def test_another_architecture_is_one_e3314(checkpoints, tmp_path):
+    ckpt, _ = checkpoints("llama", {}, False)
+    out = tmp_path / "out"
+    err = _fails(export("qwen3", "hf", out, ckpt), out)
+    assert err.count("error[") == 1
+    assert "error[E3314]: the checkpoint is a `llama` model, but the source is a qwen3 model" in err
+    assert "LlamaForCausalLM" in err
+    assert "`layers.0.attn.q_norm` (line 19) is block 0's per-head query norm" in err
+    assert "`layers.1.attn.q_norm`" not in err  # each kind of role once
+    assert "and 2 more tensors like these" in err
+
+
+def test_qwen2_biases_into_a_llama_source_is_one_e3314(checkpoints, tmp_path):
+    ckpt, _ = checkpoints("qwen2", {}, False)
+    out = tmp_path / "out"
+    err = _fails(export("llama", "hf", out, ckpt), out)
+    assert err.count("error[") == 1
+    assert "the checkpoint is a `qwen2` model, but the source is a llama model" in err
+    assert "`model.layers.0.self_attn.q_proj.bias` is block 0's query projection bias, which the source " \
+           "has no param for" in err
+
+
+def test_a_bias_the_source_lacks_is_one_e3314_unless_it_is_zeros(checkpoints, tmp_path):
+    ckpt, _ = checkpoints("gpt2", {}, False)
+    out = tmp_path / "out"
+    err = _fails(export("gpt2_separate", "hf", out, ckpt), out)
+    assert err.count("error[") == 1
+    assert "the checkpoint has 2 tensors the source has no param for" in err
+    assert "`transformer.h.0.attn.c_proj.bias` is block 0's attention output projection bias" in err
+    ckpt, _ = checkpoints("gpt2", {"zero": "attn.c_proj.bias"}, False)
+    r = export("gpt2_separate", "hf", out, ckpt)
+    assert r.returncode == 0
+    assert "2 biases of zeros in the checkpoint (`transformer.h.0.attn.c_proj.bias`...) have no param" in r.stderr
+
+
+def test_a_model_type_the_importer_does_not_know_is_one_e3314(checkpoints, tmp_path):
+    import shutil
+    ckpt, _ = checkpoints("llama", {}, False)
+    other = tmp_path / "phi"
+    shutil.copytree(ckpt, other)
+    cfg = json.loads((other / "config.json").read_text())
+    cfg.update(model_type="phi3", architectures=["Phi3ForCausalLM"])
+    (other / "config.json").write_text(json.dumps(cfg))
+    out = tmp_path / "out"
+    err = _fails(export("llama", "hf", out, other), out)
+    assert "error[E3314]: the checkpoint is a `phi3` model, which the importer doesn't know" in err
+
+
+def test_a_dim_the_checkpoint_contradicts_is_one_e3315(checkpoints, tmp_path):
+    ckpt, _ = checkpoints("llama", {}, False)
+    out = tmp_path / "out"
+    err = _fails(export("llama", "hf", out, ckpt, "--dim", "F=256"), out)
+    assert err.count("error[") == 1
+    assert ("error[E3315]: `F` is 256 in the source, but the checkpoint's "
+            "`model.layers.0.mlp.gate_proj.weight` says 128") in err
+    assert "examples/llama.ss:20:5" in err
+
+
+def test_a_head_count_the_checkpoint_contradicts_is_one_e3315(checkpoints, tmp_path):
+    ckpt, _ = checkpoints("llama", {}, False)
+    out = tmp_path / "out"
+    err = _fails(export("llama", "hf", out, ckpt, "--dim", "H=8", "--dim", "Hkv=4"), out)
+    assert err.count("error[") == 1
+    assert "error[E3315]: the source has 8 query heads, but the checkpoint's config.json " \
+           "num_attention_heads says 4" in err
+
+
+def test_a_constant_the_config_contradicts_is_an_e3316_warning(checkpoints, tmp_path):
+    ckpt, _ = checkpoints("llama", {"theta": 10000.0}, False)
+    out = tmp_path / "out"
+    r = export("llama", "hf", out, ckpt)
+    assert r.returncode == 0
+    assert ("[E3316] the source's rotary theta is 500000, but the checkpoint's config.json rope_theta "
+            "says 10000") in r.stderr
+    assert r.stderr.count("E3316") == 1
+
+
+def test_a_truncated_shard_a_missing_shard_a_corrupt_gguf(checkpoints, llama_gguf, tmp_path):
+    import shutil
+    ckpt, _ = checkpoints("llama", {}, True)
+    out = tmp_path / "out"
+    trunc = tmp_path / "trunc"
+    shutil.copytree(ckpt, trunc)
+    shard = sorted(p for p in os.listdir(trunc) if p.startswith("model-"))[-1]
+    os.truncate(trunc / shard, os.path.getsize(trunc / shard) - 100)
+    err = _fails(export("llama", "hf", out, trunc), out)
+    assert f"from {shard}:" in err and "(the file is truncated)" in err
+    missing = tmp_path / "missing"
+    shutil.copytree(ckpt, missing)
+    os.remove(missing / shard)
+    err = _fails(export("llama", "hf", out, missing), out)
+    assert f"its shard `{shard}` does not exist" in err
+    f, _ = llama_gguf
+    bad = tmp_path / "cut.gguf"
+    bad.write_bytes(open(f, "rb").read()[:5000])
+    err = _fails(export("llama", "gguf", out, bad), out)
+    assert "cut.gguf is not a GGUF file that can be read" in err and "truncated" in err
+
+
+# ------------------------------------------------------------------ the tokenizer and settings come along
+CHAT = "{% for m in messages %}<|endoftext|>{{ m['content'] }}{% endfor %}"
+
+
+@pytest.fixture(scope="module")
+def with_tokenizer(tmp_path_factory):
+    """A tiny Llama checkpoint of the tokenizer's vocabulary (320), with that tokenizer,
+    a chat template and generation settings saved beside it, as a Hub checkpoint has them."""
+    from test_gguf_tokenizer import V, train
+    d = str(tmp_path_factory.mktemp("llama-tok"))
+    model = hf_model("llama", seed=3, V=V)
+    model.generation_config.bos_token_id = 0
+    model.generation_config.eos_token_id = 0
+    model.generation_config.pad_token_id = 0
+    save_checkpoint(model, d)
+    fast = train(d)
+    fast.chat_template = CHAT
+    fast.save_pretrained(d)
+    assert os.path.isfile(os.path.join(d, "chat_template.jinja"))
+    return d, model, fast, V
+
+
+def test_the_tokenizer_and_generation_settings_come_along_into_hf(with_tokenizer, tmp_path):
+    from transformers import AutoTokenizer
+    d, _, fast, V = with_tokenizer
+    out = tmp_path / "out"
+    r = export("llama", "hf", out, d, "--dim", f"V={V}")
+    assert r.returncode == 0, r.stderr
+    for f in ("tokenizer.json", "tokenizer_config.json", "chat_template.jinja", "generation_config.json"):
+        assert (out / f).is_file(), f
+    cfg = json.loads((out / "config.json").read_text())
+    assert (cfg["bos_token_id"], cfg["eos_token_id"], cfg["pad_token_id"]) == (0, 0, 0)
+    assert cfg["max_position_embeddings"] == 256
+    tok = AutoTokenizer.from_pretrained(str(out))
+    assert tok.encode("The quick brown fox.") == fast.encode("The quick brown fox.")
+    assert tok.apply_chat_template([{"role": "user", "content": "hi"}], tokenize=False) == "<|endoftext|>hi"
+
+
+def test_tokenizer_overrides_the_checkpoints(with_tokenizer, tmp_path):
+    from test_gguf_tokenizer import train
+    d, _, _, V = with_tokenizer
+    other = tmp_path / "other_tok"
+    train(str(other), llama3_split=True)
+    out = tmp_path / "out"
+    r = export("llama", "hf", out, d, "--dim", f"V={V}", "--tokenizer", other)
+    assert r.returncode == 0, r.stderr
+    assert (out / "tokenizer.json").read_text() == (other / "tokenizer.json").read_text()
+    assert not (out / "chat_template.jinja").exists()
+
+
+def test_the_vocabulary_and_context_come_along_into_gguf_and_back(with_tokenizer, tmp_path):
+    """HF checkpoint -> --gguf embeds its vocabulary and context length; that .gguf -> --hf
+    gets a tokenizer transformers builds from it, and -> --gguf the same vocabulary."""
+    from gguf import GGUFReader
+    from transformers import AutoTokenizer
+    d, model, fast, V = with_tokenizer
+    f = tmp_path / "m.gguf"
+    r = export("llama", "gguf", f, d, "--dim", f"V={V}")
+    assert r.returncode == 0, r.stderr
+    fields = GGUFReader(str(f)).fields
+    assert fields["tokenizer.ggml.model"].contents() == "gpt2"
+    assert fields["tokenizer.ggml.eos_token_id"].contents() == 0
+    assert fields["llama.context_length"].contents() == 256
+    out = tmp_path / "hf"
+    r = export("llama_other", "hf", out, f, "--dim", f"Vocab={V}")
+    assert r.returncode == 0, r.stderr
+    tok = AutoTokenizer.from_pretrained(str(out))
+    text = "Shapes are names: [b n D]"
+    assert tok.encode(text, add_special_tokens=False) == fast.encode(text, add_special_tokens=False)
+    assert json.loads((out / "config.json").read_text())["eos_token_id"] == 0
+    assert max_diff(logits(load_export(str(out))), logits(model)) < 1e-4
+    again = tmp_path / "again.gguf"
+    r = export("llama_other", "gguf", again, f, "--dim", f"Vocab={V}")
+    assert r.returncode == 0, r.stderr
+    back = GGUFReader(str(again)).fields
+    for k in ("tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.pre"):
+        assert back[k].contents() == fields[k].contents()
