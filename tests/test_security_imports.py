@@ -63,7 +63,7 @@ def test_imports_inside_the_project_and_the_settings_root(tmp_path):
     # the editor's folder is a project too
     os.remove(tmp_path / "shapescript.toml")
     ws = Workspace()
-    ws.project_roots = (str(tmp_path),)
+    ws.roots = [str(tmp_path)]
     assert [d.code for d in ws.diagnostics(str(other)) if d.severity == Severity.ERROR] == []
 
 
@@ -74,3 +74,11 @@ def test_the_e0213_page_examples(tmp_path):
     assert "E0213" in [c for c, _ in _errors(_write(tmp_path / "app" / "model.ss", bad))[0]]
     _write(tmp_path / "app" / "lib" / "layers.ss", "dim Z = 4\n")
     assert _errors(_write(tmp_path / "app" / "model.ss", good))[0] == []
+
+
+def test_the_e0214_page_example_a_fifo_in_the_project(tmp_path):
+    text = open(os.path.join(ROOT, "docs", "errors", "E0214.md"), encoding="utf-8").read()
+    bad, good = re.findall(r"```shapescript\n(.*?)```", text, re.S)
+    os.mkfifo(tmp_path / "pipe.ss")
+    assert [c for c, _ in _errors(_write(tmp_path / "model.ss", bad))[0]] == ["E0214"]
+    assert _errors(_write(tmp_path / "model.ss", good))[0] == []
