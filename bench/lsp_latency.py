@@ -170,10 +170,13 @@ def python_source(lines: int) -> str:
     return "\n".join(out[:lines]) + "\n"
 
 
+QUIET = 4.0  # seconds without a publish after which the diagnostics count as complete
+
+
 def cold_open(cmd: list, root: str, name: str, text: str, language: str, env=None, linger: str = "") -> dict:
     """One fresh server: seconds from spawn to the first publish of the file, from
     didOpen to it, and from didOpen to the last publish of version 1 that came within
-    a second of quiet (the complete diagnostics when a syntax-only publish came first)."""
+    QUIET seconds (the complete diagnostics when a syntax-only publish came first)."""
     os.makedirs(root, exist_ok=True)
     if linger:
         os.makedirs(linger, exist_ok=True)
@@ -191,14 +194,17 @@ def cold_open(cmd: list, root: str, name: str, text: str, language: str, env=Non
     t_open = srv.notify("textDocument/didOpen", {"textDocument": {
         "uri": uri, "languageId": language, "version": 1, "text": text}})
     publishes = []
+    first_cpu = None
     deadline = time.perf_counter() + 120
     while time.perf_counter() < deadline:
         try:
-            t, msg = srv.receive(1.0 if publishes else max(0.01, deadline - time.perf_counter()))
+            t, msg = srv.receive(QUIET if publishes else max(0.01, deadline - time.perf_counter()))
         except Exception:
-            break  # a second with nothing more: the diagnostics are complete
+            break  # QUIET seconds with nothing more: the diagnostics are complete
         if msg.get("method") == "textDocument/publishDiagnostics" and msg["params"]["uri"] == uri:
             publishes.append((t, len(msg["params"]["diagnostics"])))
+            if len(publishes) == 1:
+                first_cpu = cpu_ms(srv.proc.pid)
         else:
             srv.answer_server_request(msg)
     end = time.perf_counter() + 30
@@ -208,7 +214,7 @@ def cold_open(cmd: list, root: str, name: str, text: str, language: str, env=Non
     srv.close()
     if not publishes:
         raise RuntimeError(f"{cmd[0]}: no diagnostics for {name}")
-    return {"spawn": publishes[0][0] - t_spawn, "open": publishes[0][0] - t_open,
+    return {"cpu": (first_cpu or 0) / 1000, "spawn": publishes[0][0] - t_spawn, "open": publishes[0][0] - t_open,
             "complete": publishes[-1][0] - t_open, "publishes": len(publishes), "diagnostics": publishes[-1][1]}
 
 
@@ -225,30 +231,39 @@ def ruff_command() -> list | None:
 
 def report_cold(runs: int, lines: int, text: str) -> None:
     ours_cmd = [sys.executable, "-m", "shapescript_server.main"]
+    # as an installed server starts: from compiled modules (PYTHONDONTWRITEBYTECODE, when
+    # set, would have every start compile the project's modules again: ~0.2 s of CPU),
+    # written once by an untimed start
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    base["PYTHONPYCACHEPREFIX"] = tempfile.mkdtemp(prefix="ss-pyc-")
+    cold_open(ours_cmd, tempfile.mkdtemp(prefix="ss-cold-"), "small.ss", "dim D = 1\n", "shapescript",
+              {**base, "SHAPESCRIPT_CACHE_DIR": tempfile.mkdtemp(prefix="ss-cache-")})
     ours, again = [], []
     for _ in range(runs):  # each run: an empty parse cache, a first open, then the same file reopened
         root, cache = tempfile.mkdtemp(prefix="ss-cold-"), tempfile.mkdtemp(prefix="ss-cache-")
-        env = {**os.environ, "SHAPESCRIPT_CACHE_DIR": cache}
+        env = {**base, "SHAPESCRIPT_CACHE_DIR": cache}
         ours.append(cold_open(ours_cmd, root, "big.ss", text, "shapescript", env, linger=cache))
         again.append(cold_open(ours_cmd, root, "big.ss", text, "shapescript", env))
-    med = {k: statistics.median(r[k] for r in ours) for k in ("spawn", "open", "complete")}
-    med2 = {k: statistics.median(r[k] for r in again) for k in ("spawn", "open", "complete")}
+    med = {k: statistics.median(r[k] for r in ours) for k in ("spawn", "open", "complete", "cpu")}
+    med2 = {k: statistics.median(r[k] for r in again) for k in ("spawn", "open", "complete", "cpu")}
     print(f"cold open, {lines} lines, median of {runs} fresh servers:")
     print(f"  shapescript-lsp, first open: spawn -> first diagnostics {med['spawn'] * 1000:6.0f} ms, didOpen -> "
           f"first {med['open'] * 1000:6.0f} ms, didOpen -> complete {med['complete'] * 1000:6.0f} ms "
-          f"({ours[0]['publishes']} publishes, {ours[0]['diagnostics']} diagnostics)")
+          f"({ours[0]['publishes']} publishes, {ours[0]['diagnostics']} diagnostics; server CPU to the first "
+          f"{med['cpu'] * 1000:.0f} ms)")
     print(f"  shapescript-lsp, reopened:   spawn -> first diagnostics {med2['spawn'] * 1000:6.0f} ms, didOpen -> "
           f"first {med2['open'] * 1000:6.0f} ms, didOpen -> complete {med2['complete'] * 1000:6.0f} ms "
-          f"(the parsed items from the cache)")
+          f"(the parsed items from the cache; server CPU to the first {med2['cpu'] * 1000:.0f} ms)")
     cmd = ruff_command()
     if cmd is None:
         print("  ruff: not installed (pip install ruff), no comparison")
         return
     py = python_source(lines)
     theirs = [cold_open(cmd, tempfile.mkdtemp(prefix="ruff-cold-"), "big.py", py, "python") for _ in range(runs)]
-    rmed = {k: statistics.median(r[k] for r in theirs) for k in ("spawn", "open", "complete")}
+    rmed = {k: statistics.median(r[k] for r in theirs) for k in ("spawn", "open", "complete", "cpu")}
     print(f"  ruff server:     spawn -> first diagnostics {rmed['spawn'] * 1000:6.0f} ms, didOpen -> first "
-          f"{rmed['open'] * 1000:6.0f} ms ({theirs[0]['diagnostics']} diagnostics)")
+          f"{rmed['open'] * 1000:6.0f} ms ({theirs[0]['diagnostics']} diagnostics; server CPU to the first "
+          f"{rmed['cpu'] * 1000:.0f} ms)")
     print(f"  ratio, first open: didOpen -> first {med['open'] / rmed['open']:.1f}x ruff, spawn -> first "
           f"{med['spawn'] / rmed['spawn']:.1f}x ruff; reopened: {med2['open'] / rmed['open']:.1f}x, "
           f"{med2['spawn'] / rmed['spawn']:.1f}x")

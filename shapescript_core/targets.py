@@ -1,6 +1,6 @@
 """The one rule: which functions of a file are exported, and for which targets.
 
-1. a function marked `@export(hf, vllm, gguf)` (any subset; bare `@export` is all three)
+1. a function marked `@export(hf, vllm, gguf, litert)` (any subset; bare `@export` is all four)
    is exported for its listed targets; a name that is no target is E0212 at the name;
 2. in a file with no `@export`, `forward`: for all targets when a parameter is an
    `Index[…]` tensor (a language model), else for `hf` only, or for the settings'
@@ -22,8 +22,8 @@ from .check.suggest import closest
 from .check.types import TensorT
 from .syntax import ast as A
 
-TARGETS = ("hf", "vllm", "gguf")
-FULL = frozenset(("vllm", "gguf"))  # the targets that add E3301 to E3305
+TARGETS = ("hf", "vllm", "gguf", "litert")
+FULL = frozenset(("vllm", "gguf", "litert"))  # the targets that add E3301 to E3305
 
 
 def decorated_targets(item: A.FnItem) -> Optional[set]:

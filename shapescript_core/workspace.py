@@ -194,14 +194,27 @@ class Workspace:
         self._disk: dict = {}  # path -> (mtime, SourceFile)
         # path -> [(fn name or None, {targets})]: explicit export checks (CLI --target/--fn)
         self._export_requests: dict = {}
-        self._roots: dict = {}  # folder -> its project root (imports.py); forgotten with the analyses
-        self.use_parse_cache = False  # the language server: a file opened cold reuses saved items
-        self.roots: list = []  # the project's folders (the editor's workspace folders):
+        self._root_of: dict = {}  # (folder, roots) -> its project root (imports.py); forgotten with the analyses
+        self._use_parse_cache = False  # the language server: a file opened cold reuses saved items
+        self._roots: list = []  # the project's folders (the editor's workspace folders):
         # where the IDE queries across files look for files that are not open (ide/project.py)
         self._default_targets: Optional[frozenset] = None  # the settings' targets for a plain `forward`
         self._export_checking: set = set()  # paths whose export checks are running now
 
     # ------------------------------------------------------------ configuration
+    @property
+    def roots(self) -> list:
+        """The project's folders (the editor's workspace folders)."""
+        return list(self._roots)
+
+    def set_roots(self, roots):
+        self._roots = list(roots)
+        self._analysis.clear()  # the imports' project root may change with them (imports.py)
+
+    def use_parse_cache(self, on: bool = True):
+        """A file opened cold reuses the items saved by an earlier session (parse_cache.py)."""
+        self._use_parse_cache = on
+
     @property
     def dim_overrides(self) -> dict:
         """NAME -> value, overriding the source's dims (`--dim`, the settings' [dims])."""
@@ -286,7 +299,7 @@ class Workspace:
         path = self.norm(path)
         f = self.files.get(path)
         if f is None:
-            f = SourceFile(path, text, version, cached=self.use_parse_cache)
+            f = SourceFile(path, text, version, cached=self._use_parse_cache)
             self.files[path] = f
         else:
             before = f.items
@@ -314,7 +327,7 @@ class Workspace:
     def invalidate(self, path: str | None = None):
         """Forget file-level results (item-level caches stay valid on their own)."""
         self._analysis.clear()
-        self._roots.clear()
+        self._root_of.clear()
 
     def close(self, path: str):
         path = self.norm(path)
@@ -405,9 +418,9 @@ class Workspace:
     def root_of(self, path: str) -> str:
         """The project root of the file `path` (imports.py): imports stay under it."""
         key = (os.path.dirname(path), tuple(self.roots))
-        root = self._roots.get(key)
+        root = self._root_of.get(key)
         if root is None:
-            root = self._roots[key] = project_root(path, self.roots)
+            root = self._root_of[key] = project_root(path, self.roots)
         return root
 
     def _import_targets(self, f: SourceFile, root: Optional[str] = None) -> list:

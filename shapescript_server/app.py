@@ -144,7 +144,7 @@ class ShapeScriptServer(LanguageServer):
                          text_document_sync_kind=T.TextDocumentSyncKind.Incremental)
         self.docs = Documents()
         self.ws = Workspace()
-        self.ws.use_parse_cache = True  # a large file opened again skips its parse (parse_cache.py)
+        self.ws.use_parse_cache()  # a large file opened again skips its parse (parse_cache.py)
         self.core = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="shapescript-core")
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.root: Optional[str] = None

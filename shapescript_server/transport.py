@@ -280,6 +280,13 @@ def dispatch(ls, msg) -> None:
         _error(protocol, msg_id if isinstance(msg_id, (int, str)) else None, -32600,
                "Invalid Request: not a JSON-RPC 2.0 object (batches are not supported)")
         return
+    msg_id = msg.get("id")
+    if (msg_id is not None and (isinstance(msg_id, bool) or not isinstance(msg_id, (int, str)))) or \
+            ("method" in msg and not isinstance(msg["method"], str)):
+        # JSON-RPC: an id is a number or a string, a method a string; never echo anything else
+        log.warning("a message with an id or a method of the wrong type: %.200r", msg)
+        _error(protocol, None, -32600, "Invalid Request: `id` takes a number or a string, `method` a string")
+        return
     try:
         protocol.handle_message(protocol.structure_message(msg))
     except (SystemExit, KeyboardInterrupt):

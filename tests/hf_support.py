@@ -75,7 +75,7 @@ def to_variant(name: str, r: dict) -> dict:
     """The reference's tensors under a variant program's param paths."""
     import torch
     out = {}
-    if name in ("llama", "llama_split", "llama_interleaved"):
+    if name in ("llama", "llama_split", "llama_interleaved", "llama_widen"):
         out.update({"embed": r["embed"], "norm": r["norm"], "lm_head": r["lm_head"]})
         for i in range(LAYERS):
             p = f"layers.{i}."
@@ -112,6 +112,7 @@ VARIANTS = {
                       {"Vocab": 256, "Width": 256, "Heads": 4, "KvHeads": 2, "Hidden": 512, "Depth": 2}),
     "llama_split": (PROGRAMS / "llama_split.ss", {}, TINY),
     "llama_interleaved": ("interleaved", {}, TINY),  # the reference llama, rope in pairs (made below)
+    "llama_widen": ("widen", {}, TINY),  # the reference llama, keys and values repeated in a helper
     "llama_fused": (PROGRAMS / "llama_fused.ss", {"heads_kv": 4, "theta": 10000.0, "tied": True},
                     {"V": 256, "D": 256, "H": 4, "F": 512, "L": 2}),
 }
@@ -127,12 +128,32 @@ def interleaved_llama(tmp: Path) -> Path:
     return out
 
 
+WIDEN = """
+fn widen(t: [b Hkv n Dh]) -> [b H n Dh]:
+    return t |> repeat(b Hkv n Dh -> b (Hkv G) n Dh)
+"""
+
+
+def widened_llama(tmp: Path) -> Path:
+    """The reference llama with the key/value repeat written in a helper function."""
+    text = (OK_PROGRAMS / "llama.ss").read_text()
+    for role in ("k", "v"):
+        line = f"    {role} = {role} |> repeat(b Hkv n Dh -> b (Hkv G) n Dh)\n"
+        assert text.count(line) == 1
+        text = text.replace(line, f"    {role} = widen({role})\n")
+    out = tmp / "llama_widen.ss"
+    out.write_text(text + WIDEN)
+    return out
+
+
 def export_variant(name: str, tmp: Path, target: str = "hf"):
     """(reference model, export directory) for a variant, exported from the reference's weights."""
     from safetensors.torch import save_file
     src, opts, dims = VARIANTS[name]
     if src == "interleaved":
         src = interleaved_llama(tmp)
+    elif src == "widen":
+        src = widened_llama(tmp)
     ref = llama_reference(**opts)
     weights = tmp / f"{name}.safetensors"
     save_file(to_variant(name, llama_state(ref)), str(weights))

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from checkout import PROGRAMS, ROOT, shapescript
+from checkout import PROGRAMS, ROOT
 
 np = pytest.importorskip("numpy")
 pytest.importorskip("torch")
@@ -84,7 +84,21 @@ def save_checkpoint(model, directory: str, shards: bool = False) -> str:
 
 
 def run_cli(*args) -> subprocess.CompletedProcess:
-    return shapescript(*args)
+    """The CLI's `main` in this process (the exports are many: a process each would add a
+    second of start-up to every one), run from the checkout as `shapescript(...)` runs it;
+    stdout (diagnostics) and stderr (messages) captured."""
+    import contextlib
+    import io
+    from shapescript_core.cli import main
+    out, err = io.StringIO(), io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main([*map(str, args)])
+    finally:
+        os.chdir(cwd)
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
 
 
 def export(source: str, target: str, out: str, weights: str, *extra) -> subprocess.CompletedProcess:

@@ -76,6 +76,30 @@ def test_kv_cache_holds_key_value_heads(exported):
     assert k.shape == (1, 2, 9, 64)  # Hkv heads, not H
 
 
+def test_a_repeat_in_a_helper_keeps_the_key_value_heads(exported):
+    """`k = widen(k)` with `fn widen(t: [b Hkv n Dh]) -> [b H n Dh]`: the plan finds the
+    repeat in the helper, as gguf's head_count_kv does (logits: test_variant_matches_llama)."""
+    _, out = exported("llama_widen")
+    cfg = json.loads((out / "config.json").read_text())
+    assert (cfg["num_attention_heads"], cfg["num_key_value_heads"]) == (4, 2)
+    model, _ = load_causal_lm(out)
+    cores = [m for m in model.modules() if type(m).__name__ == "CausalAttention"]
+    assert [c.num_key_value_groups for c in cores] == [2, 2]
+    res = model(PROMPTS[:1], use_cache=True)
+    cache = getattr(res, "cache", None) or res.past_key_values
+    k = cache.layers[0].keys if hasattr(cache, "layers") else cache.key_cache[0]
+    assert k.shape == (1, 2, 9, 64)  # Hkv heads, not H
+
+
+def test_the_vllm_export_of_a_repeat_in_a_helper_keeps_the_key_value_heads(tmp_path):
+    _, out = export_variant("llama_widen", tmp_path, target="vllm")
+    cfg = json.loads((out / "config.json").read_text())
+    assert (cfg["num_attention_heads"], cfg["num_key_value_heads"]) == (4, 2)
+    (native,) = (out / "vllm_plugin").rglob("model.py")
+    # PagedAttention gets num_kv_heads = num_heads // num_key_value_groups: H // 2
+    assert native.read_text().count("CausalAttention(config, layer_idx, H, 2, Dh ** -0.5, Dh)") == 1
+
+
 def test_left_padded_batch_generates_each_prompt(exported):
     _, out = exported("llama")
     model, _ = load_causal_lm(out)

@@ -9,6 +9,8 @@ import re
 import textwrap
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from checkout import SHARED, shapescript
 from shapescript_core.ide.format import format_markdown, format_range, format_text
@@ -182,15 +184,16 @@ def _tokens_and_comments(text: str) -> tuple:
 
 
 def _diagnostics(path: str, text: str) -> list:
-    """(code, severity, message, the text under the span) of every diagnostic; the
-    files it imports are read from disk."""
+    """(code, severity, message, the text under the span without its spaces) of every diagnostic; the
+    files it imports are read from disk. A message naming a line (`(line 44)`) may name
+    another after blank lines are collapsed: the number is left out."""
     ws = Workspace()
     ws.set_text(path, text)
     f = ws.file(path)
     out = []
     for d in ws.diagnostics(path):
         under = f.text[d.span.abs_start:d.span.abs_end] if d.path == ws.norm(path) else ""
-        out.append((d.code, str(d.severity), d.message, " ".join(under.split())))
+        out.append((d.code, str(d.severity), re.sub(r"\bline \d+", "line N", d.message), "".join(under.split())))
     return sorted(out)
 
 
@@ -272,3 +275,26 @@ def test_fmt_bad_paths_are_said_plainly(tmp_path):
     assert r.returncode == 2
     assert "shapescript: can't read `bad.ss`: 'utf-8' codec can't decode byte 0xff" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+FUZZ_TEXTS = [open(p, encoding="utf-8").read() for p in _corpus()[:40]]
+FUZZ_ALPHABET = st.sampled_from(list("abnD()[]:,.=@+-*/|>!#\"\n 0123456789_") +
+                                ["dim ", "fn ", "model ", "return ", "->", " |> ", "    ", "  ", "for ", " in ",
+                                 "\n\n", "# c\n", "causal[", "einsum(", "Index[V]", "é"])
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, len(FUZZ_TEXTS) - 1), st.lists(
+    st.tuples(st.floats(0, 1), st.integers(0, 8), st.lists(FUZZ_ALPHABET, max_size=4).map("".join)),
+    min_size=1, max_size=5))
+def test_random_edits_of_the_programs_format_safely(which, edits):
+    """Whatever the text (broken or not): the tokens and comments kept, idempotent, the
+    same diagnostics."""
+    text = FUZZ_TEXTS[which]
+    for where, cut, insert in edits:
+        i = int(where * len(text))
+        text = text[:i] + insert + text[i + cut:]
+    out = format_text(text)
+    assert format_text(out) == out
+    assert _tokens_and_comments(out) == _tokens_and_comments(text)
+    assert _diagnostics("/tmp/shapescript-fmt-fuzz/f.ss", out) == _diagnostics("/tmp/shapescript-fmt-fuzz/f.ss", text)

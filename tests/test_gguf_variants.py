@@ -268,3 +268,16 @@ def test_transformers_loads_the_gguf_back(case):
                                              dtype=torch.float32, **case["case"].load_kwargs).eval()
     assert type(m).__name__ == case["case"].hf_class
     assert max_diff(hf_logits(m, TOKENS), case["ref"]) < 1e-4
+
+
+def test_a_repeat_in_a_helper_gives_the_same_key_value_heads_as_hf(tmp_path):
+    """`fn widen(t: [b Hkv n Dh]) -> [b H n Dh]`: gguf's head_count_kv and the hf/vllm
+    config's num_key_value_heads are both Hkv (test_export_hf checks the hf side)."""
+    from gguf import GGUFReader
+    from hf_support import TINY, widened_llama
+    src = widened_llama(tmp_path)
+    out = str(tmp_path / "widen.gguf")
+    export_gguf(str(src), out, None, TINY)
+    r = GGUFReader(out)
+    assert r.fields["llama.attention.head_count"].contents() == TINY["H"]
+    assert r.fields["llama.attention.head_count_kv"].contents() == TINY["Hkv"]

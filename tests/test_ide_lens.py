@@ -26,7 +26,7 @@ def lens_targets(src, default=None):
 
 
 def test_an_unmarked_language_model_forward_gets_every_target():
-    assert lens_targets(LM) == [("forward", ["hf", "vllm", "gguf"])]
+    assert lens_targets(LM) == [("forward", ["hf", "vllm", "gguf", "litert"])]
 
 
 def test_an_unmarked_forward_without_ids_gets_hf_and_settings_choose():
@@ -39,7 +39,7 @@ def test_an_unmarked_forward_without_ids_gets_hf_and_settings_choose():
 def test_marked_functions_get_their_targets_and_forward_is_no_longer_special():
     src = LM + "\n    @export(gguf, hf)\n    fn other(m: M, ids: [b n] Index[V]) -> [b n V]:\n        return forward(m, ids)\n"
     assert lens_targets(src) == [("other", ["hf", "gguf"])]
-    assert lens_targets(src.replace("@export(gguf, hf)", "@export")) == [("other", ["hf", "vllm", "gguf"])]
+    assert lens_targets(src.replace("@export(gguf, hf)", "@export")) == [("other", ["hf", "vllm", "gguf", "litert"])]
 
 
 def test_the_function_at_the_cursor():

@@ -195,7 +195,7 @@ def project(tmp_path):
     (tmp_path / "sub" / "user.ss").write_text(textwrap.dedent(USER).replace('"lib.ss"', '"../lib.ss"'))
     (tmp_path / "other.ss").write_text(textwrap.dedent(UNRELATED))
     ws = Workspace()
-    ws.roots = [str(tmp_path)]
+    ws.set_roots([str(tmp_path)])
     text, m = marks(USER.replace("return helper(", "return hel$0per("))
     main = str(tmp_path / "main.ss")
     ws.set_text(main, text)

@@ -83,7 +83,7 @@ def test_selection_range_outside_every_item_is_the_file():
 def test_workspace_symbols_match_letters_in_order_across_the_project(tmp_path):
     (tmp_path / "lib.ss").write_text("dim Width = 8\n\nmodel Attention:\n    w_query: [Width Width]\n")
     ws = Workspace()
-    ws.roots = [str(tmp_path)]
+    ws.set_roots([str(tmp_path)])
     main = str(tmp_path / "main.ss")
     ws.set_text(main, 'import "lib.ss"\n\nfn attend(a: Attention, x: [Width]) -> [Width]:\n    return x\n')
     got = [(s.name, s.kind, s.container, s.path.rsplit("/", 1)[-1]) for s in workspace_symbols(ws, "att")]
@@ -132,7 +132,7 @@ def test_incoming_calls_come_from_importing_files_on_disk(tmp_path):
     (tmp_path / "other.ss").write_text("dim D = 4\n\nfn leaf(x: [D]) -> [D]:\n    return x\n\n"
                                        "fn caller(x: [D]) -> [D]:\n    return leaf(x)\n")
     ws = Workspace()
-    ws.roots = [str(tmp_path)]
+    ws.set_roots([str(tmp_path)])
     lib = str(tmp_path / "lib.ss")
     ws.set_text(lib, (tmp_path / "lib.ss").read_text())
     (item,) = calls.prepare(ws, lib, ws.file(lib).text.index("leaf"))

@@ -346,6 +346,14 @@ def test_the_server_runs_from_the_install_over_stdio(installed):
         path, fragment = _target(d["codeDescription"]["href"])
         _opens(path, fragment, _site_packages(installed.venv))
         assert path.read_text(encoding="utf-8").startswith("# E0408")
+        # the editor's export, in a plain install: the same one line as the CLI's
+        out = srv.request("workspace/executeCommand", {"command": "shapescript.export", "arguments": [{
+            "uri": (installed.work / CLEAN.name).as_uri(), "target": "hf", "random": True,
+            "output": str(installed.work / "from-editor")}]}, timeout=60)
+        assert out["result"]["ok"] is False
+        assert out["result"]["message"] == ("the hf export needs numpy, which is not installed: "
+                                            "pip install 'shapescript[export]'")
+        assert not (installed.work / "from-editor").exists()
     finally:
         srv.close()
         stderr = srv.proc.stderr.read().decode(errors="replace")

@@ -227,7 +227,7 @@ async def test_code_lens_over_exportable_functions(client: LanguageClient, tmp_p
     open_doc(client, uri, text)
     await wait_version(client, uri, 1)
     lenses = await client.text_document_code_lens_async(T.CodeLensParams(T.TextDocumentIdentifier(uri)))
-    assert [lens.command.title for lens in lenses] == ["Export ▸ hf", "vllm", "gguf"]
+    assert [lens.command.title for lens in lenses] == ["Export ▸ hf", "vllm", "gguf", "litert"]
     assert all(lens.range.start == T.Position(6, 3) for lens in lenses)
     assert lenses[1].command.command == "shapescript.export"
     assert list(lenses[1].command.arguments) == [{"uri": uri, "fn": "forward", "target": "vllm"}]

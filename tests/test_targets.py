@@ -13,6 +13,7 @@ from shapescript_core.export.errors import ExportError
 from shapescript_core.export.weights.specs import find_function
 from shapescript_core.apply_fixes import apply_edits
 from shapescript_core.ide.lens import export_lenses
+from shapescript_core.targets import TARGETS
 from shapescript_core.workspace import Workspace
 
 PATH = "/tmp/shapescript-targets-test/main.ss"
@@ -44,7 +45,7 @@ def test_an_unknown_target_is_E0212_at_its_name_and_the_known_ones_still_count()
         """)
     (d,) = [d for d in ws.diagnostics(PATH) if d.severity == 1]
     assert (d.code, d.message, d.helps) == ("E0212", "`onnx` isn't an export target",
-                                            ["the targets are `hf`, `vllm`, `gguf`"])
+                                            ["the targets are " + ", ".join(f"`{t}`" for t in TARGETS)])
     text = ws.file(PATH).text
     assert text[d.span.abs_start:d.span.abs_end] == "onnx"
     assert d.fixes == []

@@ -6,7 +6,7 @@ and a copy of a workspace with a broken .ss file is opened. Through the UI: the 
 diagnostic in the Problems panel with its code and link, the hover's shape, the
 grammar's scopes (Developer: Inspect Editor Tokens and Scopes), the quick fix from the
 light bulb, Explain's docs page, "ShapeScript: Export…" and the "Export ▸ hf" lens writing
-the output folder to disk; then a workspace with no server (the notification) and one
+the output folder to disk, Go to References (Shift+F12), F2 rename and Format Document; then a workspace with no server (the notification) and one
 whose server crashes (the restart limit).
 
 The toolchain (npm packages, code-server, Chromium) comes from scripts/setup_vscode.sh,
@@ -134,6 +134,8 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     (ws / ".venv" / "bin").mkdir(parents=True)
     src = ws / "broken.ss"
     src.write_text(SOURCE, encoding="utf-8")
+    ugly = ws / "ugly.ss"
+    ugly.write_text("dim D=4\nfn f(x:[D])->[D]:\n  return x|>softmax(over=D)\n", encoding="utf-8")
     server_log = tmp_path / "server.log"
     wrapper = ws / ".venv" / "bin" / "shapescript-lsp"
     wrapper.write_text(f"#!/bin/sh\nexec '{server_command()}' --log-file '{server_log}' --log-level DEBUG \"$@\"\n")
@@ -250,6 +252,15 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     assert "x: [b D] f32" in r["hover_after_restart"]
     # Explain error under cursor: the code's docs page in a Markdown preview
     assert "Preview serving-engines.md" in r["explain_tab"]
+    # Go to References on the dim `D`: its two uses in the peek view
+    refs = r["references"]
+    assert any("w: [C D]" in x for x in refs["rows"]) and any("x: [b D]" in x for x in refs["rows"]), refs
+    assert r["rename_placeholder"] == "y"
+    # F2 rename of the local `y`, saved
+    text = src.read_text(encoding="utf-8")
+    assert "    logits = linear(x, m.w)\n    return logits\n" in text, text
+    # Format Document, saved
+    assert ugly.read_text(encoding="utf-8") == "dim D = 4\n\nfn f(x: [D]) -> [D]:\n    return x |> softmax(over=D)\n"
     # no server: the notification says where it looked, and "How to install" opens the README
     assert "shapescript-lsp" in r["missing_message"] and "How to install" in r["missing_message"]
     assert str(ws_missing / ".venv" / "bin") in r["missing_message"], r["missing_message"]

@@ -68,6 +68,18 @@ def test_a_bare_safetensors_with_hugging_face_names_is_read_by_role(checkpoints,
     assert max_diff(logits(load_export(str(out))), logits(ref)) < 1e-4
 
 
+def test_dims_the_source_leaves_open_are_read_from_the_checkpoint(checkpoints, tmp_path):
+    from import_support import PROGRAMS, run_cli
+    ckpt, ref = checkpoints("llama", {}, True)
+    out = tmp_path / "out"
+    r = run_cli("export", os.path.join(PROGRAMS, "import", "llama_open_dims.ss"), "--hf", "-o", out,
+                "--weights", ckpt)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "dims read from the checkpoint: L=2, V=300, D=64, F=128" in r.stderr
+    assert max_diff(logits(load_export(str(out))), logits(ref)) < 1e-4
+    assert json.loads((out / "config.json").read_text())["D"] == 64
+
+
 def test_an_untied_source_gets_a_copy_of_a_tied_checkpoints_embedding(checkpoints, tmp_path):
     ckpt, ref = checkpoints("qwen3", {}, True)
     assert ref.config.tie_word_embeddings
@@ -318,3 +330,89 @@ def test_the_vocabulary_and_context_come_along_into_gguf_and_back(with_tokenizer
     back = GGUFReader(str(again)).fields
     for k in ("tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.pre"):
         assert back[k].contents() == fields[k].contents()
+
+
+# ------------------------------------------------------------------ --weights-map
+MAP = '''# the tiny Llama under names no table knows, into llama_other_layout.ss
+"tokens" = "wte"
+"final_norm" = "ln_f"
+"head" = "out_proj"
+"blocks.{i}.pre_attn" = "h.{i}.ln1"
+"blocks.{i}.pre_ffn" = "h.{i}.ln2"
+"blocks.{i}.query" = { key = "h.{i}.q", permute_rotary = { heads = 4, to = "interleaved" }, transpose = true }
+"blocks.{i}.kv" = { concat = [{ key = "h.{i}.k", permute_rotary = { heads = 2, to = "interleaved" } }, "h.{i}.v"], transpose = true }
+"blocks.{i}.out" = "h.{i}.o"
+"blocks.{i}.gate_up" = { concat = ["h.{i}.gate", "h.{i}.up"] }
+"blocks.{i}.down" = "h.{i}.down"
+'''
+RENAME = {"model.embed_tokens.weight": "wte", "model.norm.weight": "ln_f", "lm_head.weight": "out_proj",
+          "input_layernorm": "ln1", "post_attention_layernorm": "ln2", "self_attn.q_proj": "q",
+          "self_attn.k_proj": "k", "self_attn.v_proj": "v", "self_attn.o_proj": "o", "mlp.gate_proj": "gate",
+          "mlp.up_proj": "up", "mlp.down_proj": "down"}
+
+
+def _renamed(model, file):
+    from safetensors.numpy import save_file
+    out = {}
+    for k, v in model.state_dict().items():
+        if k in RENAME:
+            out[RENAME[k]] = v.numpy()
+            continue
+        _, _, i, rest = k.split(".", 3)
+        out[f"h.{i}.{RENAME[rest.rsplit('.', 1)[0]]}"] = v.numpy()
+    save_file(out, str(file))
+    return file
+
+
+def test_a_weights_map_reads_a_checkpoint_no_table_knows(checkpoints, tmp_path):
+    _, ref = checkpoints("llama", {}, False)
+    w = _renamed(ref, tmp_path / "odd.safetensors")
+    m = tmp_path / "map.toml"
+    m.write_text(MAP)
+    out = tmp_path / "out"
+    r = export("llama_other", "hf", out, w, "--weights-map", m)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert max_diff(logits(load_export(str(out))), logits(ref)) < 1e-4
+
+
+def test_a_weights_map_that_leaves_params_out_is_one_e3314(checkpoints, tmp_path):
+    _, ref = checkpoints("llama", {}, False)
+    w = _renamed(ref, tmp_path / "odd.safetensors")
+    m = tmp_path / "map.toml"
+    m.write_text(MAP.replace('"blocks.{i}.down" = "h.{i}.down"', '"blocks.{i}.down" = "h.{i}.mlp_down"'))
+    out = tmp_path / "out"
+    err = _fails(export("llama_other", "hf", out, w, "--weights-map", m), out)
+    assert err.count("error[") == 1
+    assert "error[E3314]: the weights map gives 2 of the source's params no tensor of the checkpoint" in err
+    assert "`blocks.0.down` (line 21) maps to `h.0.mlp_down`, which the checkpoint doesn't have" in err
+    m.write_text('"tokens" = { key = "wte", split = [2, 2] }\n')
+    err = _fails(export("llama_other", "hf", out, w, "--weights-map", m), out)
+    assert "`tokens` takes `split = [INDEX, PARTS]`, with 0 <= INDEX < PARTS" in err
+
+
+def test_a_k_quant_gguf_from_llama_cpps_quantizer_is_dequantized_as_transformers_does(tmp_path):
+    """Q4_K_M by llama.cpp's own quantizer (llama-cpp-python), rows of 256 so that the
+    K-quants apply (Q4_K, and Q6_K for some tensors), imported into another source."""
+    import torch
+    from envs import require_llama_cpp
+    from gguf import GGMLQuantizationType, GGUFReader
+    from transformers import AutoModelForCausalLM
+    from import_support import EXAMPLES, run_cli
+    llama_cpp = require_llama_cpp()
+    dims = dict(V=300, D=256, H=4, Hkv=2, F=512, L=1)
+    flags = [x for k, v in dims.items() for x in ("--dim", f"{k}={v}")]
+    f32 = tmp_path / "f32.gguf"
+    r = run_cli("export", os.path.join(EXAMPLES, "llama.ss"), "--gguf", "--random-weights", "--seed", "5",
+                "-o", f32, *flags)
+    assert r.returncode == 0, r.stderr
+    q = tmp_path / "q4_k_m.gguf"
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_K_M
+    assert llama_cpp.llama_model_quantize(str(f32).encode(), str(q).encode(), params) == 0
+    types = {t.tensor_type for t in GGUFReader(str(q)).tensors}
+    assert GGMLQuantizationType.Q4_K in types
+    out = tmp_path / "out"
+    r = export("llama_variant", "hf", out, q, "--dim", "Width=256", "--dim", "Hidden=512", "--dim", "Depth=1")
+    assert r.returncode == 0, r.stdout + r.stderr
+    theirs = AutoModelForCausalLM.from_pretrained(str(tmp_path), gguf_file=q.name, dtype=torch.float32).eval()
+    assert max_diff(logits(load_export(str(out))), logits(theirs)) < 1e-4

@@ -177,7 +177,9 @@ class PatternMatcher:
                 ck.add(M.group_cannot_divide(ck.span(g.pos), gtext, i + 1, num, den, f"`{text}` is {ck.render(t)}"))
                 raise PatternError
             self._bind_name(unknown[0], inferred, f"in `{text}`")
-        elif prod != ax.size:
+        elif prod != ax.size and not (known and any(isinstance(it, A.PInt) for it, _ in known)
+                                      and _same_value(ck, prod, ax.size)):
+            # a group with a literal is compared by the dims' values (LANGUAGE.md §3.1)
             ck.add(M.group_mismatch(ck.span(g.pos), f"group {gtext}", ck.size_text(prod, True), i + 1,
                                     ck.size_text(ax.size, True), f"`{text}` is {ck.render(t)}"))
             raise PatternError
@@ -224,6 +226,11 @@ class PatternMatcher:
         else:
             ck.add(M.adds_axis(ck.span(it.pos), ck.call_name(self.call), it.name, "this name is not on the left side"))
         raise PatternError
+
+
+def _same_value(ck, a: Size, b: Size) -> bool:
+    va, vb = ck.evaluate(a), ck.evaluate(b)
+    return va is not None and va == vb
 
 
 def check_pattern_call(ck, call: A.Call, fname: str, tensors: list):

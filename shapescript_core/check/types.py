@@ -4,10 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Optional
 
+from ..dtypes import LANGUAGE_FLOATS, LANGUAGE_INTS
 from .sizes import Size
 
-FLOATS = ("f16", "bf16", "f32", "f64")
-INTS = ("i32", "i64")
+FLOATS = LANGUAGE_FLOATS  # f16 bf16 f32 f64 (dtypes.py)
+INTS = LANGUAGE_INTS
 DTYPE_NAMES = FLOATS + INTS + ("bool",)
 
 

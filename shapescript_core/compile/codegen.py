@@ -21,16 +21,15 @@ from typing import Optional
 from ..check.builtins import BUILTINS
 from ..check.sizes import Size
 from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
-from ..syntax import ast as A
-from .graph import Bind, CompileError, Loop, Ret
+from ..dtypes import TABLE, torch_name
 from ..escape import py_comment
+from .graph import Bind, CompileError, Loop, Ret, trace_program
 from .layout import PatternLowering, align, dims_arg, match_positions, permute_code, positions
 from .names import Scope, py_ident
 from .plan import Plan, attr_name, models_in_order, py_name, walk_nodes
 from .prelude import HELPERS
 
-TORCH_DTYPES = {"f16": "torch.float16", "bf16": "torch.bfloat16", "f32": "torch.float32",
-                "f64": "torch.float64", "i32": "torch.int32", "i64": "torch.int64", "bool": "torch.bool"}
+TORCH_DTYPES = {d.name: torch_name(d.name) for d in TABLE if d.language}
 OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "eq": "==", "ne": "!=",
              "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|"}
 REDUCTIONS = {"sum": "{x}.sum({dims})", "mean": "{x}.mean({dims})", "max": "{x}.amax({dims})",
@@ -131,6 +130,7 @@ class Generator:
         self.dim_names = self._dim_names()
         self._params: dict = {}  # fn name -> {param: Python name}
         self.attention_fns = self._attention_fns() if self.lm else set()
+        self._site_scales = None  # id(attention call) -> the scales its traced calls fold to
         self._assign_methods()
 
     # ------------------------------------------------------------ naming
@@ -217,6 +217,27 @@ class Generator:
                 taken.add(name)
                 cls.site_attrs[id(site)] = name
 
+    # ------------------------------------------------------------ attention scales
+    def site_scale(self, n):
+        """The scale an attention call writes, as one number known at export, or None
+        when it writes none, or when its calls compute different values or
+        values known only at run time (the export's trace folds them: `graph.fold`)."""
+        if self.arg_scale(n) is None:
+            return None
+        if self._site_scales is None:
+            self._site_scales = {}
+            for t in trace_program(self.prog).nodes:
+                if t.op == "scaled_dot_product_attention":
+                    self._site_scales.setdefault(id(t.ast), set()).add(t.attrs.get("scale"))
+        values = self._site_scales.get(id(n.ast), {None})
+        if len(values) != 1 or None in values:
+            return None
+        return float(next(iter(values)))
+
+    @staticmethod
+    def arg_scale(n):
+        return n.attrs["args"].get("scale")
+
     # ------------------------------------------------------------ attention layer indices
     def attention_count(self, model: str) -> int:
         cls = self.classes[model]
@@ -270,11 +291,10 @@ class MethodGen:
         self.vars: dict = {}
         self.used_svars: dict = {}  # size variable -> python name
         self.svar_names: dict = {}
-        self.elided: dict = {}  # id(Bind) -> code of the value kept instead
         self.depth = 0  # nesting of the expression being generated
         self.pending: list = []  # temporaries a deep expression needs, written before its statement
         self.temps = 0
-        self.kv_source: dict = {}  # id(sdpa arg node) -> (code node, groups)
+        self.attention = gen.plan.attention  # groups and key/value sources, decided by the plan
         self.vars.update(gen.param_names(g))
         bound = {n for s in _all_binds(g.body) for n in s.targets}
         bound |= {s.var for s in _straight(g.body) if isinstance(s, Loop)}
@@ -357,8 +377,6 @@ class MethodGen:
 
     # ------------------------------------------------------------ statements
     def body(self) -> list:
-        if self.lm:
-            self._find_kv_sources()
         lines = self.stmts(self.g.body)
         return self.svar_bindings() + lines
 
@@ -368,8 +386,8 @@ class MethodGen:
             out.append(f"# line {s.line}: {py_comment(s.src)}")
             if isinstance(s, Bind):
                 targets = ", ".join(self.var(t) for t in s.targets)
-                if id(s) in self.elided:
-                    code = self.elided[id(s)]
+                if id(s) in self.attention.elided:
+                    code = self.ex(self.attention.elided[id(s)])
                     out[-1] += "  (keys and values keep their heads: attention repeats them)"
                     if code != targets:
                         out.append(f"{targets} = {code}")
@@ -415,63 +433,6 @@ class MethodGen:
                 "if return_dict is False:",
                 "    return (hidden_states, past_key_values)",
                 "return with_cache(BaseModelOutputWithPast, past_key_values, last_hidden_state=hidden_states)"]
-
-    # ------------------------------------------------------------ keys and values before `repeat`
-    def _find_kv_sources(self):
-        """For each attention, the keys and values before a `repeat` to the query heads:
-        the cache and the engine's attention take them at their own head count."""
-        binds = {}
-        last: dict = {}
-        for s in _straight(self.g.body):
-            if isinstance(s, Bind):
-                for t in s.targets:
-                    last[t] = s
-            binds[id(s)] = dict(last)
-        order, uses = walk_nodes(self.g.body)
-        for s in _straight(self.g.body):
-            stmt_nodes, _ = walk_nodes([s]) if not isinstance(s, Loop) else ([], {})
-            for n in stmt_nodes:
-                if n.op != "scaled_dot_product_attention":
-                    continue
-                for role in ("k", "v"):
-                    arg = n.attrs["args"][role]
-                    rep = arg
-                    bind = None
-                    if arg.op == "local":
-                        bind = binds[id(s)].get(arg.attrs["name"])
-                        if bind is None or len(bind.targets) != 1:
-                            continue
-                        rep = bind.value
-                    if rep.op != "repeat" or not _is_head_repeat(rep):
-                        continue
-                    groups = _repeat_groups(rep, self.gen)
-                    if bind is not None:
-                        if not self._only_attention_reads(bind, uses, order):
-                            continue
-                        inner = rep.attrs["args"]["x"]
-                        self.elided[id(bind)] = self.ex(inner)
-                        self.kv_source[id(arg)] = (None, groups)
-                    else:
-                        self.kv_source[id(arg)] = (rep.attrs["args"]["x"], groups)
-
-    def _only_attention_reads(self, bind: Bind, uses, order) -> bool:
-        name = bind.targets[0]
-        seen = False
-        for s in _straight(self.g.body):
-            if s is bind:
-                seen = True
-                continue
-            if not seen:
-                continue
-            nodes, _ = walk_nodes([s])
-            for n in nodes:
-                if n.op == "local" and n.attrs["name"] == name:
-                    if not any(getattr(p, "op", "") == "scaled_dot_product_attention" and r in ("k", "v")
-                               for p, r in uses.get(id(n), [])):
-                        return False
-            if isinstance(s, Bind) and name in s.targets:
-                break
-        return True
 
     # ------------------------------------------------------------ expressions
     def ex(self, n) -> str:
@@ -597,12 +558,12 @@ class MethodGen:
         first = params[0][1] if params else None
         codes, skipped = [], False
         start = 1 if isinstance(first, ModelT) else 0
-        for pname, _, _ in params[start:]:
+        for pname, ptype, _ in params[start:]:
             a = args.get(pname)
             if a is None:
                 skipped = True
                 continue
-            c = self.ex(a)
+            c = self.as_param(self.ex(a), ptype, a.type)
             codes.append(f"{self.gen.param_names(callee)[pname]}={c}" if skipped else c)
         if callee.name in self.gen.attention_fns:
             codes.append(ATTENTION_KWARGS)
@@ -613,6 +574,14 @@ class MethodGen:
             owner, cls = "self", self.cls
         method = cls.methods[callee.name]
         return f"{owner}.{method}({', '.join(codes)})"
+
+    @staticmethod
+    def as_param(code: str, ptype, atype) -> str:
+        """An argument as its parameter holds it: a number passed to a tensor parameter of
+        shape [] becomes a tensor, so that the callee's tensor operations take it."""
+        if isinstance(ptype, TensorT) and not ptype.axes and isinstance(atype, ScalarT):
+            return f"torch.tensor({code}, dtype={TORCH_DTYPES.get(ptype.dtype.name, 'torch.int64')})"
+        return code
 
     # ------------------------------------------------------------ builtins
     def arg(self, n, name):
@@ -674,22 +643,22 @@ class MethodGen:
     def b_rms_norm(self, n):
         x, w = self.arg(n, "x"), self.arg(n, "w")
         ps = self._over(n)
-        eps = n.attrs.get("eps", _default("rms_norm", "eps"))
+        eps = self.scalar(n, "eps")
         self.gen.helpers.add("rms_norm")
-        return f"rms_norm({self.ex(x)}, {self._weight_over(n, w, ps)}, {dims_arg(ps)}, {eps!r})"
+        return f"rms_norm({self.ex(x)}, {self._weight_over(n, w, ps)}, {dims_arg(ps)}, {eps})"
 
     def b_layer_norm(self, n):
         x, w, b = self.arg(n, "x"), self.arg(n, "w"), self.arg(n, "b")
         ps = self._over(n)
-        eps = n.attrs.get("eps", _default("layer_norm", "eps"))
+        eps = self.scalar(n, "eps")
         rank = len(x.type.axes)
         if ps == list(range(rank - len(ps), rank)):
             sizes = ", ".join(self.need_size(x.type.axes[p].size, n.where) for p in ps)
             sizes += "," if len(ps) == 1 else ""
-            return f"nn.functional.layer_norm({self.ex(x)}, ({sizes}), {self.ex(w)}, {self.ex(b)}, {eps!r})"
+            return f"nn.functional.layer_norm({self.ex(x)}, ({sizes}), {self.ex(w)}, {self.ex(b)}, {eps})"
         self.gen.helpers.add("layer_norm")
         return (f"layer_norm({self.ex(x)}, {self._weight_over(n, w, ps)}, {self._weight_over(n, b, ps)}, "
-                f"{dims_arg(ps)}, {eps!r})")
+                f"{dims_arg(ps)}, {eps})")
 
     def b_linear(self, n):
         x, w, b = self.arg(n, "x"), self.arg(n, "W"), self.arg(n, "b")
@@ -721,45 +690,47 @@ class MethodGen:
 
     def b_rope(self, n):
         x, pos = self.arg(n, "x"), self.arg(n, "pos")
-        theta = n.attrs.get("theta", _default("rope", "theta"))
+        theta = self.scalar(n, "theta")
         style = n.attrs.get("style", _default("rope", "style"))
+        if "style" in n.attrs["args"] and "style" not in n.attrs:
+            raise CompileError("rope's style must be written as a string, \"half\" or \"interleaved\"", n.where)
         self.gen.helpers.add("rope")
         p = self._aligned(pos, x.type.axes[:-1])
-        return f"rope({self.ex(x)}, {p}, {float(theta)!r}, {style!r})"
+        return f"rope({self.ex(x)}, {p}, {theta}, {style!r})"
 
     def b_scaled_dot_product_attention(self, n):
         q, k, v = self.arg(n, "q"), self.arg(n, "k"), self.arg(n, "v")
         if self.lm:
             self.gen.helpers.add("attend")
             ks, vs = self._kv(k), self._kv(v)
-            return f"self.{self.cls.site_attrs[id(n)]}({self.ex(q)}, {ks}, {vs}, {ATTENTION_KWARGS})"
+            scaling = ""
+            if self.gen.arg_scale(n) is not None and self.gen.site_scale(n) is None:  # not one number at export: computed at each call
+                scaling = f"scaling={self.scalar(n, 'scale', number=True)}, "
+            return f"self.{self.cls.site_attrs[id(n)]}({self.ex(q)}, {ks}, {vs}, {scaling}{ATTENTION_KWARGS})"
         parts = [self.ex(q), self.ex(k), self.ex(v)]
         mask = self.arg(n, "attn_mask")
         if mask is not None:
             scores = tuple(q.type.axes[:-1]) + (k.type.axes[-2],)
             parts.append(f"attn_mask={self._aligned(mask, scores)}")
-        scale = self.arg(n, "scale")
-        if scale is not None:
-            parts.append(f"scale={self.ex(scale)}")
+        if self.arg(n, "scale") is not None:
+            parts.append(f"scale={self.scalar(n, 'scale', number=True)}")
         if q.type.axes[-3].size != k.type.axes[-3].size:
             parts.append("enable_gqa=True")
         return f"nn.functional.scaled_dot_product_attention({', '.join(parts)})"
 
-    def _kv(self, node) -> str:
-        src = self.kv_source.get(id(node))
-        if src is not None and src[0] is not None:
-            return self.ex(src[0])
-        return self.ex(node)
+    def scalar(self, n, name: str, number: bool = False) -> str:
+        """The code of a scalar keyword as the call writes it (a literal, a dim, a
+        parameter, arithmetic: whatever it computes), else the builtin's default.
+        `number`: a tensor of shape [] becomes a Python float (attention's scale)."""
+        node = self.arg(n, name)
+        if node is None:
+            return repr(_default(n.op, name))
+        code = self.ex(node)
+        return f"float({code})" if number and isinstance(node.type, TensorT) else code
 
-    def attention_groups(self, n) -> int:
-        """How many query heads each key/value head serves at this attention."""
-        q, k = self.arg(n, "q"), self.arg(n, "k")
-        src = self.kv_source.get(id(k))
-        hq = self.gen.prog.value_of(q.type.axes[-3].size)
-        hk = self.gen.prog.value_of(k.type.axes[-3].size)
-        if src is not None:
-            return src[1]
-        return hq // hk
+    def _kv(self, node) -> str:
+        """The keys or values at their own head count (attention_plan.py)."""
+        return self.ex(self.attention.sources.get(id(node), node))
 
     def b_masked_fill(self, n):
         x, mask, value = self.arg(n, "x"), self.arg(n, "mask"), self.arg(n, "value")
@@ -851,48 +822,3 @@ def _all_binds(body):
             yield s
         elif isinstance(s, Loop):
             yield from _all_binds(s.body)
-
-
-def _straight(body):
-    """The statements of a body in order, `for` bodies included after their header."""
-    for s in body:
-        yield s
-        if isinstance(s, Loop):
-            yield from _straight(s.body)
-
-
-def _is_head_repeat(rep) -> bool:
-    """`b Hkv n Dh -> b (Hkv G) n Dh`: one axis grouped with one new name after it."""
-    pat = rep.attrs["pattern"]
-    left = pat.inputs[0].items
-    right = pat.output.items
-    if len(left) != len(right) or len(left) < 3:
-        return False
-    changed = [i for i, (l, r) in enumerate(zip(left, right)) if not (
-        isinstance(l, A.PName) and isinstance(r, A.PName) and l.name == r.name)]
-    if len(changed) != 1:
-        return False
-    i = changed[0]
-    l, r = left[i], right[i]
-    return (i == len(left) - 3 and isinstance(l, A.PName) and isinstance(r, A.PGroup) and len(r.items) == 2
-            and isinstance(r.items[0], A.PName) and r.items[0].name == l.name)
-
-
-def _repeat_groups(rep, gen: Generator) -> int:
-    pat = rep.attrs["pattern"]
-    for it in pat.output.items:
-        if isinstance(it, A.PGroup):
-            name = it.items[1].name
-            a = pat.bind.get(name)
-            s = a.size if a is not None else rep.attrs.get("_env_dim")
-            if s is None:
-                for g in gen.prog.fns.values():
-                    d = g.env.dim(name)
-                    if d is not None:
-                        s = d
-                        break
-            v = gen.prog.value_of(s) if s is not None else None
-            if v is None:
-                raise CompileError(f"`{name}` has no value", rep.where)
-            return v
-    return 1

@@ -30,8 +30,10 @@ Node ops:
              args {param: Node} (positional and keyword arguments bound to the
              builtin's parameters), rest [Node] (variadic tensors), over [Size] (the
              canonical axis names of `over=`), over_names [str], pattern (a
-             `PatternInfo`, for rearrange / split / repeat / einsum), and the literal
-             values of scalar keywords (eps, theta, style, scale) when written.
+             `PatternInfo`, for rearrange / split / repeat / einsum), and the values
+             of scalar keywords (eps, theta, style, scale) where they are known at
+             export: a literal in a FnGraph; in a trace, any expression of literals,
+             dims and the scalar parameters its calls pass (`fold`).
 
 Every node has `type` (the checker's Type: TensorT with Axis(name, size) per axis, in
 the order the tensor holds them) and `where` (path, 1-based line). In a trace, `axes`
@@ -41,6 +43,7 @@ gives each axis's display name and `shape` its integer size where the dims fix i
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -168,6 +171,7 @@ class Program:
     fns: dict  # name -> FnGraph
     env: object  # the entry file's FileEnv
     dims: dict  # dim name -> int value (None when it has none)
+    _values: dict = field(default_factory=dict, repr=False)  # value_of's memo
 
     def model(self, name: str):
         for g in [self.entry] + list(self.fns.values()):
@@ -177,10 +181,16 @@ class Program:
         return None
 
     def value_of(self, s: Size) -> Optional[int]:
+        """A size's value with the dims' values (memoized: a traced stack of 100,000
+        layers asks the same few sizes at every node, and evaluating one is Fractions)."""
+        memo = self._values
+        got = memo.get(s, memo)
+        if got is not memo:
+            return got
         v = s.evaluate(self.env.dims.values)
-        if v is None or v.denominator != 1:
-            return None
-        return int(v)
+        got = None if v is None or v.denominator != 1 else int(v)
+        memo[s] = got
+        return got
 
 
 # ---------------------------------------------------------------- building
@@ -431,6 +441,14 @@ class _Tracer:
     def __init__(self, prog: Program, unroll: Optional[int] = None):
         self.prog = prog
         self.unroll = unroll  # at most this many iterations of each stack loop (None: all)
+        rendered: dict = {}  # Size -> its name (a dim's, or the size written out): asked at every node
+
+        def render(size, _dims=prog.env.dims):
+            r = rendered.get(size)
+            if r is None:
+                r = rendered[size] = _dims.render(size)
+            return r
+        self._render = render
         self.nodes: list = []
         self.params: dict = {}
         self.depth = 0
@@ -443,8 +461,8 @@ class _Tracer:
     def _annotate(self, n: Node):
         t = n.type
         if isinstance(t, TensorT):
-            envd = self.prog.env.dims
-            n.axes = [envd.render(a.name) for a in t.axes]
+            render = self._render
+            n.axes = [render(a.name) for a in t.axes]
             n.shape = tuple(self.prog.value_of(a.size) for a in t.axes)
 
     def run(self, g: FnGraph, args: dict):
@@ -539,8 +557,47 @@ class _Tracer:
         if "args" in attrs:
             attrs["args"] = {k: done[id(v)] for k, v in attrs["args"].items()}
             attrs["rest"] = [done[id(v)] for v in attrs["rest"]]
+        if "args" in attrs:
+            for k in SCALAR_KEYWORDS:
+                v = fold(attrs["args"].get(k), self.prog)
+                if v is not None:
+                    attrs[k] = v
         out = Node(n.op, inputs, attrs, n.type, n.where, n.ast)
         return self.emit(out)
+
+
+_FOLD_BINOPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
+                "pow": operator.pow}
+_FOLD_FUNCTIONS = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt, "rsqrt": lambda x: 1 / math.sqrt(x),
+                   "tanh": math.tanh, "sigmoid": lambda x: 1 / (1 + math.exp(-x)), "abs": abs,
+                   "neg": operator.neg, "square": lambda x: x * x, "sin": math.sin, "cos": math.cos,
+                   "relu": lambda x: max(x, 0.0), "silu": lambda x: x / (1 + math.exp(-x))}
+
+
+def fold(node, prog) -> Optional[object]:
+    """The value of a traced scalar expression known at export (literals, dims and the
+    arithmetic and scalar functions of those), or None: a string stays itself."""
+    if node is None:
+        return None
+    if node.op in ("const", "string"):
+        return node.attrs["value"]
+    if node.op == "size":
+        return prog.value_of(node.attrs["size"])
+    if not isinstance(node.type, ScalarT) and not (isinstance(node.type, TensorT) and not node.type.axes):
+        return None  # a tensor with axes: known only when the model runs
+    vals = [fold(i, prog) for i in node.inputs]
+    if any(v is None or isinstance(v, (str, bool)) for v in vals):
+        return None
+    try:
+        if node.op in _FOLD_BINOPS and len(vals) == 2:
+            return _FOLD_BINOPS[node.op](*vals)
+        if node.op == "neg" and len(vals) == 1:
+            return -vals[0]
+        if node.op in _FOLD_FUNCTIONS and len(vals) == 1:
+            return _FOLD_FUNCTIONS[node.op](vals[0])
+    except (ArithmeticError, ValueError):
+        return None  # 1/0 or sqrt(-1): left to run time, where it means what PyTorch says
+    return None
 
 
 def trace(ws, path: str, fn_name: Optional[str] = None, dims: Optional[dict] = None,
@@ -549,7 +606,11 @@ def trace(ws, path: str, fn_name: Optional[str] = None, dims: Optional[dict] = N
     dim overrides); the argument is accepted for symmetry with the export request.
     `unroll` caps each stack loop's iterations (every iteration runs the same statements:
     the checker's E3313 traces two, the GGUF writer all)."""
-    prog = build_program(ws, path, fn_name)
+    return trace_program(build_program(ws, path, fn_name), unroll)
+
+
+def trace_program(prog: Program, unroll: Optional[int] = None) -> Trace:
+    """The trace of a program already built (see `trace`)."""
     tr = _Tracer(prog, unroll)
     g = prog.entry
     args, inputs = {}, {}

@@ -10,7 +10,7 @@ from ..syntax import ast as A
 from .codegen import ATTENTION_KWARGS, TORCH_DTYPES, Generator, MethodGen
 from ..escape import EscapeError, py_comment, py_docstring, py_number, shown
 from .graph import CompileError
-from .plan import py_name, walk_nodes
+from .plan import py_name
 
 INDENT = "    "
 
@@ -117,22 +117,22 @@ def site_decls(gen: Generator, cls, root: bool) -> list:
     out = []
     base = "" if root else "layer_idx + "
     for k, n in enumerate(cls.sites):
-        fn = next(f for f in cls.order if _has_site(gen.prog.fns[f], n))
-        mg = MethodGen(gen, gen.prog.fns[fn], cls)
-        mg._find_kv_sources()
         q = n.attrs["args"]["q"]
         heads = gen.size_code(q.type.axes[-3].size)
         width = gen.size_code(q.type.axes[-1].size)
-        scale = n.attrs["args"].get("scale")
         scaling = f"{width} ** -0.5"
-        if scale is not None:
-            if scale.op == "const":
-                scaling = repr(float(scale.attrs["value"]))
+        if gen.arg_scale(n) is not None:
+            fixed = gen.site_scale(n)
+            if fixed is not None:
+                scaling = repr(fixed)
+            elif gen.flavor == "vllm":
+                raise CompileError(f"vLLM's attention takes one scale per layer when the model loads, but the "
+                                   f"scale of the attention at line {n.where[1]} is not one number known at "
+                                   f"export; write it with literals and dims, or pass the same value at every "
+                                   f"call", n.where)
             else:
-                scaling = mg.ex(scale)
-                if mg.used_svars:
-                    raise CompileError("an attention's scale must not depend on the token axes", n.where)
-        groups = mg.attention_groups(n)
+                scaling = "None"  # each call passes its scale
+        groups = gen.plan.attention.site(n).groups
         index = (str(k) if root else ("layer_idx" if k == 0 else f"layer_idx + {k}"))
         attr = cls.site_attrs[id(n)]
         out.append(f"self.{attr} = CausalAttention(config, {index}, {heads}, {groups}, {scaling}, {width})"
@@ -147,7 +147,8 @@ def method_lines(gen: Generator, cls, fn: str) -> list:
     params = []
     start = 1 if g.model_param else 0
     for name, t, default in g.params[start:]:
-        params.append(f"{mg.var(name)}={mg.ex(default)}" if default is not None else mg.var(name))
+        params.append(f"{mg.var(name)}={mg.as_param(mg.ex(default), t, default.type)}" if default is not None
+                      else mg.var(name))
     if fn in gen.attention_fns:
         params.append("attention_mask=None, past_key_values=None, **kwargs")
     line = source_line(gen.prog, g.item, g.item.name_pos)
@@ -200,11 +201,6 @@ def _count(gen: Generator, f) -> int:
     if isinstance(f.type, StackT):
         return gen.prog.value_of(f.type.count) * gen.attention_count(f.type.model)
     return 0
-
-
-def _has_site(g, site) -> bool:
-    order, _ = walk_nodes(g.body)
-    return any(n is site for n in order)
 
 
 __all__ = ["class_lines", "method_lines", "indent", "ATTENTION_KWARGS", "py_name", "ModelT", "StackT"]

@@ -7,7 +7,8 @@ Decided once from the op graph and shared by the code generator and the weight m
   own layers in; a param read only as `embedding`'s table becomes an `nn.Embedding`;
   any other param stays an `nn.Parameter`;
 - a language model (one that passes E3301 to E3305) names its token-id and position
-  parameters, its embedding table and its output layer (tied when they are one field).
+  parameters, its embedding table and its output layer (tied when they are one field),
+  and each attention's groups and key/value sources (attention_plan.py).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..check.types import ModelT, StackT, TensorT
+from .attention_plan import AttentionPlan, plan_attention
 from .graph import Bind, CompileError, Loop, Ret
 from .names import py_ident
 
@@ -53,6 +55,7 @@ class Plan:
     root: str  # the root model's name
     fields: dict = field(default_factory=dict)  # (model, field) -> FieldPlan
     lm: Optional[LanguageModel] = None
+    attention: AttentionPlan = field(default_factory=AttentionPlan)  # language models: groups, kv sources
 
     def field(self, model: str, name: str) -> FieldPlan:
         return self.fields[(model, name)]
@@ -120,6 +123,7 @@ def make_plan(prog, language_model: bool) -> Plan:
                 reads.setdefault((m, n.attrs["name"]), []).append((n, parent, role, g))
     if language_model:
         plan.lm = _language_model(prog, root)
+        plan.attention = plan_attention(prog)
     skip = set()
     if plan.lm is not None:
         skip = {id(plan.lm.out_node.attrs["args"]["W"])}

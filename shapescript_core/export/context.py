@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 
 from .errors import ExportCancelled, ExportError, ParamSpec
-from .weights.dtypes import stored_dtype
+from ..dtypes import from_numpy, stored_dtype
 from .weights.safetensors_format import TO_ST, build_header
 
 CHUNK_ELEMENTS = 256 * 1024  # 1 MiB of f32 per conversion step: the passes stay in the cache
@@ -53,6 +54,19 @@ class ExportContext:
         from .weights.random_init import random_tensor  # deferred: numpy
         return random_tensor(spec, self.request.seed)
 
+    @contextmanager
+    def writing_into(self, directory: str):
+        """Write under `directory` (a folder inside the temporary) for the block: a writer
+        that puts another target's files in a subfolder (litert's `hf/`)."""
+        directory = os.path.abspath(directory)
+        if not directory.startswith(os.path.abspath(self.tmp) + os.sep):
+            raise ValueError(f"a writer writes only under its temporary: {directory}")
+        saved, self.tmp = self.tmp, directory
+        try:
+            yield directory
+        finally:
+            self.tmp = saved
+
     # ---- progress and cancel
     def progress(self, message: str, done: int, total: int):
         if self._progress is not None:
@@ -91,12 +105,9 @@ class ExportContext:
             else:  # a constant array
                 arr = transform(src) if transform is not None else src
                 transform = None
-                name = {"float64": "f64", "float32": "f32", "float16": "f16"}.get(str(arr.dtype))
+                name = from_numpy(str(arr.dtype))
                 if name is None:
-                    from .weights.convert import NP  # deferred: numpy
-                    name = next((k for k, v in NP.items() if str(arr.dtype) == v.__name__), None)
-                    if name is None:
-                        raise ValueError(f"a constant `{key}` of dtype {arr.dtype} can't be stored")
+                    raise ValueError(f"a constant `{key}` of dtype {arr.dtype} can't be stored")
                 stored = stored_dtype(name, self.request.dtype)
                 src, shape = arr, shape or tuple(arr.shape)
             plan.append((key, src, transform, shape, stored))

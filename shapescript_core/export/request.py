@@ -10,7 +10,9 @@ workspace root); paths from `shapescript.toml` resolve against the directory hol
 - output: `<file stem>-<target>` beside the source (`<stem>.gguf` for gguf);
 - weights: `--weights`, else the settings' `weights`, else random weights from the
   fields' initializers, which the request says (`random_reason`) so the user is told;
-- dtype: f32; q8_0 only for gguf.
+- dtype: f32; q8_0 only for gguf; litert converts in f32 (the settings' dtype does not
+  apply to it; `quantize="int8"` asks for int8 weights);
+- litert's prefill and cache lengths: `litert.options` (its documented defaults).
 """
 from __future__ import annotations
 
@@ -40,7 +42,11 @@ class ExportRequest:
     force: bool = False             # replace an existing output
     dims: dict = field(default_factory=dict)  # NAME -> value, overriding the source
     tokenizer: Optional[str] = None  # a Hugging Face tokenizer directory, absolute
+    weights_map: Optional[str] = None  # a TOML file of param paths to checkpoint keys, absolute
     explicit_dims: tuple = ()       # the dims named by the caller (not the settings): each must exist
+    prefill_length: Optional[int] = None  # litert: the prefill signature's length (None: the default)
+    cache_length: Optional[int] = None    # litert: the KV cache's length (None: the default)
+    quantize: Optional[str] = None        # litert: None (float32) or "int8" (dynamic int8 weights)
     max_tensor_size: Optional[int] = None  # bytes; None: export/sizes.py's default (settings' [limits])
 
     @property
@@ -93,7 +99,9 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
                  weights: Optional[str] = None, random_weights: Optional[bool] = None,
                  seed: Optional[int] = None, dtype: Optional[str] = None, force: bool = False,
                  dims: Optional[dict] = None, tokenizer: Optional[str] = None,
-                 settings=None, settings_dir: Optional[str] = None,
+                 prefill_length: Optional[int] = None, cache_length: Optional[int] = None,
+                 quantize: Optional[str] = None, weights_map: Optional[str] = None, settings=None,
+                 settings_dir: Optional[str] = None,
                  base: Optional[str] = None) -> ExportRequest:
     """Validate the options and fill in the defaults; RequestError names what is wrong.
 
@@ -137,20 +145,52 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
     s = seed if seed is not None else defaults.get("seed", 0)
     if isinstance(s, bool) or not isinstance(s, int) or s < 0:
         raise RequestError(f"the seed takes a non-negative integer, got `{s}`")
-    dt = dtype or defaults.get("dtype") or "f32"
+    dt = dtype or (None if target == "litert" else defaults.get("dtype")) or "f32"
+    if target == "litert" and dt != "f32":
+        raise RequestError(f"--litert converts in float32, not {dt}: pass --quantize int8 for int8 weights")
     if dt not in DTYPES[target]:
         if dt == "q8_0":
             raise RequestError("--dtype q8_0 is for gguf only: use f32, f16 or bf16")
         raise RequestError(f"--dtype takes one of {', '.join(DTYPES[target])}, got `{dt}`")
 
+    wmap = _resolve(weights_map, base)
+    if wmap is None and defaults.get("weights_map") and w is not None:
+        wmap = _resolve(defaults["weights_map"], settings_dir or base)
+    if wmap is not None and w is None:
+        raise RequestError("--weights-map maps the tensors of --weights: name the weights too")
+    if wmap is not None and not os.path.isfile(wmap):
+        raise RequestError(f"can't read the weights map `{wmap}`: no such file")
     tok = _resolve(tokenizer, base)
     if tok is not None:
         check_tokenizer_dir(tok)
+    litert = _litert_options(target, prefill_length, cache_length, quantize, defaults)
     given = _positive_dims(dims)
-    return ExportRequest(path=path, target=target, output=out, fn=fn, weights=w, random_weights=rand,
+    return ExportRequest(**litert, path=path, target=target, output=out, fn=fn, weights=w, random_weights=rand,
                          random_reason=reason, seed=s, dtype=dt, force=bool(force),
-                         dims={**settings.dims, **given}, tokenizer=tok, explicit_dims=tuple(given),
+                         dims={**settings.dims, **given}, tokenizer=tok, weights_map=wmap,
+                         explicit_dims=tuple(given),
                          max_tensor_size=getattr(settings, "max_tensor_size", None))
+
+
+def _litert_options(target: str, prefill, cache, quantize, defaults) -> dict:
+    """LiteRT's options, validated; each is a usage error for another target."""
+    given = {"--prefill-length": prefill, "--cache-length": cache, "--quantize": quantize}
+    if target != "litert":
+        named = [k for k, v in given.items() if v is not None]
+        if named:
+            raise RequestError(f"{named[0]} is for --litert only")
+        return {}
+    prefill = prefill if prefill is not None else defaults.get("prefill_length")
+    cache = cache if cache is not None else defaults.get("cache_length")
+    for flag, v in (("--prefill-length", prefill), ("--cache-length", cache)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v <= 0):
+            raise RequestError(f"{flag} takes a positive integer, got `{v}`")
+    if prefill is not None and cache is not None and prefill > cache:
+        raise RequestError(f"the prefill length {prefill} is longer than the cache length {cache}: "
+                           "the cache must hold the whole prefill")
+    if quantize not in (None, "none", "int8"):
+        raise RequestError(f"--quantize takes int8 (or none), got `{quantize}`")
+    return {"prefill_length": prefill, "cache_length": cache, "quantize": None if quantize == "none" else quantize}
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")  # what the writers copy or read

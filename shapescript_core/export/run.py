@@ -20,7 +20,7 @@ from .request import unknown_dims
 from .sizes import size_problem
 from .weights.check import check_weights
 from .weights.specs import find_function, resolve
-from .writers import KIND, load_writer, missing_libraries
+from .writers import KIND, check_requirements, load_writer, missing_libraries
 
 log = logging.getLogger("shapescript.export")
 
@@ -109,6 +109,16 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
                      f"the {request.target} export", FAILED, errors)
 
     resolved = resolve(ws, path, fn_item)
+    inferred_note = None
+    if resolved.diagnostics and request.weights and not request.random_weights and not request.weights_map:
+        # dims the source leaves open: read from a checkpoint's shapes (docs/importing-weights.md)
+        from .weights.importer import infer_dims, open_weights  # deferred: numpy and gguf
+        _, ckpt = open_weights(request.weights, resolved.specs)
+        inferred = infer_dims(ws, request, path, fn_item, ckpt) if ckpt is not None else {}
+        if inferred:
+            ws.set_dim_overrides({**ws.dim_overrides, **inferred})
+            resolved = resolve(ws, path, fn_item)
+            inferred_note = "dims read from the checkpoint: " + ", ".join(f"{k}={v}" for k, v in inferred.items())
     if resolved.diagnostics:
         n = len(resolved.diagnostics)
         return _fail(f"not exported: {n} dim{'s' if n != 1 else ''} ha{'ve' if n != 1 else 's'} no value",
@@ -125,12 +135,16 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
         for spec in resolved.specs:
             check_init(spec)
     else:
-        from .weights.importer import import_checkpoint, open_weights  # deferred: numpy and gguf
-        source, ckpt = open_weights(request.weights, resolved.specs)
-        if ckpt is not None:
+        from .weights.importer import import_checkpoint, import_mapped, open_weights  # deferred: numpy and gguf
+        source, ckpt = open_weights(request.weights, resolved.specs, request.weights_map)
+        if ckpt is not None and request.weights_map is not None:
+            step(f"reading {ckpt.label()} through {request.weights_map}")
+            source, import_notes, warnings = import_mapped(ws, request, resolved, ckpt, request.weights_map)
+        elif ckpt is not None:
             step(f"matching {ckpt.label()} to `{fn_item.name}` by role")
             source, import_notes, warnings = import_checkpoint(ws, request, resolved, ckpt)
-            warnings = warnings + import_notes
+        if ckpt is not None:
+            warnings = warnings + import_notes + ([inferred_note] if inferred_note else [])
             if request.tokenizer is None and ckpt.tokenizer_dir():  # --tokenizer DIR still overrides
                 request = replace(request, tokenizer=ckpt.tokenizer_dir())
             report = None
@@ -147,6 +161,7 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
 
     try:
         writer = load_writer(request.target)
+        check_requirements(request.target)
     except WriterUnavailable as e:
         return _fail(str(e), USAGE, warnings=warnings)
 

@@ -15,7 +15,7 @@ import shutil
 from typing import Optional
 
 from ..files import human_size
-from .weights.dtypes import stored_dtype
+from ..dtypes import FLOATS, stored_dtype
 
 GiB = 1024 ** 3
 DEFAULT_MAX_TENSOR = 16 * GiB
@@ -25,7 +25,7 @@ ITEMSIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 
 
 def tensor_bytes(spec, requested_dtype: str) -> int:
     """The bytes one param takes in the output (an exact integer, however large)."""
-    if requested_dtype == "q8_0" and spec.dtype in ("f64", "f32", "f16", "bf16"):
+    if requested_dtype == "q8_0" and spec.dtype in FLOATS:
         return -(-spec.numel // 32) * 34
     return spec.numel * ITEMSIZE.get(stored_dtype(spec.dtype, requested_dtype), 8)
 

@@ -12,16 +12,23 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
+from ..dtypes import QUANTIZED, STORED
 from .errors import WriterUnavailable
 
 WRITERS = {"hf": "shapescript_core.export.hf.writer:write",
            "vllm": "shapescript_core.export.vllm.writer:write",
-           "gguf": "shapescript_core.export.gguf.writer:write"}
-KIND = {"hf": "dir", "vllm": "dir", "gguf": "file"}  # gguf output is one .gguf file
-# The third-party libraries each writer imports: the `export` extra installs them.
-LIBRARIES = {"hf": ("numpy",), "vllm": ("numpy",), "gguf": ("numpy", "gguf")}
+           "gguf": "shapescript_core.export.gguf.writer:write",
+           "litert": "shapescript_core.export.litert.writer:write"}
+KIND = {"hf": "dir", "vllm": "dir", "gguf": "file", "litert": "dir"}  # gguf output is one .gguf file
+# The third-party libraries each writer imports: the `export` extra installs them. (litert's
+# conversion runs in an environment of its own: REQUIRES)
+LIBRARIES = {"hf": ("numpy",), "vllm": ("numpy",), "gguf": ("numpy", "gguf"), "litert": ("numpy",)}
 INSTALL_EXTRA = "pip install 'shapescript[export]'"
-DTYPES = {"hf": ("f32", "f16", "bf16"), "vllm": ("f32", "f16", "bf16"), "gguf": ("f32", "f16", "bf16", "q8_0")}
+# litert converts in float32 (its weights' precision is `--quantize`, not the dtype)
+DTYPES = {"hf": STORED, "vllm": STORED, "gguf": STORED + tuple(QUANTIZED), "litert": ("f32",)}
+# A target whose writer runs in an environment of its own: "module:function" that raises
+# WriterUnavailable (a one-line message saying how to install it) when it is missing.
+REQUIRES = {"litert": "shapescript_core.export.litert.env:require"}
 
 
 def missing_libraries(target: str) -> str | None:
@@ -50,3 +57,12 @@ def load_writer(target: str):
         raise
     return getattr(mod, name)
 
+
+
+def check_requirements(target: str):
+    """Raise WriterUnavailable when the target's own environment is missing."""
+    spec = REQUIRES.get(target)
+    if spec is None:
+        return
+    module, _, name = spec.partition(":")
+    getattr(importlib.import_module(module), name)()

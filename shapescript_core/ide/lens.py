@@ -1,8 +1,8 @@
-"""Which functions can be exported, for which targets: the code lens "Export ▸ hf · vllm · gguf".
+"""Which functions can be exported, for which targets: the code lens "Export ▸ hf · vllm · gguf · litert".
 
 The rule is the export checks' own (`targets.py`, after SERVING-ENGINES.md): a
 function marked `@export(…)` for its listed targets; in a file with no `@export`, a
-function named `forward`, for all three targets if one of its parameters is an
+function named `forward`, for all four targets if one of its parameters is an
 `Index[…]` tensor, else for `hf` only, or for the settings' `default_targets`.
 """
 from __future__ import annotations

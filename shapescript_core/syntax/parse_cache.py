@@ -26,7 +26,7 @@ from . import ast as A
 
 log = logging.getLogger("shapescript.cache")
 FORMAT = 1
-_PARSER_FILES = ("grammar.lark", "lexer.py", "parser.py", "ast.py", "source.py",
+_PARSER_FILES = ("grammar.lark", "lexer.py", "parser.py", "ast.py", "source.py", "syntax_errors.py",
                  os.path.join("..", "check", "messages.py"), os.path.join("..", "diagnostics.py"))
 _version: Optional[str] = None
 

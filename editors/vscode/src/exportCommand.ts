@@ -16,11 +16,12 @@ import {
 import { readExportTable } from './projectSettings';
 import { EXPORT_COMMAND, ServerManager } from './server';
 
-export const TARGETS = ['hf', 'vllm', 'gguf'] as const;
+export const TARGETS = ['hf', 'vllm', 'gguf', 'litert'] as const;
 const TARGET_LABELS: Record<string, string> = {
   hf: 'Hugging Face (transformers)',
   vllm: 'vLLM',
   gguf: 'GGUF (llama.cpp)',
+  litert: 'LiteRT (.tflite, .litertlm)',
 };
 
 /** What the code lens or a caller may already say; the dialog asks for the rest. */
@@ -181,14 +182,15 @@ export async function exportFunction(server: ServerManager, args: ExportArgs = {
     const wSetting = cfg.get<string | null>('export.weights') || project.weights;
     const rSetting = cfg.get<boolean | null>('export.randomWeights') ?? project.random_weights;
     const seed = cfg.get<number | null>('export.seed') ?? project.seed ?? 0;
-    type Item = vscode.QuickPickItem & { kind2: 'random' | 'file' | 'browse' };
+    type Item = vscode.QuickPickItem & { kind2: 'random' | 'file' | 'browse' | 'folder' };
     const items: Item[] = [];
     const randomItem: Item = { label: 'Random weights', description: `seed ${seed}`,
       detail: "each param's initializer (normal(0.02) unless the model says ones, zeros or normal(STD))", kind2: 'random' };
     if (wSetting) {
       items.push({ label: `Weights: ${wSetting}`, description: 'from the settings', kind2: 'file' });
     }
-    items.push(randomItem, { label: 'Weights file…', description: '.safetensors', kind2: 'browse' });
+    items.push(randomItem, { label: 'Weights file…', description: '.safetensors or .gguf', kind2: 'browse' },
+      { label: 'Checkpoint folder…', description: 'a Hugging Face checkpoint (config.json + safetensors)', kind2: 'folder' });
     if (rSetting && items[0] !== randomItem) {
       items.splice(items.indexOf(randomItem), 1);
       items.unshift(randomItem);
@@ -203,8 +205,11 @@ export async function exportFunction(server: ServerManager, args: ExportArgs = {
       weights = wSetting!;
       random = false;
     } else {
+      const folder = chosen.kind2 === 'folder';
       const files = await vscode.window.showOpenDialog({
-        title: 'Weights', canSelectMany: false, filters: { safetensors: ['safetensors'] },
+        title: folder ? 'Checkpoint folder' : 'Weights', canSelectMany: false,
+        canSelectFiles: !folder, canSelectFolders: folder,
+        filters: folder ? undefined : { weights: ['safetensors', 'gguf'] },
         defaultUri: root ? vscode.Uri.file(root) : undefined,
       });
       if (!files || files.length === 0) {
@@ -216,6 +221,11 @@ export async function exportFunction(server: ServerManager, args: ExportArgs = {
   }
   if (weights && !path.isAbsolute(weights) && root) {
     weights = path.join(root, weights);
+  }
+  // a checkpoint of an architecture no table knows: its map file (docs/importing-weights.md)
+  let weightsMap = cfg.get<string | null>('export.weightsMap') || project.weights_map || undefined;
+  if (weightsMap && !path.isAbsolute(weightsMap) && root) {
+    weightsMap = path.join(root, weightsMap);
   }
 
   const outputs = targets.map((t) => (targets!.length === 1 ? base : path.join(base, t)));
@@ -258,6 +268,7 @@ export async function exportFunction(server: ServerManager, args: ExportArgs = {
         });
       const argument = {
         uri: uri.toString(), fn, target, output: outputs[i], random: !!random, weights: random ? undefined : weights,
+        weightsMap: random ? undefined : weightsMap,
         seed: args.seed ?? cfg.get<number | null>('export.seed') ?? undefined,
         dtype: args.dtype ?? cfg.get<string | null>('export.dtype') ?? undefined,
         force: !!force,

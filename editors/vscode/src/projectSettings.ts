@@ -7,6 +7,7 @@ import * as path from 'path';
 export interface ExportDefaults {
   output?: string;
   weights?: string;
+  weights_map?: string;
   random_weights?: boolean;
   seed?: number;
   dtype?: string;
@@ -56,6 +57,7 @@ export function readExportTable(root: string | undefined): ExportDefaults {
   const d: ExportDefaults = {};
   if (typeof out.output === 'string') { d.output = out.output; }
   if (typeof out.weights === 'string') { d.weights = out.weights; }
+  if (typeof out.weights_map === 'string') { d.weights_map = out.weights_map; }
   if (typeof out.random_weights === 'boolean') { d.random_weights = out.random_weights; }
   if (typeof out.seed === 'number') { d.seed = out.seed; }
   if (typeof out.dtype === 'string') { d.dtype = out.dtype; }

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import gguf
 
+from ...dtypes import BY_NAME, QUANTIZED, STORED
+
 # short name -> (Keys class, attribute, writer method)
 HPARAM_KEYS = {
     "vocab_size": ("LLM", "VOCAB_SIZE", "add_uint32"),
@@ -25,12 +27,8 @@ HPARAM_KEYS = {
     "freq_base": ("Rope", "FREQ_BASE", "add_float32"),
 }
 
-FILE_TYPE = {
-    "f32": gguf.LlamaFileType.ALL_F32,
-    "f16": gguf.LlamaFileType.MOSTLY_F16,
-    "bf16": gguf.LlamaFileType.MOSTLY_BF16,
-    "q8_0": gguf.LlamaFileType.MOSTLY_Q8_0,
-}
+FILE_TYPE = {**{n: getattr(gguf.LlamaFileType, BY_NAME[n].gguf_file_type) for n in STORED},
+             **{n: getattr(gguf.LlamaFileType, t) for n, t in QUANTIZED.items()}}
 
 
 def key(short: str, arch: str) -> str:

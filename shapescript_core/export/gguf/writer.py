@@ -9,6 +9,8 @@ into q8_0's blocks of 32 is stored f16, and the summary says so.
 """
 from __future__ import annotations
 
+import gc
+
 import os
 
 import gguf
@@ -29,14 +31,30 @@ _QTYPE = {"bf16": Q.BF16, "q8_0": Q.Q8_0}
 
 def plan_for(ctx):
     """The matched GGUFPlan, or ExportError E3313."""
+    # the trace of a stack of 100,000 layers is millions of small objects and no cycle:
+    # the cycle collector, paused, would otherwise walk them again and again
+    enabled = gc.isenabled()
+    gc.disable()
     try:
         tr = trace(ctx.ws, ctx.request.path, ctx.fn_item.name, ctx.dims)
+        plan = match(tr)
     except CompileError as e:
         raise ExportError(f"can't follow the exported function for gguf: {e}") from None
-    plan = match(tr)
+    finally:
+        if enabled:
+            gc.enable()
     if isinstance(plan, Departure):
         raise ExportError(f"error[E3313]: {e3313(plan.reason)}")
     return plan
+
+
+def _write_array(fout, arr):
+    """Write an array's bytes with the file's own writes (numpy's `tofile` reports a full
+    disk as "N requested and M written", with no errno: this raises ENOSPC, which the
+    export names)."""
+    view = memoryview(np.ascontiguousarray(arr)).cast("B")
+    while view:
+        view = view[fout.write(view):]
 
 
 def out_shape(t) -> tuple:
@@ -148,7 +166,7 @@ def write(ctx) -> str:
                 arr = _values(ctx, t, shape)
                 out = convert(arr, qtype)
                 del arr
-                out.tofile(fout)
+                _write_array(fout, out)
                 del out
             if fout.tell() - start != nbytes:
                 raise ExportError(f"internal: `{name}` came out {fout.tell() - start} bytes, not {nbytes}")

@@ -10,8 +10,9 @@ from __future__ import annotations
 from ...check.types import TensorT
 from ...compile.codegen import MethodGen
 from ...compile.names import py_ident
-from ...escape import py_docstring, py_number, py_str, shown
 from ...compile.plan import walk_nodes
+from ...dtypes import BY_NAME, STORED
+from ...escape import py_docstring, py_number, py_str, shown
 
 # names a config already has or that we write: a dim called so is stored as `dim_<name>`
 CONFIG_ATTRS = {"dtype", "torch_dtype", "architectures", "auto_map", "model_type", "name_or_path",
@@ -20,7 +21,7 @@ CONFIG_ATTRS = {"dtype", "torch_dtype", "architectures", "auto_map", "model_type
                 "transformers_version", "is_encoder_decoder", "pad_token_id", "bos_token_id",
                 "eos_token_id", "return_dict", "output_attentions", "output_hidden_states"}
 
-TORCH_DTYPE_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+TORCH_DTYPE_NAMES = {n: BY_NAME[n].torch for n in STORED}
 
 
 def config_keys(dims) -> dict:
@@ -54,18 +55,10 @@ def conventional(gen) -> dict:
     out["hidden_size"] = prog.value_of(table.axes[1].size)
     site = next((c.sites[0] for c in gen.classes.values() if c.sites), None)
     if site is not None:
-        q, k = site.attrs["args"]["q"], site.attrs["args"]["k"]
-        heads = prog.value_of(q.type.axes[-3].size)
-        out["num_attention_heads"] = heads
-        groups = None
-        for c in gen.classes.values():
-            if c.sites:
-                fn = next(f for f in c.order if any(n is c.sites[0] for n in walk_nodes(prog.fns[f].body)[0]))
-                mg = MethodGen(gen, prog.fns[fn], c)
-                mg._find_kv_sources()
-                groups = mg.attention_groups(c.sites[0])
-                break
-        out["num_key_value_heads"] = heads // (groups or 1)
+        q = site.attrs["args"]["q"]
+        attention = plan.attention.site(site)  # heads and groups, decided once by the plan
+        out["num_attention_heads"] = attention.heads
+        out["num_key_value_heads"] = attention.kv_heads
         out["head_dim"] = prog.value_of(q.type.axes[-1].size)
     out["num_hidden_layers"] = gen.attention_count(plan.root)
     if lm.positions:

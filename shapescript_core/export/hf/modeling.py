@@ -59,6 +59,7 @@ def modeling_source(gen: Generator, names: Names, source_name: str) -> str:
         '    base_model_prefix = "model"',
         "    _supports_sdpa = True",
         "    _supports_attention_backend = True",
+        "    _can_compile_fullgraph = True  # torch.export traces it whole (LiteRT-Torch's export_hf asks)",
         f"    _no_split_modules = {[gen.classes[m].name for m in gen.classes if m != plan.root]!r}",
     ]
     classes: list = []
@@ -116,7 +117,7 @@ def _lm_forward(gen: Generator, source_name: str) -> list:
     extra = []
     start = 3 if lm.positions else 2
     for name, t, default in entry.params[start:]:
-        extra.append(f"{mg.var(name)}={mg.ex(default)}")
+        extra.append(f"{mg.var(name)}={mg.as_param(mg.ex(default), t, default.type)}")
     head = ("def forward(self, input_ids=None, attention_mask=None, position_ids=None, past_key_values=None, "
             "inputs_embeds=None, use_cache=None, cache=None, return_dict=None, "
             + "".join(e + ", " for e in extra) + "**kwargs):")

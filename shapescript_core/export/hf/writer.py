@@ -2,7 +2,11 @@
 
 The directory: `config.json`, `configuration_<stem>.py`, `modeling_<stem>.py`, the
 source file(s), `model.safetensors` (keys: the generated model's state_dict), and
-`shapescript-weights.json` mapping each param path to its key.
+`shapescript-weights.json` mapping each param path to its key. With a tokenizer
+(`--tokenizer DIR`, or one carried from an imported checkpoint) its files are copied,
+and a language model's special token ids go into `config.json` and, when the tokenizer
+brought none, a `generation_config.json` (`special_tokens.py`; an imported checkpoint's
+own ids win).
 """
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ from ..errors import ExportError
 from ..generated import copy_sources, write_generated
 from .build import build
 from .keys import MAPPING_FILE
+from .special_tokens import generation_config, special_token_ids
 
 log = logging.getLogger("shapescript.export.hf")
 
@@ -36,13 +41,25 @@ def write_directory(ctx) -> dict:
     ctx.progress("compiling to PyTorch", 0, 1)
     art = build(ctx.ws, ctx.request.path, ctx.fn_item.name, ctx.request.dtype)
     d = ctx.tmp
+    tok = getattr(ctx.request, "tokenizer", None)
+    if tok:
+        copy_tokenizer(tok, d)
+    elif ctx.imported.get("gguf_file"):
+        note = tokenizer_from_gguf(ctx.imported["gguf_file"], d)
+        if note:
+            ctx.notes.append(note)
     cfg = dict(art.config)
+    if art.lm:
+        cfg.update(special_token_ids(d, cfg.get("vocab_size")))
     for k in SPECIAL_IDS:
         if k in ctx.imported:
             cfg[k] = ctx.imported[k]
     if "context_length" in ctx.imported and "max_position_embeddings" not in cfg and art.lm:
         cfg["max_position_embeddings"] = ctx.imported["context_length"]
     write_generated(d, "config.json", json_text(cfg))
+    ids = generation_config(cfg)
+    if art.lm and ids and not os.path.exists(os.path.join(d, "generation_config.json")):
+        write_generated(d, "generation_config.json", json_text(ids))
     write_generated(d, f"{art.names.configuration}.py", art.configuration)
     write_generated(d, f"{art.names.modeling}.py", art.modeling)
     keys = {}
@@ -54,13 +71,6 @@ def write_directory(ctx) -> dict:
             entries.append((key, spec.path))
     write_generated(d, MAPPING_FILE, json_text({"format": 1, "source": os.path.basename(ctx.request.path),
                                                 "function": ctx.fn_item.name, "keys": keys}))
-    tok = getattr(ctx.request, "tokenizer", None)
-    if tok:
-        copy_tokenizer(tok, d)
-    elif ctx.imported.get("gguf_file"):
-        note = tokenizer_from_gguf(ctx.imported["gguf_file"], d)
-        if note:
-            ctx.notes.append(note)
     ctx.check_cancelled()
     size = ctx.write_safetensors("model.safetensors", entries, metadata={"format": "pt"})
     return {"tensors": len(entries), "bytes": size, "lm": art.lm, "artifact": art}

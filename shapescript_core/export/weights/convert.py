@@ -9,11 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dtypes import FLOATS, stored_dtype  # noqa: F401  (re-exported)
+from ...dtypes import TABLE
 
-NP = {"f64": np.float64, "f32": np.float32, "f16": np.float16, "i64": np.int64, "i32": np.int32,
-      "i16": np.int16, "i8": np.int8, "u8": np.uint8, "u16": np.uint16, "u32": np.uint32,
-      "u64": np.uint64, "bool": np.bool_}
+NP = {d.name: getattr(np, d.numpy) for d in TABLE if d.numpy}  # our name -> numpy's (no bf16)
 
 
 def bf16_bits(x: np.ndarray) -> np.ndarray:

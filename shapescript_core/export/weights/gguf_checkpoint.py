@@ -82,6 +82,10 @@ class GGUFCheckpoint:
             out["eps"] = float(eps)
         return out
 
+    def block_count(self) -> int | None:
+        v = self.field(f"{self.arch}.block_count")
+        return int(v) if isinstance(v, int) and v > 0 else None
+
     def heads(self) -> dict:
         out = {}
         for short, key in (("head_count", "attention.head_count"), ("head_count_kv", "attention.head_count_kv")):
@@ -129,6 +133,9 @@ class GGUFCheckpoint:
             if name in BUFFERS:
                 continue
             self.names[name] = (name, ())
+
+    def index_raw(self):
+        self.names = {n: (n, ()) for n in self.tensors}
 
     def key_of(self, name: str) -> str:
         return name

@@ -13,14 +13,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import gguf
 
+from ...files import ReadRefused, read_bytes
 from ..gguf.gguf_plan import RopePermute, Transpose
 from ..errors import ExportError
 from .source import WeightSource
 
 CONFIG = "config.json"
+_BLOCK = re.compile(r"(?:layers|h|blocks|blk)\.(\d+)\.")
 GENERATION = "generation_config.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")  # any one makes a tokenizer
 SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
@@ -39,9 +42,10 @@ CONV1D = ("ATTN_QKV", "ATTN_OUT", "FFN_UP", "FFN_DOWN")
 def read_config(directory: str, name: str = CONFIG) -> dict:
     file = os.path.join(directory, name)
     try:
-        with open(file, encoding="utf-8") as fh:
-            cfg = json.load(fh)
-    except (OSError, UnicodeDecodeError, ValueError) as e:
+        cfg = json.loads(read_bytes(file).decode("utf-8"))  # regular and bounded (files.py)
+    except ReadRefused as e:
+        raise ExportError(f"can't read {name} in `{directory}`: {e.refusal.reason}") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
         raise ExportError(f"can't read {name} in `{directory}`: {getattr(e, 'strerror', None) or e}")
     if not isinstance(cfg, dict):
         raise ExportError(f"{name} in `{directory}` is not a JSON object")
@@ -88,6 +92,14 @@ class HFCheckpoint:
         if isinstance(eps, (int, float)) and not isinstance(eps, bool):
             out["eps"] = float(eps)
         return out
+
+    def block_count(self) -> int | None:
+        for k in ("num_hidden_layers", "n_layer"):
+            v = self.config.get(k)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+        blocks = {int(m.group(1)) for m in map(_BLOCK.search, self.source.keys()) if m}
+        return max(blocks) + 1 if blocks else None
 
     def heads(self) -> dict:
         """{"head_count": (value, where)...} as the config says."""
@@ -153,6 +165,10 @@ class HFCheckpoint:
             elif arch == "gpt2" and kind in CONV1D and len(shape) == 2:
                 steps = (Transpose(),)
             self.names[name] = (key, steps)
+
+    def index_raw(self):
+        """Every tensor by its own key (a --weights-map names them)."""
+        self.names = {k: (k, ()) for k in self.source.keys()}
 
     # ---- tensors
     def shape(self, name: str) -> tuple:

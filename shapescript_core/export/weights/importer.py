@@ -20,6 +20,7 @@ import os
 import gguf
 import numpy as np
 
+from ...check.types import ModelT, StackT
 from ...compile.graph import CompileError, trace
 from ..gguf import metadata
 from ..gguf.match import match
@@ -30,8 +31,10 @@ from .gguf_checkpoint import GGUFCheckpoint, is_gguf
 from .hf_checkpoint import HFCheckpoint
 from .weight_messages import e3314, e3315, e3315_heads, e3316
 from .recipe import Rows, add_part
-from .safetensors_format import TensorInfo
+from .safetensors_format import ST_DTYPES, TO_ST, TensorInfo
 from .source import WeightSource
+from .specs import resolve
+from .weights_map import keys_for, read_map, recipe_for, rule_for
 
 MAX_LISTED = 4  # roles named in an E3314
 
@@ -62,13 +65,15 @@ def describe_role(name: str) -> str:
 
 
 # ------------------------------------------------------------------ recognising the input
-def open_weights(path: str, specs):
+def open_weights(path: str, specs, weights_map: str | None = None):
     """(WeightSource, None) for weights keyed by param paths (today's formats), or
     (None, checkpoint reader) for weights of another layout. By content: the GGUF magic,
     or safetensors (a file, a sharded index, a directory with a config.json) whose names
     are none of the params' (Hugging Face names)."""
     if is_gguf(path):
         return None, GGUFCheckpoint(path)
+    if weights_map is not None:
+        return None, HFCheckpoint(path)
     source = WeightSource(path)  # our own exports too: a mapping.json renames their keys
     keys = source.keys()
     wanted = {s.path for s in specs}
@@ -108,7 +113,7 @@ class ImportedSource:
 
     def info(self, path: str) -> TensorInfo:
         s = self.specs[path]
-        item = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2}.get(s.dtype, 4)
+        item = ST_DTYPES[TO_ST[s.dtype]][1]
         return TensorInfo(path, s.dtype, tuple(s.shape), 0, s.numel * item)
 
     def truncated(self, path: str):
@@ -165,6 +170,77 @@ def _forward_shape(shape: tuple, steps) -> tuple:
         elif isinstance(s, Gather) and s.take is not None:
             shape[s.axis] //= s.shape[s.take[0]]
     return tuple(shape)
+
+
+# a dim the source leaves open takes this while the graph is traced to find its role
+# (every product and quotient of the usual head counts stays a whole number), then the
+# checkpoint's size at that axis
+_PROBE = 2 ** 7 * 3 * 5 * 7
+
+
+def infer_dims(ws, request, path: str, fn_item, ckpt) -> dict:
+    """Values for the dims the source declares without one, read from the checkpoint: a
+    stack's count from its number of blocks, any other dim from the size of a tensor
+    whose param writes the dim alone as an axis (`embed: [V D]`: V and D). {} when the
+    graph can't be matched even so; the dims not found stay open (E3312)."""
+    env = ws.analyze(path).env
+    open_dims = [n for n, i in env.dims.info.items()
+                 if i.value is None and i.canon is not None and i.canon.single_symbol() == n]
+    if not open_dims:
+        return {}
+    found: dict = {}
+    blocks = ckpt.block_count()
+    sig = env.sig(fn_item.name)
+    todo = [sig.params[0].type.name] if sig and sig.params and isinstance(sig.params[0].type, ModelT) else []
+    seen = set()
+    while todo:
+        info = env.model(todo.pop())
+        for f in (info.fields.values() if info else ()):
+            t = f.type
+            if isinstance(t, StackT):
+                n = t.count.single_symbol()
+                if n in open_dims and blocks:
+                    found[n] = blocks
+                if t.model not in seen:
+                    seen.add(t.model)
+                    todo.append(t.model)
+            elif isinstance(t, ModelT) and t.name not in seen:
+                seen.add(t.name)
+                todo.append(t.name)
+    probes = {n: _PROBE * (i + 2) for i, n in enumerate(x for x in open_dims if x not in found)}
+    saved = dict(ws.dim_overrides)
+    ws.set_dim_overrides({**saved, **found, **probes})
+    try:
+        resolved = resolve(ws, path, fn_item)
+        if resolved.diagnostics:
+            return found
+        try:
+            plan = plan_for_import(ws, request, resolved, ckpt.label())
+        except ExportError:
+            return found
+        hp = plan.hparams
+        ckpt.index(ckpt.family or plan.arch, hp["block_count"], hp["head_count"], hp["head_count_kv"])
+        for t in plan.tensors:
+            name = metadata.tensor_name(plan.arch, t)
+            if t.source is None or t.parts or name not in ckpt.names:
+                continue
+            want, got = _forward_shape(t.shape, t.steps), ckpt.shape(name)
+            if len(want) != len(got):
+                continue
+            axes = resolved.sites[t.source].written.strip("[]").split()
+            flips = sum(isinstance(s, Transpose) for s in t.steps) % 2
+            for i, size in enumerate(got):
+                j = len(want) - 1 - i if flips and len(want) == 2 else i
+                factor = 1
+                for s in t.steps:
+                    if isinstance(s, Gather) and s.take is not None and s.axis == i:
+                        factor = s.shape[s.take[0]]
+                if j < len(axes) and axes[j] in probes and axes[j] not in found:
+                    found[axes[j]] = size * factor
+    finally:
+        ckpt.names, ckpt.unknown = {}, []
+        ws.set_dim_overrides(saved)
+    return found
 
 
 def plan_for_import(ws, request, resolved, label: str):
@@ -260,6 +336,67 @@ def import_checkpoint(ws, request, resolved, ckpt):
                 raise ExportError(why)
     warnings = [f"[{d.code}] {d.message}" for d in _constants(plan, ckpt, resolved)]
     return ImportedSource(ckpt, recipes, resolved.specs), notes, warnings
+
+
+def import_mapped(ws, request, resolved, ckpt, map_file: str):
+    """(ImportedSource, notes, warnings) by a --weights-map file instead of roles."""
+    rules = read_map(map_file)
+    ckpt.index_raw()
+    sites = resolved.sites
+    recipes: dict = {}
+    unmapped, missing, used = [], [], set()
+    for spec in resolved.specs:
+        rule, groups = rule_for(rules, spec.path)
+        if rule is None:
+            unmapped.append(spec.path)
+            continue
+        keys = keys_for(rule, groups)
+        absent = [k for k in keys if k not in ckpt.names]
+        if absent:
+            missing.append((spec.path, absent[0]))
+            continue
+        used.update(keys)
+        recipe, shape, _ = recipe_for(rule, groups, spec, ckpt.shape)
+        if shape != tuple(spec.shape):
+            site = sites[spec.path]
+            got = tuple(ckpt.shape(keys[0]))
+            if shape is None or len(shape) != len(spec.shape):
+                raise ExportError("not exported: the weights map's tensors don't fit the source", diagnostics=[
+                    e3315(site.written, len(spec.shape), len(got), keys[0], got, site.span, site.written)])
+            i = next(i for i in range(len(shape)) if shape[i] != spec.shape[i])
+            axes = site.written.strip("[]").split()
+            raise ExportError("not exported: the checkpoint's shapes contradict the source's dims", diagnostics=[
+                e3315(axes[i] if i < len(axes) else site.written, spec.shape[i], shape[i],
+                      keys[0], got, site.span, site.written)])
+        recipes[spec.path] = recipe
+    if unmapped or missing:
+        first = (unmapped or [m[0] for m in missing])[0]
+        notes = [f"the weights are {ckpt.label()}, read through the weights map {os.path.basename(map_file)}"]
+        for p in unmapped[:MAX_LISTED]:
+            notes.append(f"`{p}` (line {_line(ws, sites[p].span)}) matches no entry of the map")
+        for p, k in missing[:MAX_LISTED]:
+            notes.append(f"`{p}` (line {_line(ws, sites[p].span)}) maps to `{k}`, which the checkpoint "
+                         f"doesn't have")
+        more = len(unmapped) + len(missing) - min(len(unmapped), MAX_LISTED) - min(len(missing), MAX_LISTED)
+        if more > 0:
+            notes.append(f"and {more} more")
+        n = len(unmapped) + len(missing)
+        raise ExportError("not exported: the weights map leaves params without a tensor", diagnostics=[e3314(
+            f"the weights map gives {n} of the source's params no tensor of the checkpoint",
+            sites[first].span, f"`{first}` is declared here", notes,
+            "add an entry for each param (a pattern with {i} covers every layer), naming a key the "
+            "checkpoint has")])
+    for r in recipes.values():
+        for part in r.parts:
+            why = ckpt.problem(part.tensor)
+            if why:
+                raise ExportError(why)
+    unused = [k for k in ckpt.names if k not in used]
+    warnings = []
+    if unused:
+        warnings.append(f"{len(unused)} tensor{'s' if len(unused) != 1 else ''} of the checkpoint no param maps "
+                        f"to (`{unused[0]}`...): left out")
+    return ImportedSource(ckpt, recipes, resolved.specs), [], warnings
 
 
 def _e3314(ws, resolved, ckpt, plan, missing, extra, unread, wrong_arch):

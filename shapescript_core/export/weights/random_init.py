@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from ...dtypes import FLOATS
 from ..errors import ExportError, ParamSpec
 from .convert import NP, bf16_bits, bf16_to_f32
 from .weight_messages import bad_init
@@ -18,7 +19,7 @@ def rng_for(seed: int, path: str) -> np.random.Generator:
 
 
 def check_init(spec: ParamSpec):
-    if spec.init[0] == "unknown" or (spec.init[0] == "normal" and spec.dtype not in ("f64", "f32", "f16", "bf16")):
+    if spec.init[0] == "unknown" or (spec.init[0] == "normal" and spec.dtype not in FLOATS):
         raise ExportError(bad_init(spec.path, spec.init[1] if spec.init[0] == "unknown" else "normal"))
     if spec.init[0] == "normal" and not math.isfinite(float(spec.init[1])):
         raise ExportError(bad_init(spec.path, f"normal({spec.init[1]})") + " (a finite std)")

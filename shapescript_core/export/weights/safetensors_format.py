@@ -11,18 +11,16 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 import struct
 from dataclasses import dataclass
 
+from ...dtypes import TABLE
 from ..errors import ExportError
+from ...files import ReadRefused, open_file
 from .weight_messages import corrupt_file, unreadable
 
-# safetensors dtype -> (our dtype name, item size)
-ST_DTYPES = {"F64": ("f64", 8), "F32": ("f32", 4), "F16": ("f16", 2), "BF16": ("bf16", 2),
-             "I64": ("i64", 8), "I32": ("i32", 4), "I16": ("i16", 2), "I8": ("i8", 1),
-             "U8": ("u8", 1), "U16": ("u16", 2), "U32": ("u32", 4), "U64": ("u64", 8),
-             "BOOL": ("bool", 1), "F8_E4M3": ("f8_e4m3", 1), "F8_E5M2": ("f8_e5m2", 1)}
+# safetensors dtype -> (our dtype name, item size), from the one table
+ST_DTYPES = {d.safetensors: (d.name, d.itemsize) for d in TABLE}
 TO_ST = {ours: st for st, (ours, _) in ST_DTYPES.items()}
 MAX_HEADER = 100 * 1024 * 1024  # the library's own limit
 # what we parse: a header entry takes about 100 bytes, so 16 MB is 160,000 tensors in one
@@ -58,13 +56,12 @@ def read_header(file: str) -> HeaderInfo:
     caller can name the ones the model needs."""
     name = os.path.basename(file)
     try:
-        # O_NONBLOCK: a FIFO named as weights does not hang the open; it is refused below
-        fd = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-        with os.fdopen(fd, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            if not stat.S_ISREG(st.st_mode):
-                raise ExportError(corrupt_file(name, "it is not a regular file (a FIFO, a device or a folder)"))
-            size = st.st_size
+        try:
+            fh = open_file(file)  # a regular file, opened without blocking (never a FIFO or a device)
+        except ReadRefused as e:
+            raise ExportError(f"can't read the weights `{file}`: {e.refusal.reason}") from None
+        size = os.fstat(fh.fileno()).st_size
+        with fh:
             head = fh.read(8)
             if len(head) < 8:
                 raise ExportError(corrupt_file(name, f"it is {size} bytes long, shorter than a header"))

@@ -12,6 +12,7 @@ import json
 import os
 
 from ..errors import ExportError
+from ...files import ReadRefused, read_bytes
 from .weight_messages import outside_weights, unreadable
 from .safetensors_format import TensorInfo, read_header
 
@@ -102,8 +103,9 @@ class WeightSource:
     def _mapping(self, file: str):
         """Read an exported directory back through its mapping: keys become param paths."""
         try:
-            with open(file, encoding="utf-8") as fh:
-                keys = json.load(fh).get("keys")
+            keys = json.loads(read_bytes(file).decode("utf-8")).get("keys")  # regular, bounded
+        except ReadRefused as e:
+            raise ExportError(f"can't read {MAPPING} in `{self.path}`: {e.refusal.reason}")
         except RecursionError:
             raise ExportError(f"can't read {MAPPING} in `{self.path}`: its JSON is nested too deeply") from None
         except (OSError, UnicodeDecodeError, ValueError, AttributeError) as e:
@@ -131,8 +133,9 @@ class WeightSource:
     def _index(self, file: str):
         name = os.path.basename(file)
         try:
-            with open(file, encoding="utf-8") as fh:
-                doc = json.load(fh)
+            doc = json.loads(read_bytes(file).decode("utf-8"))  # regular, bounded
+        except ReadRefused as e:
+            raise ExportError(f"can't read the index {name}: {e.refusal.reason}")
         except RecursionError:
             raise ExportError(f"can't read the index {name}: its JSON is nested too deeply") from None
         except (OSError, UnicodeDecodeError, ValueError) as e:

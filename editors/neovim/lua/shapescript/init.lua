@@ -16,10 +16,11 @@ M.defaults = {
   settings = {},
   init_options = {},
   inlay_hints = true, -- show the shape after each assignment
-  codelens = true, -- show "Export ▸ hf | vllm | gguf" over exportable functions
+  codelens = true, -- show "Export ▸ hf | vllm | gguf | litert" over exportable functions
+  format_on_save = false, -- format the buffer (`shapescript fmt`'s layout) before each write
 }
 
-M.targets = { 'hf', 'vllm', 'gguf' }
+M.targets = { 'hf', 'vllm', 'gguf', 'litert' }
 
 local function client_for(bufnr)
   return vim.lsp.get_clients({ bufnr = bufnr, name = 'shapescript' })[1]
@@ -48,7 +49,7 @@ function M.parse_args(fargs)
     elseif key then
       args[key] = value
     else
-      error('unknown argument ' .. a .. ': expected a target (hf, vllm, gguf) or key=value')
+      error('unknown argument ' .. a .. ': expected a target (hf, vllm, gguf, litert) or key=value')
     end
   end
   return args
@@ -98,6 +99,15 @@ local function on_attach(opts)
         end,
       })
     end
+    if opts.format_on_save and client:supports_method('textDocument/formatting') then
+      vim.api.nvim_create_autocmd('BufWritePre', {
+        buffer = bufnr,
+        group = vim.api.nvim_create_augroup('shapescript_format_' .. bufnr, { clear = true }),
+        callback = function()
+          vim.lsp.buf.format({ bufnr = bufnr, id = client.id, timeout_ms = 5000 })
+        end,
+      })
+    end
     if opts.on_attach then
       opts.on_attach(client, bufnr)
     end
@@ -126,7 +136,7 @@ function M.setup(opts)
     M.export(args)
   end, {
     nargs = '*',
-    desc = 'Export the ShapeScript function under the cursor: hf | vllm | gguf [out=DIR] [weights=FILE | random] [dim=N=V]',
+    desc = 'Export the ShapeScript function under the cursor: hf | vllm | gguf | litert [out=DIR] [weights=FILE | random] [dim=N=V]',
     complete = function(lead)
       local words = vim.list_extend(vim.deepcopy(M.targets),
         { 'out=', 'weights=', 'random', 'fn=', 'seed=', 'dtype=', 'force', 'dim=', 'tokenizer=' })

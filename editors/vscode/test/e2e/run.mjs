@@ -1,6 +1,7 @@
 // Drives code-server's VS Code in headless Chromium (playwright-core) through what a
 // user does with the extension: open a broken .ss file, read the Problems panel, hover,
-// inspect the grammar's scopes, apply the quick fix from the light bulb, export.
+// inspect the grammar's scopes, apply the quick fix from the light bulb, export, Go to
+// References, F2 rename, Format Document.
 // tests/test_vscode_e2e.py starts code-server, runs this and checks what it wrote.
 //
 // env: SS_URL (the workbench, with ?folder=), SS_OUT (a folder for result.json and
@@ -324,6 +325,65 @@ try {
     undefined, 20000);
     result.hover_after_restart = await hoverX();
     await page.mouse.move(5, 400);
+  });
+
+  await step('references', async () => {
+    // Go to References (Shift+F12) on the dim `D`: the peek view lists its two uses (VS Code
+    // leaves the declaration out, and goes straight to a lone reference without a peek)
+    await goTo(1, 5);
+    await page.keyboard.press('Shift+F12');
+    result.references = await until('the references peek view', () => {
+      const w = document.querySelector('.peekview-widget');
+      const rows = w ? [...w.querySelectorAll('.monaco-list-row')].map((r) => r.textContent.replace(/\u00a0/g, ' ')) : [];
+      const head = w ? (w.querySelector('.head') || w).textContent.replace(/\u00a0/g, ' ') : '';
+      return rows.length ? { head, rows } : false;
+    }, undefined, 20000);
+    await page.keyboard.press('Escape');
+    await until('the peek view closed', () => !document.querySelector('.peekview-widget'), undefined, 10000)
+      .catch(() => undefined);
+  });
+
+  await step('rename', async () => {
+    // F2 on the local `y`, a new name typed, Enter: every use renamed; then saved
+    await goTo(9, 5);
+    await page.keyboard.press('F2');
+    // the rename box, focused, with the old name (from prepareRename) selected
+    result.rename_placeholder = await until('the focused rename box', () => {
+      const a = document.activeElement;
+      return a && a.closest && a.closest('.rename-box') && a.value ? a.value : false;
+    }, undefined, 20000);
+    await page.keyboard.insertText('logits');
+    await page.keyboard.press('Enter');
+    result.renamed_text = await until('the renamed local in the editor', () => {
+      const v = document.querySelector('.part.editor .monaco-editor .view-lines');
+      const text = v ? v.textContent.replace(/\u00a0/g, ' ') : '';
+      return text.includes('logits = linear(x, m.w)') && text.includes('return logits') ? text : false;
+    });
+    await page.keyboard.press('Control+S');
+  });
+
+  await step('format', async () => {
+    // Format Document on a file written carelessly, then saved
+    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'ugly.ss' }).first().click();
+    await until('the editor with ugly.ss', () => {
+      const v = document.querySelector('.part.editor .monaco-editor .view-lines');
+      return v && v.textContent.replace(/\u00a0/g, ' ').includes('fn f(x:[D])->[D]:');
+    });
+    await until('ugly.ss in ShapeScript mode', () => {
+      const s = document.querySelector('.statusbar-item[id="status.editor.mode"]');
+      return s && s.textContent.trim() === 'ShapeScript';
+    }, undefined, 30000);
+    await runCommand('Format Document');
+    result.formatted_text = await until('the formatted text in the editor', () => {
+      const v = document.querySelector('.part.editor .monaco-editor .view-lines');
+      const text = v ? v.textContent.replace(/\u00a0/g, ' ') : '';
+      return text.includes('fn f(x: [D]) -> [D]:') ? text : false;
+    });
+    await page.keyboard.press('Control+S');
+    await until('ugly.ss saved', () => {
+      const tab = [...document.querySelectorAll('.tabs-container .tab')].find((t) => t.textContent.includes('ugly.ss'));
+      return tab && !tab.classList.contains('dirty');
+    }, undefined, 10000);
   });
 
   // Then, in the same browser tab, a workspace with no server anywhere (the

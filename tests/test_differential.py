@@ -1,0 +1,72 @@
+"""Differential testing: random well-typed programs, their --hf export against the
+reference evaluator (docs/evaluate.md). A fixed-seed sample of tests/progen.py's
+programs, and every regression case the testing found (tests/programs/differential/,
+each shrunk by tests/shrink.py and named for its bug). bench/differential.py runs more."""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from differential_support import case_from_text, quiet, run_case, run_gguf  # noqa: E402
+from progen import generate, llama_case  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CASES = os.path.join(HERE, "programs", "differential")
+SAMPLE = 120  # seeds 0 … SAMPLE-1: half language models (KV cache too), half plain functions
+
+
+@pytest.fixture(scope="module")
+def tmp(tmp_path_factory):
+    quiet()
+    return str(tmp_path_factory.mktemp("differential"))
+
+
+@pytest.mark.parametrize("seed", range(SAMPLE))
+def test_random_program_export_agrees_with_the_evaluator(seed, tmp):
+    case = generate(seed)
+    res = run_case(case, tmp)
+    assert res["checked"], f"seed {seed}: the generator made a program that does not check:\n{case.source}"
+    status, why = res["hf"]
+    assert status == "agree", f"seed {seed}: {why}\n{case.source}"
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_llama_shaped_program_gguf_agrees_with_the_evaluator(seed, tmp):
+    """--gguf through llama.cpp, on llamas whose scalar keywords are written many ways."""
+    pytest.importorskip("llama_cpp")
+    case = llama_case(seed)
+    res = run_gguf(case, tmp)
+    assert res["checked"], f"seed {seed}: does not check:\n{case.source}"
+    status, why = res["gguf"]
+    assert status == "agree", f"seed {seed}: {why}\n{case.source}"
+
+
+def regression_cases() -> list:
+    return sorted(f for f in os.listdir(CASES) if f.endswith(".ss")) if os.path.isdir(CASES) else []
+
+
+@pytest.mark.parametrize("name", regression_cases())
+def test_regression_case_agrees(name, tmp):
+    text = open(os.path.join(CASES, name)).read()
+    case = case_from_text(text)
+    target = "gguf" if "target=gguf" in text.split("\n", 1)[0] else "hf"
+    res = (run_gguf if target == "gguf" else run_case)(case, tmp)
+    assert res["checked"], f"{name} does not check"
+    status, why = res[target]
+    assert status == "agree", f"{name}: {why}"
+
+
+def test_the_generator_covers_the_language():
+    """The sample reaches every builtin, every pattern form and every scalar-keyword source."""
+    from shapescript_core.check.builtins import BUILTINS
+    text = "\n".join(generate(s).source for s in range(SAMPLE))
+    missing = [b for b in BUILTINS if not re.search(rf"\b{b}\b", text)]
+    assert not missing, f"no sampled program calls {missing}"
+    for form in ("eps=s", "theta=s", "scale=s", "eps=1 / D", "for layer in m.layers", "-> [p q D]",
+                 'style="interleaved"', "(Hkv G)", "split(", "masked_fill(!causal"):
+        assert form in text, form
