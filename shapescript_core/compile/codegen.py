@@ -297,7 +297,7 @@ class MethodGen:
         self.attention = gen.plan.attention  # groups and key/value sources, decided by the plan
         self.vars.update(gen.param_names(g))
         bound = {n for s in _all_binds(g.body) for n in s.targets}
-        bound |= {s.var for s in _straight(g.body) if isinstance(s, Loop)}
+        bound |= set(_loop_vars(g.body))
         scope = Scope(set(gen.dim_names.values()) | set(self.vars.values()))
         for p in sorted(bound - set(self.vars)):  # one Python name per source name, none shared
             self.vars[p] = scope(p)
@@ -822,3 +822,11 @@ def _all_binds(body):
             yield s
         elif isinstance(s, Loop):
             yield from _all_binds(s.body)
+
+
+def _loop_vars(body):
+    """The variables of the `for` loops of a body, nested ones included."""
+    for s in body:
+        if isinstance(s, Loop):
+            yield s.var
+            yield from _loop_vars(s.body)
