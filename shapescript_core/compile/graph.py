@@ -69,9 +69,12 @@ class CompileError(Exception):
         self.where = where
 
 
+FINITE_KEYWORDS = ("eps", "theta", "scale")  # `value` may be ±inf (masked_fill), written float("inf")
+
+
 def finite_scalar(name: str, value, where):
     """A scalar keyword's value, checked finite: a generated file holds finite numbers only."""
-    if isinstance(value, float) and not math.isfinite(value):
+    if name in FINITE_KEYWORDS and isinstance(value, float) and not math.isfinite(value):
         raise CompileError(f"`{name}` is {value}, not a finite number (a literal too large for a float?)", where)
     return value
 
