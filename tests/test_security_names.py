@@ -84,7 +84,8 @@ def test_no_generated_name_is_reserved():
     import torch.nn as nn
     from transformers import PreTrainedModel
     pool = (keyword.kwlist + keyword.softkwlist + dir(builtins) + dir(nn.Module) + dir(PreTrainedModel)
-            + ["class_", "ｃｌａｓｓ", "ﬁ", "fi", "x²", "_x", "__x", "__dict__", "u__dict__", "Ω", "a-b"])
+            + ["class_", "ｃｌａｓｓ", "ﬁ", "fi", "x²", "_x", "__x", "__dict__", "u__dict__", "Ω", "a-b",
+               "ShapeScriptLlamaConfig", "ShapeScriptLlamaConfig_", "uShapeScriptLlamaConfig"])
     scope = Scope()
     got = {n: scope(n) for n in pool}
     for src, py in got.items():

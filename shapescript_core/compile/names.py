@@ -10,7 +10,7 @@ an attribute of `nn.Module`, `PreTrainedModel`, `GenerationMixin` or `Pretrained
 (`FRAMEWORK_NAMES`, a table that `tests/test_security_names.py` checks against the
 installed classes, so that the export imports neither torch nor transformers). Python
 reads identifiers in NFKC form, so the name is normalized first. A name that would be
-reserved gets a trailing `_` (a leading `_` becomes `u_`), and one already taken in its
+reserved gets a trailing `_` (a leading `_` or `ShapeScript` gets a `u` first), and one already taken in its
 scope gets more, so that two source names never meet in one Python name. The user's own
 spelling stays in the comments and in config.json.
 """
@@ -104,7 +104,7 @@ def _identifier(name: str) -> str:
         n = "".join(ch if ("a" + ch).isidentifier() else "_" for ch in n) or "x"
         if not n.isidentifier():
             n = "x" + n
-    if n.startswith("_"):
+    if n.startswith(("_", OWN_PREFIX)):  # reserved whatever follows: made a name of the user's
         n = "u" + n
     return n
 
