@@ -157,7 +157,7 @@ def test_sources_are_exported_under_their_relative_paths(tmp_path):
 
 
 def test_vllm_plugin_and_readme_hold_names_and_paths_as_data(tmp_path):
-    evil = 'x"\ndependencies = ["evil-pkg @ https://example.invalid/evil.tar.gz"]\nreadme = "y.ss'
+    evil = 'x"\ndependencies = ["evil-pkg @ https:\\u002f\\u002fexample.invalid"]\nreadme = "y.ss'
     (tmp_path / "plain.ss").write_text(TINY)
     (tmp_path / evil).write_text(TINY)
     out_plain = tmp_path / "plain"
