@@ -174,6 +174,14 @@ class Analysis:
     own: dict = field(default_factory=dict)  # name -> item (this file's named items)
     visible: dict = field(default_factory=dict)  # name -> item (own and imported)
     imports: list = field(default_factory=list)  # resolved paths
+    # what the analysis was made from (Workspace._still_valid): the file's items, the
+    # interface of every file in its import closure, the imported functions whose
+    # bodies it read (export checks, W0102), whether its fixes reach into importers
+    items: list = field(default_factory=list)
+    stamp: tuple = ()
+    body_reads: list = field(default_factory=list)
+    lists: dict = field(default_factory=dict)  # import path -> its items list when `visible` was made
+    volatile: bool = False
 
 
 class Workspace:
@@ -187,7 +195,11 @@ class Workspace:
         self._model_cache: dict = {}
         self._sig_cache: dict = {}
         self._body_cache: dict = {}
-        self._analysis: dict = {}
+        self._analysis: dict = {}  # path -> Analysis, reused while _still_valid says so
+        self._iface: dict = {}  # path -> (SourceFile, its items, interface key, name -> item)
+        self._work: dict = {}  # path -> {"analyses": n, "items": n}: the checks each file's analysis ran
+        self._analyzing: list = []  # the analyses under way (an import's, inside its importer's)
+        self._reads_stack: list = []  # per analysis under way: the imported bodies it read
         self._meanings: dict = {}  # path -> Meanings of its last analysis (answers carried over)
         self._cycles: dict = {}  # path -> (the body results, E0207 diagnostics) of its last analysis
         self._model_cycles: dict = {}  # path -> (the models, E0211 diagnostics) of its last analysis
@@ -306,7 +318,7 @@ class Workspace:
             f.set_text(text, version)
             self._forget(before, keep=f.items)
         self.open.add(path)
-        self._analysis.clear()
+        self._drop(path)
         return f
 
     def syntax_diagnostics(self, path: str) -> list:
@@ -338,7 +350,18 @@ class Workspace:
         self._meanings.pop(path, None)
         self._cycles.pop(path, None)
         self._model_cycles.pop(path, None)
-        self._analysis.clear()
+        self._iface.pop(path, None)
+        self._drop(path, closure=True)
+
+    def _drop(self, path: str, closure: bool = False):
+        """Forget the analysis of `path`, the analyses whose fixes reach into other files
+        (E3306's calls to reorder), and with `closure` those that import `path`. The
+        other importers of an edited file are looked at again when asked
+        (`_still_valid`: early cutoff when its interface stayed the same)."""
+        self._analysis.pop(path, None)
+        for p, a in list(self._analysis.items()):
+            if a.volatile or (closure and any(q == path for q, _ in a.stamp)):
+                del self._analysis[p]
 
     def file(self, path: str) -> Optional[SourceFile]:
         """An open file, or the file on disk read through `files.read_bytes` (regular,
@@ -399,6 +422,88 @@ class Workspace:
         for k in gone:
             for cache in (self._model_cache, self._sig_cache, self._body_cache):
                 cache.pop(k, None)
+
+    def work_counts(self) -> dict:
+        """{path: {"analyses": n, "items": n}}: how many times each file was analysed, and
+        how many item checks (a model's fields, a function's signature or body) its
+        analyses ran, since the workspace was made (for tests and benchmarks)."""
+        return {p: dict(w) for p, w in self._work.items()}
+
+    def _count(self, kind: str):
+        if self._analyzing:
+            w = self._work.setdefault(self._analyzing[-1], {"analyses": 0, "items": 0})
+            w[kind] += 1
+
+    def note_body_read(self, item):
+        """An analysis under way read the result of a function of another file (the
+        export checks, W0102): it holds only while that function item stays the same."""
+        if self._analyzing and item.path != self._analyzing[-1]:
+            f = self.file(item.path)  # messages name its lines: they must stay too
+            line = f.lines.line_of(item.offset) if f is not None else None
+            self._reads_stack[-1].append((item.path, item.name, item, line))
+
+    def interface(self, path: str):
+        """What importers of `path` can see, as a comparable key: per item in order, its
+        kind and declaration (a dim's or model's whole text, a function's decorators and
+        signature, an import's line), and whether it parsed; not function bodies,
+        comments between items or positions. None when the file can't be read."""
+        return self._interface_entry(self.norm(path))[2]
+
+    def _interface_entry(self, path: str):
+        f = self.file(path)
+        if f is None:
+            return (None, None, ("unread", getattr(self.refusal(path), "kind", None)), {})
+        e = self._iface.get(path)
+        if e is not None and e[0] is f and e[1] is f.items:
+            return e
+        key = []
+        names = {}
+        for it in f.items:
+            if isinstance(it, A.FnItem):
+                key.append(("fn", it.text[:it.header_pos[1]], it.broken))
+            else:
+                key.append((it.kind, it.text.rstrip(), it.broken))
+            if it.name is not None:
+                names.setdefault(it.name, it)
+        e = (f, f.items, (f.decode_error, tuple(key)), names)
+        self._iface[path] = e
+        return e
+
+    def _still_valid(self, a: Analysis) -> bool:
+        """Whether a file's last analysis still holds: the same items, every file of its
+        import closure with the same interface (early cutoff: an edit inside a body of an
+        import re-checks no importer), and every imported function body it read the same."""
+        f = self.file(a.path)
+        if f is not a.file or f.items is not a.items:
+            return False
+        moved = False
+        for p, key in a.stamp:
+            e = self._interface_entry(p)
+            if e[2] != key:
+                return False
+            moved = moved or e[1] is not a.lists.get(p)
+        for p, name, item, line in a.body_reads:
+            e = self._interface_entry(p)
+            if e[3].get(name) is not item or e[0].lines.line_of(item.offset) != line:
+                return False
+        if moved:
+            self._refresh_visible(a)
+        return True
+
+    def _refresh_visible(self, a: Analysis):
+        """An import changed inside a body: the same interface, but some of its items are
+        new objects. The entries of the analysis's `visible` (what navigation and hover
+        look up) that came from such a file are replaced by its current items."""
+        visible = a.visible
+        for p, _ in a.stamp:
+            e = self._interface_entry(p)
+            if e[1] is None or e[1] is a.lists.get(p):
+                continue
+            for name, it in e[3].items():
+                old = visible.get(name)
+                if old is not None and old is not it and old.path == p:
+                    visible[name] = it
+            a.lists[p] = e[1]
 
     def cache_sizes(self) -> dict:
         """Entries in each item cache (for tests and benchmarks)."""
@@ -479,12 +584,28 @@ class Workspace:
         path = self.norm(path)
         a = self._analysis.get(path)
         if a is not None:
-            return a
+            if self._still_valid(a):
+                return a
+            del self._analysis[path]
         f = self.file(path)
         if f is None:
             return None
-        with _no_gc():
-            a = self._analyze(f, cancelled)
+        closure = [p for p in self._import_closure(path) if p != path]
+        stamp = tuple((p, self._interface_entry(p)[2]) for p in closure)
+        lists = {p: self._interface_entry(p)[1] for p in closure}
+        items = f.items
+        self._analyzing.append(path)
+        self._reads_stack.append([])
+        w = self._work.setdefault(path, {"analyses": 0, "items": 0})
+        w["analyses"] += 1
+        try:
+            with _no_gc():
+                a = self._analyze(f, cancelled)
+        finally:
+            self._analyzing.pop()
+            body_reads = self._reads_stack.pop()
+        a.items, a.stamp, a.body_reads, a.lists = items, stamp, body_reads, lists
+        a.volatile = any(d.code == "E3306" for d in a.diags)
         self._analysis[path] = a
         return a
 
@@ -616,6 +737,7 @@ class Workspace:
         e = cache.get(id(item))
         if e is not None and e[0] is item and meanings.holds(e[1], meanings.decl):
             return e[2]
+        self._count("items")
         reads: set = set()
         v = build(item, DimsView(dims, reads), ModelNames(model_names, reads))
         cache[id(item)] = (item, meanings.record(reads, meanings.decl), v)
@@ -627,6 +749,7 @@ class Workspace:
         e = self._body_cache.get(id(item))
         if e is not None and e[0] is item and e[1] == own and meanings.holds(e[2], meanings.full):
             return e[3]
+        self._count("items")
         reads: set = set()
         res = check_function(item, sig, EnvView(env, reads))
         self._body_cache[id(item)] = (item, own, meanings.record(reads, meanings.full), res)
@@ -666,6 +789,7 @@ class Workspace:
         for target in self._import_closure(f.path):
             a = self.analyze(target)
             if a is not None and name in a.fns:
+                self.note_body_read(a.fns[name].item)
                 return a.fns[name]
         return None
 

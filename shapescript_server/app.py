@@ -153,6 +153,10 @@ class ShapeScriptServer(LanguageServer):
         self.push = True  # publish diagnostics; else the client pulls them
         self.generation = 0  # bumped by every change that can change any diagnostic
         self.published: dict = {}  # uri -> (version, items) last published
+        # paths whose diagnostics may have changed with another file's edit, republished
+        # in the background after the edited document's own (diagnostics.py)
+        self.pending: dict = {}
+        self.published_from: dict = {}  # path -> the Analysis its last publish was made from
         self.init_options: dict = {}
         self.client_settings = None  # the editor's `shapescript` settings
         self.commands: dict = {}  # name -> async fn(ExecuteCommandParams)

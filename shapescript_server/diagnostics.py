@@ -68,21 +68,53 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
         if ls.push:
             publish_file(ls, uri, path, version)
             for other in others:
-                if stale():
-                    return  # the newer change's job republishes them
-                republish(ls, other)
+                ls.pending[other] = None
+            if ls.pending:
+                ls.submit("republish dependents", lambda: republish_pending(ls, ls.generation))
         elif others:
             ls.call_soon(refresh_pull, ls)
 
     ls.submit("check", job)
 
 
+def republish_pending(ls: ShapeScriptServer, generation: int):
+    """On the core thread, after the edited document's own publish: the other open files
+    an edit may have changed, each republished if its diagnostics did. Each is usually
+    answered from the cache (an unchanged interface re-checks no importer). A newer change
+    (any document) stops this between two files, or inside a check: what is left stays
+    pending, and the newer change's job continues it after its own publish."""
+    def moved_on() -> bool:
+        return ls.generation != generation
+
+    while ls.pending:
+        if moved_on():
+            return
+        path = next(iter(ls.pending))
+        try:
+            ls.ws.analyze(path, cancelled=moved_on)
+        except Cancelled:
+            log.debug("republish of %s dropped: a newer change came", path)
+            return
+        ls.pending.pop(path, None)
+        republish(ls, path)
+
+
 def publish_file(ls: ShapeScriptServer, uri: str, path: str, version, only_if_changed: bool = False):
     """On the core thread: convert a file's diagnostics and hand them to the loop."""
-    items = convert.diagnostics(ls.ws.diagnostics(path), path, ls.lines_for, ls.docs.uri_for, ls.docs.version)
+    a = ls.ws.analyze(path)
+    if only_if_changed and a is not None and ls.published_from.get(path) is a and \
+            (ls.published.get(uri) or (None,))[0] == version and _local(a.diags, path):
+        return  # the analysis it was published from still holds: nothing to convert
+    items = convert.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for, ls.docs.version)
+    ls.published_from[path] = a
     if only_if_changed and ls.published.get(uri) == (version, items):
         return
     ls.call_soon(_publish, ls, uri, version, items)
+
+
+def _local(diags: list, path: str) -> bool:
+    """No diagnostic points into another file (whose lines may have moved since)."""
+    return all(d.span.path == path and all(lb.span.path == path for lb in d.labels) for d in diags)
 
 
 def republish(ls: ShapeScriptServer, path: str):
@@ -174,6 +206,8 @@ def register(ls: ShapeScriptServer):
         ls.update_access()
         ls.generation += 1
         ls.published.pop(uri, None)
+        ls.published_from.pop(doc.path, None)
+        ls.pending.pop(doc.path, None)
         if ls.push:
             ls.text_document_publish_diagnostics(
                 T.PublishDiagnosticsParams(uri=uri, diagnostics=[], version=doc.version))

@@ -92,7 +92,11 @@ def export(case: Case, weights: dict, out: str, target: str = "hf"):
         fh.write(case.source)
     wpath = os.path.join(out + "-src", "w.safetensors")
     save_file({k: v.contiguous() for k, v in weights.items()}, wpath)
-    req = make_request(src, target, fn=case.fn, output=out, weights=wpath, dims=case.dims, force=True)
+    from shapescript_core.settings import Config
+    # no settings: a shapescript.toml that another program left above the temporary folder
+    # (its [limits], its [export]) must not change this export
+    req = make_request(src, target, fn=case.fn, output=out, weights=wpath, dims=case.dims, force=True,
+                       settings=Config())
     return run_export(Workspace(dict(case.dims)), req)
 
 

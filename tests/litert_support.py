@@ -123,7 +123,9 @@ print(json.dumps({"eos": engine.eos_token_ids, "runs": runs}))
 # - patch parity: logits with and without patch_model equal, every patched function and
 #   every module's class and forward restored on exit;
 # - torch.export of prefill and decode through the extension's exportables (what export_hf
-#   traces), plain and with apply_gpu_composites: the odml composites found in each graph.
+#   traces), plain and with apply_gpu_composites: the odml composites found in each graph;
+# - weights resolvable: with every fusion/composite flag on, each parameter of the patched
+#   model is found by Converter V2's HFCheckpointWeightsLoader in hf/ (shape and value).
 EXTENSION_CHECKS = r"""
 import dataclasses, importlib, json, os, sys
 import torch
@@ -187,7 +189,24 @@ def composites(gpu, extension=True):
                 found[sig] = ops
     return {"exportables": [c.__name__ for c in pair], "signatures": found}
 
+from litert_torch.generative.export_hf.core import weights_loader
+loader = weights_loader.HFCheckpointWeightsLoader(hf, tie_word_embeddings=bool(model.config.tie_word_embeddings))
+every_flag = dataclasses.replace(config, apply_gpu_composites=True, use_sdpa_composite=True, use_rope_composite=True,
+                                 use_swiglu_composite=True, use_qkv_norm_rope_composite=True)
+unresolved, mismatched, checked = [], [], 0
+with ext.patch_model(model, every_flag):
+    for pname, p in model.named_parameters(remove_duplicate=False):
+        checked += 1
+        try:
+            t = loader(pname)
+        except KeyError:
+            unresolved.append(pname)
+            continue
+        if tuple(t.shape) != tuple(p.shape) or not torch.equal(t.to(p.dtype), p.detach()):
+            mismatched.append(pname)
+
 print(json.dumps({"swapped": swapped, "restored": restored,
+                  "weights": {"checked": checked, "unresolved": unresolved, "mismatched": mismatched},
                   "parity": float((during - before).abs().max()), "after": float((after - before).abs().max()),
                   "plain": composites(False), "gpu": composites(True),
                   "gpu_generic_exportables": composites(True, extension=False),

@@ -239,8 +239,10 @@ def test_recognised_as_its_architecture(case):
 def test_llama_cpp_logits_match_transformers(case):
     got = llama_cpp_logits(case["file"], TOKENS)
     assert max_diff(got, case["ref"]) < case["case"].tolerance
-    if case["case"].arch == "gpt2":  # the rest is llama.cpp's f16 GELU table: measured 1.5e-3 -> 2.0e-4
-        assert max_diff(got, hf_logits(with_f16_table_gelu(case["model"]), TOKENS)) < 5e-4
+    if case["case"].arch == "gpt2":
+        # the rest is llama.cpp's f16 GELU table: measured 1.5e-3 -> 2.0e-4 with one build,
+        # 5.04e-4 with a build for another CPU (ggml's kernels sum in a CPU-dependent order)
+        assert max_diff(got, hf_logits(with_f16_table_gelu(case["model"]), TOKENS)) < 1e-3
 
 
 def with_f16_table_gelu(model):

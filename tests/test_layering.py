@@ -6,6 +6,8 @@ sources here (the same reading as the shared `tools/layering.py`)."""
 import ast
 import os
 
+from shapescript_core.check.graphs import components
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PACKAGES = ("shapescript_core", "shapescript_server")
 
@@ -71,43 +73,12 @@ def _imports(mods: dict):
 
 
 def _cycles(graph: dict) -> list:
-    """The strongly connected components with more than one member (Tarjan, iterative)."""
-    index, low, on, stack, out, counter = {}, {}, set(), [], [], [0]
-    for v0 in sorted(graph):
-        if v0 in index:
-            continue
-        work = [(v0, iter(sorted(graph[v0])))]
-        index[v0] = low[v0] = counter[0]
-        counter[0] += 1
-        stack.append(v0)
-        on.add(v0)
-        while work:
-            v, it = work[-1]
-            w = next(it, None)
-            if w is not None:
-                if w not in index:
-                    index[w] = low[w] = counter[0]
-                    counter[0] += 1
-                    stack.append(w)
-                    on.add(w)
-                    work.append((w, iter(sorted(graph.get(w, ())))))
-                elif w in on:
-                    low[v] = min(low[v], index[w])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[v])
-            if low[v] == index[v]:
-                comp = []
-                while True:
-                    w = stack.pop()
-                    on.discard(w)
-                    comp.append(w)
-                    if w == v:
-                        break
-                if len(comp) > 1:
-                    out.append(sorted(comp))
-    return out
+    """The strongly connected components with more than one member (the checker's own
+    Tarjan, check/graphs.py, which finds E0207's call cycles)."""
+    groups: dict = {}
+    for node, comp in components(graph).items():
+        groups.setdefault(comp, []).append(node)
+    return sorted(sorted(g) for g in groups.values() if len(g) > 1)
 
 
 def _layer(mod: str) -> str:

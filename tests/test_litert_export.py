@@ -150,6 +150,8 @@ def test_the_shipped_extension_patches_exactly_and_marks_composites_and_causalit
     assert got["swapped"] == ["rms_norm"]
     assert got["restored"] is True
     assert got["parity"] == 0.0 and got["after"] == 0.0
+    # every parameter, under its checkpoint key (the patch renames and fuses nothing)
+    assert got["weights"] == {"checked": 9 * got["layers"] + 3, "unresolved": [], "mismatched": []}
     norms = 2 * got["layers"] + 1  # two per block, the final one
     for variant in ("plain", "gpu"):
         assert got[variant]["exportables"] == ["CausalLiteRTExportableModuleForDecoderOnlyLMPrefill",
@@ -235,3 +237,15 @@ def test_a_failed_conversion_leaves_nothing_and_names_its_log(tmp_path):
     assert os.listdir(tmp_path) == []
     import shutil
     shutil.rmtree(os.path.dirname(log))
+
+
+def test_the_settings_give_litert_its_lengths_and_not_their_dtype():
+    from shapescript_core.export.request import make_request
+    from shapescript_core.settings import parse_settings
+    settings = parse_settings({"export": {"prefillLength": 32, "cacheLength": 64, "dtype": "f16"}})
+    r = make_request(os.path.join(EXAMPLES, "llama.ss"), "litert", random_weights=True, settings=settings)
+    assert (r.prefill_length, r.cache_length, r.quantize, r.dtype) == (32, 64, None, "f32")
+    r = make_request(os.path.join(EXAMPLES, "llama.ss"), "litert", random_weights=True, settings=settings,
+                     prefill_length=16, quantize="int8")
+    assert (r.prefill_length, r.cache_length, r.quantize) == (16, 64, "int8")
+    assert make_request(os.path.join(EXAMPLES, "llama.ss"), "hf", random_weights=True, settings=settings).dtype == "f16"

@@ -128,7 +128,7 @@ def test_scales_that_differ_per_call_pass_at_run_time(tmp_path):
     r = export(case, weights, out)
     assert r.ok, r.message
     modeling = open(os.path.join(out, "modeling_lm.py")).read()
-    assert "scaling=float(t / math.sqrt(Dh))" in modeling
+    assert "self.attention.scaling = float(t / math.sqrt(Dh))" in modeling
     assert compare(want, hf_outputs(case, out, inputs)) == {"full": pytest.approx(0, abs=1e-5),
                                                           "cached": pytest.approx(0, abs=1e-5)}
     r = export(case, weights, str(tmp_path / "vllm"), target="vllm")
@@ -136,3 +136,17 @@ def test_scales_that_differ_per_call_pass_at_run_time(tmp_path):
     assert "line 24" in r.message
     assert not os.path.exists(tmp_path / "vllm")
     assert math.isfinite(want.abs().max().item())
+
+
+def test_an_attention_run_twice_per_forward_is_refused(tmp_path):
+    """A language model's attention holds one KV-cache slot: the nested loop of the
+    security reproduction 04 runs each `else.j` block L times per forward, so the cached
+    logits would be another model's. The export refuses before writing anything."""
+    src = open(os.path.join(HERE, "..", "..", "shared", "repro", "security", "04_loop_head_else.ss")).read()
+    case = Case(src, lm=True)
+    _, weights, _, _ = evaluator_outputs(case)
+    for target in ("hf", "vllm"):
+        r = export(case, weights, str(tmp_path / target), target=target)
+        assert not r.ok and "runs 2 times on `else.0.attn` in one forward" in r.message, r.message
+        assert "KV cache holds one slot per attention" in r.message
+        assert not os.path.exists(tmp_path / target)

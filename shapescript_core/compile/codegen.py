@@ -131,7 +131,10 @@ class Generator:
         self._params: dict = {}  # fn name -> {param: Python name}
         self.attention_fns = self._attention_fns() if self.lm else set()
         self._site_scales = None  # id(attention call) -> the scales its traced calls fold to
+        self._attention_runs: dict = {}  # (id(attention call), model path) -> runs per forward
         self._assign_methods()
+        if self.lm:
+            self.check_attention_runs()
 
     # ------------------------------------------------------------ naming
     def _dim_names(self) -> dict:
@@ -224,15 +227,37 @@ class Generator:
         values known only at run time (the export's trace folds them: `graph.fold`)."""
         if self.arg_scale(n) is None:
             return None
-        if self._site_scales is None:
-            self._site_scales = {}
-            for t in trace_program(self.prog).nodes:
-                if t.op == "scaled_dot_product_attention":
-                    self._site_scales.setdefault(id(t.ast), set()).add(t.attrs.get("scale"))
+        self._trace_sites()
         values = self._site_scales.get(id(n.ast), {None})
         if len(values) != 1 or None in values:
             return None
         return float(next(iter(values)))
+
+    def _trace_sites(self):
+        """What the export's trace says of each attention call (once per export)."""
+        if self._site_scales is not None:
+            return
+        self._site_scales = {}
+        tr = trace_program(self.prog)
+        for t in tr.nodes:
+            if t.op == "scaled_dot_product_attention":
+                self._site_scales.setdefault(id(t.ast), set()).add(t.attrs.get("scale"))
+        self._attention_runs = tr.attention_runs
+
+    def check_attention_runs(self):
+        """A language model's attention modules each hold one slot of the KV cache, so
+        each may run once per forward: an attention that runs twice on one model (its
+        function called twice on it, a loop over a stack inside another loop) would
+        write its slot twice, and generation with the cache would compute another model."""
+        self._trace_sites()
+        for (site, owner), count in self._attention_runs.items():
+            if count > 1:
+                n = next(x for g in self.prog.fns.values() for x in walk_nodes(g.body)[0]
+                         if x.op == "scaled_dot_product_attention" and id(x.ast) == site)
+                where = f"`{owner}`" if owner else "the model"
+                raise CompileError(f"the attention at line {n.where[1]} runs {count} times on {where} in one "
+                                   f"forward, but a language model's KV cache holds one slot per attention: "
+                                   f"call it once per model (a stack's layers each once)", n.where)
 
     @staticmethod
     def arg_scale(n):
@@ -703,10 +728,11 @@ class MethodGen:
         if self.lm:
             self.gen.helpers.add("attend")
             ks, vs = self._kv(k), self._kv(v)
-            scaling = ""
-            if self.gen.arg_scale(n) is not None and self.gen.site_scale(n) is None:  # not one number at export: computed at each call
-                scaling = f"scaling={self.scalar(n, 'scale', number=True)}, "
-            return f"self.{self.cls.site_attrs[id(n)]}({self.ex(q)}, {ks}, {vs}, {scaling}{ATTENTION_KWARGS})"
+            attr = self.cls.site_attrs[id(n)]
+            if self.gen.arg_scale(n) is not None and self.gen.site_scale(n) is None:
+                # not one number at export: this call's scale, set before the statement runs
+                self.pending.append(f"self.{attr}.scaling = {self.scalar(n, 'scale', number=True)}")
+            return f"self.{attr}({self.ex(q)}, {ks}, {vs}, {ATTENTION_KWARGS})"
         parts = [self.ex(q), self.ex(k), self.ex(v)]
         mask = self.arg(n, "attn_mask")
         if mask is not None:

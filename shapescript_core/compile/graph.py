@@ -225,7 +225,7 @@ class _Lowerer:
             elif isinstance(s, A.Return):
                 out.append(Ret(self.expr(s.value), self.line(s.pos), self.src_line(s.pos)))
             elif isinstance(s, A.For):
-                head = self.item.src((s.pos[0], s.iter.pos[1])) + ":"
+                head = self.src_line((s.pos[0], s.iter.pos[1])) + ":"  # one line: it becomes a comment
                 out.append(Loop(s.var, self.expr(s.iter), self.body(s.body), self.line(s.pos), head))
         return out
 
@@ -412,6 +412,9 @@ class Trace:
     output: Node
     program: Program
     params: dict = field(default_factory=dict)  # param path -> Node("param")
+    # (id of an attention call's syntax, the path of the model whose method runs it) ->
+    # how many times one forward runs it: a KV cache has one slot per such pair
+    attention_runs: dict = field(default_factory=dict)
 
     def users(self) -> dict:
         """id(node) -> [nodes that take it as an input]."""
@@ -453,6 +456,8 @@ class _Tracer:
             return r
         self._render = render
         self.nodes: list = []
+        self.owners: list = [""]  # the path of the model whose method is running (the root: "")
+        self.attention_runs: dict = {}
         self.params: dict = {}
         self.depth = 0
 
@@ -477,7 +482,10 @@ class _Tracer:
         for name, _, default in g.params:
             if name not in env or env[name] is None:
                 env[name] = self.value(default, env, g) if default is not None else None
+        owner = env.get(g.model_param) if g.model_param else None  # a function on a model is its method
+        self.owners.append(owner.prefix if isinstance(owner, _Model) else self.owners[-1])
         out = self.stmts(g.body, env, g)
+        self.owners.pop()
         self.depth -= 1
         return out
 
@@ -566,6 +574,9 @@ class _Tracer:
                 if v is not None:
                     attrs[k] = v
         out = Node(n.op, inputs, attrs, n.type, n.where, n.ast)
+        if n.op == "scaled_dot_product_attention":
+            key = (id(n.ast), self.owners[-1])
+            self.attention_runs[key] = self.attention_runs.get(key, 0) + 1
         return self.emit(out)
 
 
@@ -623,4 +634,4 @@ def trace_program(prog: Program, unroll: Optional[int] = None) -> Trace:
         else:
             args[name] = inputs[name] = tr.emit(Node("input", [], {"name": name}, t, (g.path, g.item and 0)))
     out = tr.run(g, args)
-    return Trace(tr.nodes, inputs, out, prog, tr.params)
+    return Trace(tr.nodes, inputs, out, prog, tr.params, tr.attention_runs)

@@ -130,8 +130,7 @@ def site_decls(gen: Generator, cls, root: bool) -> list:
                                    f"scale of the attention at line {n.where[1]} is not one number known at "
                                    f"export; write it with literals and dims, or pass the same value at every "
                                    f"call", n.where)
-            else:
-                scaling = "None"  # each call passes its scale
+            # else: each call passes its scale, which CausalAttention applies to the queries
         groups = gen.plan.attention.site(n).groups
         index = (str(k) if root else ("layer_idx" if k == 0 else f"layer_idx + {k}"))
         attr = cls.site_attrs[id(n)]

@@ -76,8 +76,7 @@ class CausalAttention(nn.Module):
         self.head_dim = head_dim
         self.is_causal = True
 
-    def forward(self, query, key, value, attention_mask=None, past_key_values=None, scaling=None, **kwargs):
-        """`scaling`: this call's scale, where the source computes it at each call."""
+    def forward(self, query, key, value, attention_mask=None, past_key_values=None, **kwargs):
         if past_key_values is not None:
             key, value = past_key_values.update(key, value, self.layer_idx)
         attention_interface = eager_attention
@@ -87,7 +86,7 @@ class CausalAttention(nn.Module):
             attention_interface = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation,
                                                                         eager_attention)
         out, _ = attention_interface(self, query, key, value, attention_mask, dropout=0.0,
-                                     scaling=self.scaling if scaling is None else scaling, **kwargs)
+                                     scaling=self.scaling, **kwargs)
         # [b n H Dh] from transformers' functions, [n H*Dh] from vLLM's: back to [b H n Dh]
         batch, heads, tokens = query.shape[0], query.shape[1], query.shape[2]
         return out.reshape(batch, tokens, heads, -1).transpose(1, 2)

@@ -36,6 +36,8 @@ class Reach:
         if an is None:
             return None
         res = an.fns.get(item.name)
+        if item.path != self.path:
+            self.ws.note_body_read(item)  # the analysis asking holds while this body stays
         return res if res is not None and res.item is item else None
 
     def callee(self, caller, info):

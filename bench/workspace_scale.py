@@ -1,0 +1,264 @@
+"""A workspace of many large files in an import chain, through the real server (stdio).
+
+Generates N files of M lines (`gen.py`'s llama-like blocks): file k imports file k-1
+and uses its models and functions, and every file k > 0 calls `base_scale`, a function
+of file 0, so an edit of that function's name changes what every dependent sees. All N
+files are opened in one server; then, measuring from the send of a `didChange` to the
+`publishDiagnostics` that answers it:
+
+- cold open: didOpen of all N files -> every file's first diagnostics;
+- typing in the first file (imported by all) and in the last one: a body edit and its
+  undo (`eps=1e-5` -> `1e-6`), each waited for: p50 / p95 / p99 of its own publish;
+- an interface edit in file 0 (`base_scale` renamed, then back): the time until the
+  last dependent's diagnostics were republished;
+- the server's resident set after opening and after all the edits.
+
+With `ruff` installed (the venv or the PATH; `pip install ruff`, for the benchmark only)
+the same run measures ruff's server on N Python files of M lines (typing in the first
+and the last, the cold open, its RSS), side by side.
+
+    .venv/bin/python bench/workspace_scale.py [--files 10] [--lines 10000] [--edits 20]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))  # the bare client is a test helper
+
+from gen import BLOCK, HEAD  # noqa: E402
+from lsp_latency import percentile, python_source, position, ruff_command  # noqa: E402
+from stdio_client import StdioClient  # noqa: E402
+
+BASE = """
+fn base_scale(x: [b n D]) -> [b n D]:
+    return x * 2.0
+"""
+
+USE = """
+model Wrap{k}:
+    inner: Block{p}
+    extra: [D] = ones
+
+fn use{k}(w: Wrap{k}, x: [b n D], pos: [b n] i64) -> [b n D]:
+    return base_scale(block{p}(w.inner, x, pos))
+"""
+
+
+def workspace(files: int, lines: int) -> list:
+    """[(name, text)]: file k imports file k-1, uses its Block and block, and base_scale."""
+    out = []
+    per = len(BLOCK.splitlines())
+    for k in range(files):
+        head = HEAD + BASE if k == 0 else f'import "f{k - 1}.ss"\n' + USE.format(k=k, p=(k - 1) * 10_000)
+        parts, n, j = [head], len(head.splitlines()), 0
+        while n + per <= lines:
+            parts.append(BLOCK.format(i=k * 10_000 + j))
+            n += per
+            j += 1
+        text = "".join(parts)
+        text += "".join(f"# padding line {x}\n" for x in range(lines - text.count("\n")))
+        out.append((f"f{k}.ss", text))
+    return out
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Client(StdioClient):
+    def __init__(self, cmd: list, root: str):
+        super().__init__(cmd, cwd=root, stderr=open(os.devnull, "w"))
+        self.root = root
+        self.versions: dict = {}
+        self.texts: dict = {}
+        self.request("initialize", {"processId": os.getpid(), "rootUri": f"file://{root}",
+                                    "workspaceFolders": [{"uri": f"file://{root}", "name": "bench"}],
+                                    "capabilities": {"textDocument": {"publishDiagnostics": {"versionSupport": True}}}},
+                     timeout=120)
+        self.notify("initialized", {})
+
+    def next_publish(self, deadline: float):
+        while True:
+            t, msg = self.receive(max(0.01, deadline - time.perf_counter()))
+            if msg.get("method") == "textDocument/publishDiagnostics":
+                return t, msg["params"]
+            self.answer_server_request(msg)
+
+    def open_all(self, files: list, language: str) -> float:
+        """didOpen of every file, then seconds until each has had a publish."""
+        uris = []
+        t0 = time.perf_counter()
+        for name, text in files:
+            uri = f"file://{os.path.join(self.root, name)}"
+            self.versions[uri], self.texts[uri] = 1, text
+            uris.append(uri)
+            self.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": language,
+                                                                  "version": 1, "text": text}})
+        waiting = set(uris)
+        deadline = time.perf_counter() + 600
+        last = t0
+        while waiting:
+            t, p = self.next_publish(deadline)
+            waiting.discard(p["uri"])
+            last = t
+        self.drain(1.0)
+        return last - t0
+
+    def drain(self, quiet: float):
+        """Read until nothing came for `quiet` seconds (background republishing done)."""
+        while True:
+            try:
+                _, msg = self.receive(quiet)
+            except Exception:
+                return
+            self.answer_server_request(msg)
+
+    def edit(self, uri: str, start: int, end: int, new: str) -> float:
+        text = self.texts[uri]
+        a, b = position(text, start), position(text, end)
+        self.texts[uri] = text[:start] + new + text[end:]
+        self.versions[uri] += 1
+        return self.notify("textDocument/didChange", {
+            "textDocument": {"uri": uri, "version": self.versions[uri]},
+            "contentChanges": [{"range": {"start": a, "end": b}, "text": new}]})
+
+    def typed(self, uri: str, start: int, end: int, new: str) -> float:
+        """One edit, waited for: ms to the publish of its version."""
+        t = self.edit(uri, start, end, new)
+        deadline = time.perf_counter() + 120
+        while True:
+            at, p = self.next_publish(deadline)
+            if p["uri"] == uri and p.get("version") in (self.versions[uri], None):
+                return (at - t) * 1000
+
+
+def typing(c: Client, uri: str, edits: int, anchor: str, old: str, new: str) -> list:
+    text = c.texts[uri]
+    offs = []
+    k = text.find(anchor)
+    while k >= 0:
+        offs.append(k + len(anchor))
+        k = text.find(anchor, k + 1)
+    offs = offs[::max(1, len(offs) // max(1, edits // 2))][:max(1, edits // 2)]
+    xs = []
+    for off in offs:
+        xs.append(c.typed(uri, off, off + len(old), new))
+        xs.append(c.typed(uri, off, off + len(new), old))
+    return xs
+
+
+def dependents_republished(c: Client, uri0: str, dependents: set, rounds: int) -> list:
+    """Rename base_scale in file 0 and back: ms until the last dependent's new publish."""
+    out = []
+    for r in range(rounds):
+        for old, new in (("base_scale", "base_scalx"), ("base_scalx", "base_scale")):
+            text = c.texts[uri0]
+            k = text.find("fn " + old) + 3
+            t = c.edit(uri0, k, k + len(old), new)
+            waiting = set(dependents)
+            deadline = time.perf_counter() + 120
+            last = t
+            while waiting:
+                at, p = c.next_publish(deadline)
+                if p["uri"] in waiting:
+                    waiting.discard(p["uri"])
+                    last = at
+            out.append((last - t) * 1000)
+    return out
+
+
+def fmt(xs: list) -> str:
+    if not xs:
+        return "-"
+    return f"p50 {percentile(xs, 50):7.1f}  p95 {percentile(xs, 95):7.1f}  p99 {percentile(xs, 99):7.1f} ms"
+
+
+def run_ours(files: list, edits: int) -> dict:
+    root = tempfile.mkdtemp(prefix="ss-scale-")
+    for name, text in files:
+        with open(os.path.join(root, name), "w", encoding="utf-8") as fh:
+            fh.write(text)
+    env_cache = tempfile.mkdtemp(prefix="ss-cache-")
+    os.environ["SHAPESCRIPT_CACHE_DIR"] = env_cache  # an empty parse cache: a true cold open
+    c = Client([sys.executable, "-m", "shapescript_server.main"], root)
+    res = {"open": c.open_all(files, "shapescript"), "rss_open": rss_mb(c.proc.pid)}
+    uris = [f"file://{os.path.join(root, n)}" for n, _ in files]
+    res["first"] = typing(c, uris[0], edits, "eps=1e-", "5", "6")
+    c.drain(1.0)
+    res["last"] = typing(c, uris[-1], edits, "eps=1e-", "5", "6")
+    c.drain(1.0)
+    res["iface"] = dependents_republished(c, uris[0], set(uris[1:]), max(1, edits // 4))
+    c.drain(1.0)
+    res["rss_end"] = rss_mb(c.proc.pid)
+    c.close()
+    shutil.rmtree(root, ignore_errors=True)
+    return res
+
+
+def run_ruff(n: int, lines: int, edits: int) -> dict | None:
+    cmd = ruff_command()
+    if cmd is None:
+        return None
+    root = tempfile.mkdtemp(prefix="ruff-scale-")
+    files = []
+    for k in range(n):
+        text = (f"from f{k - 1} import function_0\n" if k else "") + python_source(lines - (1 if k else 0))
+        files.append((f"f{k}.py", text))
+        with open(os.path.join(root, f"f{k}.py"), "w", encoding="utf-8") as fh:
+            fh.write(text)
+    c = Client(cmd, root)
+    res = {"open": c.open_all(files, "python"), "rss_open": rss_mb(c.proc.pid)}
+    uris = [f"file://{os.path.join(root, n)}" for n, _ in files]
+    res["first"] = typing(c, uris[0], edits, "unused = x * ", "2", "3")
+    res["last"] = typing(c, uris[-1], edits, "unused = x * ", "2", "3")
+    res["rss_end"] = rss_mb(c.proc.pid)
+    c.close()
+    shutil.rmtree(root, ignore_errors=True)
+    return res
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=10)
+    ap.add_argument("--lines", type=int, default=10_000)
+    ap.add_argument("--edits", type=int, default=20, help="timed edits per file (each: edit, undo)")
+    args = ap.parse_args(argv)
+    files = workspace(args.files, args.lines)
+    ours = run_ours(files, args.edits)
+    theirs = run_ruff(args.files, args.lines, args.edits)
+    print(f"workspace: {args.files} files of {args.lines} lines in an import chain, all open")
+    rows = [("keystroke -> diagnostics, first file", "first"), ("keystroke -> diagnostics, last file", "last")]
+    for label, k in rows:
+        print(f"  {label:44s} shapescript {fmt(ours[k])}")
+        if theirs:
+            print(f"  {'':44s} ruff        {fmt(theirs[k])}   p95 ratio "
+                  f"{percentile(ours[k], 95) / percentile(theirs[k], 95):.1f}x")
+    print(f"  {'interface edit -> all dependents republished':44s} shapescript {fmt(ours['iface'])}")
+    line = f"  {'didOpen of all -> every first diagnostics':44s} shapescript {ours['open'] * 1000:7.0f} ms"
+    if theirs:
+        line += f"   ruff {theirs['open'] * 1000:7.0f} ms   ratio {ours['open'] / theirs['open']:.1f}x"
+    print(line)
+    line = f"  {'RSS after opening / after the edits':44s} shapescript {ours['rss_open']:.0f} / {ours['rss_end']:.0f} MB"
+    if theirs:
+        line += f"   ruff {theirs['rss_open']:.0f} / {theirs['rss_end']:.0f} MB"
+    print(line)
+    if theirs is None:
+        print("  ruff: not installed (pip install ruff), no comparison")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,164 @@
+"""Across files, an edit costs what it changes: each file's analysis is reused while its
+items and its imports' interfaces stay the same (early cutoff), and an interface change
+re-checks only the items that read a changed name. Counted in work (`work_counts`), not
+time; and the incremental results equal `shapescript check` on the same texts."""
+import contextlib
+import io
+import os
+import shutil
+import tempfile
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from shapescript_core import cli
+from shapescript_core.render import to_json_line
+from shapescript_core.workspace import Workspace
+
+F0 = """dim D = 64
+dim F = 128
+
+model Mlp:
+    w_up: [F D]
+    w_down: [D F]
+
+fn helper(x: [b n D]) -> [b n D]:
+    return x * 2.0
+
+fn other(x: [b n D]) -> [b n D]:
+    y = x * 3.0
+    return y + x
+"""
+F1 = """import "f0.ss"
+
+fn uses_helper(p: Mlp, x: [b n D]) -> [b n D]:
+    return helper(linear(x, p.w_up) |> linear(p.w_down))
+"""
+F2 = """import "f1.ss"
+
+fn mid(x: [b n D]) -> [b n D]:
+    return other(x)
+"""
+F3 = """import "f2.ss"
+
+fn last(x: [b n D]) -> [b n D]:
+    return mid(x) + x
+"""
+TEXTS = [F0, F1, F2, F3]
+
+
+def chain(root: str, texts=TEXTS) -> tuple:
+    ws = Workspace()
+    paths = [os.path.join(root, f"f{k}.ss") for k in range(len(texts))]
+    for p, t in zip(paths, texts):
+        with open(p, "w", encoding="utf-8") as fh:
+            fh.write(t)
+        ws.set_text(p, t)
+    return ws, [ws.norm(p) for p in paths]
+
+
+def analyze_all(ws, paths) -> dict:
+    for p in paths:
+        ws.analyze(p)
+    return ws.work_counts()
+
+
+def delta(before: dict, after: dict, kind: str) -> list:
+    return [after.get(p, {}).get(kind, 0) - before.get(p, {}).get(kind, 0) for p in sorted(after)]
+
+
+def test_a_body_edit_in_an_import_rechecks_no_importer(tmp_path):
+    ws, paths = chain(str(tmp_path))
+    before = analyze_all(ws, paths)
+    assert all(before[p]["analyses"] == 1 for p in paths)
+    ws.set_text(paths[0], F0.replace("y = x * 3.0", "y = x * 4.0"))
+    after = analyze_all(ws, paths)
+    assert delta(before, after, "analyses") == [1, 0, 0, 0]
+    assert delta(before, after, "items") == [2, 0, 0, 0]  # the edited function (a new item), nothing else
+
+
+def test_a_comment_or_blank_lines_between_items_recheck_nothing_else(tmp_path):
+    ws, paths = chain(str(tmp_path))
+    before = analyze_all(ws, paths)
+    ws.set_text(paths[0], F0.replace("fn helper", "# a note\n\n\nfn helper"))
+    after = analyze_all(ws, paths)
+    assert delta(before, after, "analyses") == [1, 0, 0, 0]
+    assert delta(before, after, "items")[1:] == [0, 0, 0]
+
+
+def test_renaming_a_used_function_rechecks_exactly_its_users(tmp_path):
+    ws, paths = chain(str(tmp_path))
+    before = analyze_all(ws, paths)
+    ws.set_text(paths[0], F0.replace("fn helper", "fn helped"))
+    after = analyze_all(ws, paths)
+    # f0: the renamed function's signature and body; f1: the one body that calls it;
+    # f2 and f3 see the new name but read neither: their items are not checked again
+    assert delta(before, after, "items") == [2, 1, 0, 0]
+    assert [d.code for d in ws.diagnostics(paths[1])] == ["E0205"]
+    assert ws.diagnostics(paths[2]) == [] and ws.diagnostics(paths[3]) == []
+
+
+def test_a_body_edit_keeps_navigation_on_the_current_items(tmp_path):
+    ws, paths = chain(str(tmp_path))
+    analyze_all(ws, paths)
+    ws.set_text(paths[0], F0.replace("y = x * 3.0", "y = x * 5.0"))
+    a3 = ws.analyze(paths[3])
+    current = next(it for it in ws.files[paths[0]].items if it.name == "other")
+    assert a3.visible["other"] is current
+
+
+def test_a_file_changed_on_disk_reaches_its_importers(tmp_path):
+    ws, paths = chain(str(tmp_path))
+    ws.close(paths[0])  # read from disk now
+    analyze_all(ws, paths)
+    with open(paths[0], "w", encoding="utf-8") as fh:
+        fh.write(F0.replace("fn other", "fn others"))
+    os.utime(paths[0], ns=(1, 1))
+    assert [d.code for d in ws.diagnostics(paths[2])] == ["E0205"]
+
+
+# ---------------------------------------------------------------- incremental = `check`
+
+def check_cli(root: str, paths: list) -> list:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        cli.main(["check", "--format", "json", *paths])
+    return sorted(line for line in out.getvalue().splitlines() if line.strip())
+
+
+def published(ws, paths) -> list:
+    def lines(path):
+        return ws.file(path).lines
+    return sorted(to_json_line(d, lines) for p in paths for d in ws.diagnostics(p))
+
+
+PIECES = st.sampled_from([
+    " ", "\n", "#", "x", "D", "F", "2", "(", ")", ":", "\n    ", "helper", "other", "mid", "Mlp",
+    "fn ", "dim ", "model ", "return ", "dim D = 32\n", "dim F = 8\n", "\nfn extra(x: [b D]) -> [b D]:\n    return x\n",
+    "import \"f1.ss\"\n", "fn helper(x: [b n D]) -> [b n D]:\n    return x\n", "* 2.0"])
+
+
+@settings(max_examples=int(os.environ.get("SHAPESCRIPT_PROPERTY_EXAMPLES", 25)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.integers(0, 3), st.floats(0, 1), st.integers(0, 8), st.lists(PIECES, max_size=3).map("".join),
+                          st.permutations(range(4))),
+                min_size=1, max_size=8))
+def test_random_edits_across_files_publish_what_check_says(edits):
+    root = tempfile.mkdtemp(prefix="ss-reuse-")
+    try:
+        texts = list(TEXTS)
+        ws, paths = chain(root, texts)
+        analyze_all(ws, paths)
+        for k, where, cut, insert, order in edits:
+            i = int(where * len(texts[k]))
+            texts[k] = texts[k][:i] + insert + texts[k][i + cut:]
+            ws.set_text(paths[k], texts[k])
+            ws.analyze(paths[k])  # the edited document first, then the others in any order
+            for j in order:
+                ws.analyze(paths[j])
+        for p, t in zip(paths, texts):
+            with open(p, "w", encoding="utf-8") as fh:
+                fh.write(t)
+        assert published(ws, paths) == check_cli(root, paths)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
