@@ -30,8 +30,8 @@ LOOP_FLAT = TINY.replace("    for layer in m.layers:\n", "    for layer in (m\n)
 NESTED = TINY.replace("    layers: [L] Block\n", "    layers: [L] Block\n    else: [L] Block\n")
 LOOP_NESTED_ONE_LINE = NESTED.replace(
     "        x = block(layer, x, pos)\n",
-    "        x = block(layer, x, pos)\n        for inner in (m.else):\n            x = block(inner, x, pos)\n")
-LOOP_NESTED_LINES = LOOP_NESTED_ONE_LINE.replace("for inner in (m.else):", "for inner in (m.\n        else):")
+    "        x = block(layer, x, pos)\n    for inner in (m.else):\n        x = block(inner, x, pos)\n")
+LOOP_NESTED_LINES = LOOP_NESTED_ONE_LINE.replace("for inner in (m.else):", "for inner in (m.\n    else):")
 
 
 def _rename_dim(src: str, name: str) -> str:
@@ -80,7 +80,7 @@ def test_a_loop_header_across_lines_is_one_comment_and_the_checked_program(expor
     assert loaded["nested_lines"]["ok"] and loaded["nested_one_line"]["ok"]
     assert max_diff(loaded["nested_lines"]["logits"], loaded["nested_one_line"]["logits"]) == 0.0
     modeling = (outs["nested_lines"] / "modeling_llama.py").read_text(encoding="utf-8")
-    line = LOOP_NESTED_LINES.split("\n").index("        for inner in (m.") + 1
+    line = LOOP_NESTED_LINES.split("\n").index("    for inner in (m.") + 1
     assert f"# line {line}: for inner in (m. else" in modeling  # one comment line, the break a space
     assert not any(isinstance(n, (ast.For,)) and n.orelse for n in ast.walk(ast.parse(modeling)))
 
