@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import dataclasses
 import gc
 import operator
 import os
@@ -200,6 +201,10 @@ class Workspace:
         self._work: dict = {}  # path -> {"analyses": n, "items": n}: the checks each file's analysis ran
         self._analyzing: list = []  # the analyses under way (an import's, inside its importer's)
         self._reads_stack: list = []  # per analysis under way: the imported bodies it read
+        # path -> (its interface, the closure's interfaces, models and signatures of imported
+        # names) of its last analysis: reused while both are the same (an edit in a body)
+        self._decl_prev: dict = {}
+        self._imported: dict = {}  # path -> what its imports declare (_analyze), per version of their items
         self._meanings: dict = {}  # path -> Meanings of its last analysis (answers carried over)
         self._cycles: dict = {}  # path -> (the body results, E0207 diagnostics) of its last analysis
         self._model_cycles: dict = {}  # path -> (the models, E0211 diagnostics) of its last analysis
@@ -221,7 +226,7 @@ class Workspace:
 
     def set_roots(self, roots):
         self._roots = list(roots)
-        self._analysis.clear()  # the imports' project root may change with them (imports.py)
+        self._clear_analyses()  # the imports' project root may change with them (imports.py)
 
     def use_parse_cache(self, on: bool = True):
         """A file opened cold reuses the items saved by an earlier session (parse_cache.py)."""
@@ -238,14 +243,14 @@ class Workspace:
         if dims == self._dim_overrides:
             return False
         self._dim_overrides = dims
-        self._analysis.clear()
+        self._clear_analyses()
         return True
 
     def set_export_requests(self, requests: dict):
         """Explicit export checks, {path: [(fn name or None, {targets})]} (rule 3 of
         targets.py), replacing the previous ones."""
         self._export_requests = {self.norm(p): list(r) for p, r in requests.items()}
-        self._analysis.clear()
+        self._clear_analyses()
 
     def export_requests_of(self, path: str) -> list:
         return self._export_requests.get(path) or []
@@ -256,7 +261,7 @@ class Workspace:
         path = self.norm(path)
         saved = self._export_requests.get(path)
         self._export_requests[path] = [(fn, {target})]
-        self._analysis.clear()
+        self._clear_analyses()
         try:
             yield
         finally:
@@ -264,7 +269,7 @@ class Workspace:
                 self._export_requests.pop(path, None)
             else:
                 self._export_requests[path] = saved
-            self._analysis.clear()
+            self._clear_analyses()
 
     def set_default_targets(self, targets) -> bool:
         """The settings' targets for an unmarked `forward` (None: rule 2's); whether they changed."""
@@ -272,7 +277,7 @@ class Workspace:
         if targets == self._default_targets:
             return False
         self._default_targets = targets
-        self._analysis.clear()
+        self._clear_analyses()
         return True
 
     @property
@@ -338,7 +343,7 @@ class Workspace:
 
     def invalidate(self, path: str | None = None):
         """Forget file-level results (item-level caches stay valid on their own)."""
-        self._analysis.clear()
+        self._clear_analyses()
         self._root_of.clear()
 
     def close(self, path: str):
@@ -351,7 +356,14 @@ class Workspace:
         self._cycles.pop(path, None)
         self._model_cycles.pop(path, None)
         self._iface.pop(path, None)
+        self._decl_prev.pop(path, None)
+        self._imported.pop(path, None)
         self._drop(path, closure=True)
+
+    def _clear_analyses(self):
+        self._analysis.clear()
+        self._decl_prev.clear()
+        self._imported.clear()
 
     def _drop(self, path: str, closure: bool = False):
         """Forget the analysis of `path`, the analyses whose fixes reach into other files
@@ -401,7 +413,7 @@ class Workspace:
         from disk is looked at again."""
         self.access = access
         self._refused.clear()
-        self._analysis.clear()
+        self._clear_analyses()
 
     def _refuse(self, path: str, refusal: Refusal) -> None:
         cached = self._disk.pop(path, None)
@@ -499,10 +511,14 @@ class Workspace:
             e = self._interface_entry(p)
             if e[1] is None or e[1] is a.lists.get(p):
                 continue
+            sigs = a.env.sigs
             for name, it in e[3].items():
                 old = visible.get(name)
                 if old is not None and old is not it and old.path == p:
                     visible[name] = it
+                    sig = sigs.get(name)
+                    if sig is not None and sig.item is old:  # the same declaration, the current item
+                        sigs[name] = dataclasses.replace(sig, item=it)
             a.lists[p] = e[1]
 
     def cache_sizes(self) -> dict:
@@ -529,13 +545,18 @@ class Workspace:
         return root
 
     def _import_targets(self, f: SourceFile, root: Optional[str] = None) -> list:
-        """(import item, path) of the imports of `f` that name a ShapeScript file inside
-        the project of `root` (None: of `f` itself); the others are E0213 and read nowhere."""
+        """[(ImportItem, resolved path)] of the imports of `f` that name a ShapeScript file
+        inside the project of `root` (None: of `f` itself), kept per version of its items;
+        the others are E0213 and read nowhere."""
         root = root or self.root_of(f.path)
+        known = f.__dict__.get("_imports")
+        if known is not None and known[0] is f.items and known[1] == root:
+            return known[2]
         out = []
         for it in f.items:
             if isinstance(it, A.ImportItem) and import_problem(f.path, it.target, root) is None:
                 out.append((it, resolve_import(f.path, it.target)))
+        f._imports = (f.items, root, out)
         return out
 
     def import_closure(self, path: str) -> list:
@@ -600,7 +621,7 @@ class Workspace:
         w["analyses"] += 1
         try:
             with _no_gc():
-                a = self._analyze(f, cancelled)
+                a = self._analyze(f, cancelled, (stamp, lists))
         finally:
             self._analyzing.pop()
             body_reads = self._reads_stack.pop()
@@ -613,7 +634,7 @@ class Workspace:
         a = self.analyze(path)
         return a.diags if a else []
 
-    def _analyze(self, f: SourceFile, cancelled=None) -> Analysis:
+    def _analyze(self, f: SourceFile, cancelled=None, stamp=None) -> Analysis:
         diags: list = []
         own: dict = {}
         for it in f.items:
@@ -631,7 +652,6 @@ class Workspace:
                 continue
             own[it.name] = it
         # imports
-        imported_items: list = []
         imports = []
         root = self.root_of(f.path)
         for it in f.items:
@@ -655,29 +675,37 @@ class Workspace:
                 names = " → ".join(os.path.basename(p) for p in cyc)
                 diags.append(error("E0209", f"import cycle: {names}", it.span(it.pos), "this import is on the cycle"))
                 continue
-        for target in self._import_closure(f.path):
-            if target == f.path:
-                continue
-            tf = self.file(target)
-            if tf is not None:
-                imported_items.extend(tf.items)
-        visible: dict = {}
-        for it in imported_items:
-            if it.name is not None:
-                visible.setdefault(it.name, it)
+        closure = [t for t in self._import_closure(f.path) if t != f.path]
+        lists = [self.file(t) for t in closure]
+        lists = [tf.items for tf in lists if tf is not None]
+        # what the imports declare, kept per version of their items: the visible names,
+        # the dims, the broken names and the models among them
+        imp = self._imported.get(f.path)
+        if imp is None or len(imp[0]) != len(lists) or not all(map(operator.is_, imp[0], lists)):
+            ivisible: dict = {}
+            for items in lists:
+                for it in items:
+                    if it.name is not None:
+                        ivisible.setdefault(it.name, it)
+            imp = (lists, ivisible, *_declared(ivisible))
+            self._imported[f.path] = imp
+        ivisible = imp[1]
+        shadowed = len(ivisible) + len(own) != len(ivisible.keys() | own.keys())  # an own name hides an import's
+        visible = dict(ivisible)
         visible.update(own)
+        if shadowed:
+            dim_items, broken_kinds, models_declared = _declared(visible)
+        else:  # the same lists in the same order as from `visible`: the imports' first, then this file's
+            own_dims, own_broken, own_models = _declared(own)
+            dim_items, broken_kinds, models_declared = imp[2] + own_dims, {**imp[3], **own_broken}, imp[4] | own_models
         # dims
         # a dim that didn't parse is still a dim (of unknown size): its uses raise nothing
-        dim_items = [it for it in visible.values() if isinstance(it, A.DimItem)
-                     or (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")]
         dims = DimTable(dim_items, self._dim_overrides)
         if dims.diags:
             for it in own.values():
                 diags.extend(dims.diags.get(id(it), []))
-        broken_kinds = {n: it.declared_kind for n, it in visible.items() if isinstance(it, A.BrokenItem)}
         broken = set(broken_kinds.items())
-        model_names = {n for n, it in visible.items() if isinstance(it, A.ModelItem)} | \
-                      {n for n, k in broken if k == "model"}
+        model_names = models_declared | {n for n, k in broken if k == "model"}
         meanings = Meanings(dims, model_names, broken_kinds,
                             lambda: (dims.fingerprint, tuple(sorted((n, it.kind) for n, it in visible.items()))))
         prev = self._meanings.get(f.path)
@@ -685,7 +713,22 @@ class Workspace:
         models: dict = {}
         sigs: dict = {}
         decl = meanings.decl
-        for n, it in visible.items():
+        own_key = self._interface_entry(f.path)[2]
+        last = self._decl_prev.get(f.path)
+        names = visible.items()
+        fast = False
+        if stamp is not None and last is not None and last[0] == own_key and last[1] == stamp[0] and not shadowed \
+                and last[4].keys() == stamp[1].keys() and all(map(operator.is_, last[4].values(), stamp[1].values())):
+            # neither this file's declarations nor any import's interface changed: every
+            # imported declaration means what it meant (same reads, same answers), so its
+            # model or signature is the last analysis's; only this file's items are looked at
+            models, sigs = dict(last[2]), dict(last[3])
+            for n, it in own.items():
+                models.pop(n, None)
+                sigs.pop(n, None)
+            names = own.items()
+            fast = True
+        for n, it in names:
             if isinstance(it, A.ModelItem):
                 cache, build, into = self._model_cache, build_model, models
             elif isinstance(it, A.FnItem):
@@ -701,6 +744,9 @@ class Workspace:
             if got[1] and own.get(n) is it:
                 diags.extend(got[1])
         meanings.models, meanings.sigs = models, sigs
+        if stamp is not None and not fast:
+            self._decl_prev[f.path] = (own_key, stamp[0], {n: m for n, m in models.items() if own.get(n) is None},
+                                       {n: g for n, g in sigs.items() if own.get(n) is None}, stamp[1])
         meanings.carry_full(prev)
         self._meanings[f.path] = meanings
         env = FileEnv(dims, models, sigs, broken)
@@ -838,6 +884,16 @@ class Workspace:
     # ------------------------------------------------------------ queries
     def all_diagnostics(self, paths) -> dict:
         return {p: self.diagnostics(p) for p in paths}
+
+
+def _declared(visible: dict) -> tuple:
+    """([dim items], {broken name: declared kind}, {model names}) of a name -> item map,
+    in its order. A dim that didn't parse is still a dim (of unknown size)."""
+    dim_items = [it for it in visible.values() if isinstance(it, A.DimItem)
+                 or (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")]
+    broken_kinds = {n: it.declared_kind for n, it in visible.items() if isinstance(it, A.BrokenItem)}
+    model_names = {n for n, it in visible.items() if isinstance(it, A.ModelItem)}
+    return dim_items, broken_kinds, model_names
 
 
 def _reaches(fns: dict, name: str) -> bool:

@@ -32,12 +32,57 @@ def dim_value_problem(value) -> Optional[str]:
     return None
 
 
-@dataclass
+_SYM = object()  # DimInfo's canon "the dim's own symbol", made only when asked for
+
+
 class DimInfo:
-    name: str
-    item: A.DimItem
-    canon: Optional[Size] = None  # None when broken
-    value: Optional[int] = None
+    """A dim's canonical size and value. A dim declared with a literal (or no value) is its
+    own base symbol: that Size is made when first asked for, so a file of a million
+    `dim X = 1` lines holds no million Sizes (nor a reverse entry for each)."""
+
+    __slots__ = ("name", "item", "_canon", "value")
+
+    def __init__(self, name: str, item, canon=None, value: Optional[int] = None):
+        self.name = name
+        self.item = item
+        self._canon = canon  # None when broken
+        self.value = value
+
+    @property
+    def canon(self) -> Optional[Size]:
+        c = self._canon
+        return Size.sym(self.name) if c is _SYM else c
+
+
+class DimsFingerprint:
+    """What every dim means (canonical size, value), compared in one pass over the table,
+    without a tuple per dim."""
+
+    __slots__ = ("info",)
+
+    def __init__(self, info: dict):
+        self.info = info
+
+    def __eq__(self, other):
+        if not isinstance(other, DimsFingerprint):
+            return NotImplemented
+        a, b = self.info, other.info
+        if a is b:
+            return True
+        if a.keys() != b.keys():
+            return False
+        for n, x in a.items():
+            y = b[n]
+            if x.value != y.value or (x._canon is not y._canon and x._canon != y._canon):
+                return False
+        return True
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    def __hash__(self):
+        return hash(frozenset(self.info))
 
 
 @dataclass
@@ -88,11 +133,12 @@ class DimTable:
         self.overrides = overrides or {}
         for name in list(self.items):
             self._resolve(name)
+        # a size's name for messages and code; a dim's own symbol names itself (name_of)
         self.reverse: dict[Size, str] = {}
         for name, d in self.info.items():
-            if d.canon is not None:
-                self.reverse.setdefault(d.canon, name)
-        self.fingerprint = tuple(sorted((n, str(d.canon), d.value) for n, d in self.info.items()))
+            if d._canon is not None and d._canon is not _SYM:
+                self.reverse.setdefault(d._canon, name)
+        self.fingerprint = DimsFingerprint(self.info)
 
     def _diag(self, item, d: Diagnostic):
         self.diags.setdefault(id(item), []).append(d)
@@ -159,7 +205,7 @@ class DimTable:
                 return DimInfo(name, item, None, None)
             if val is not None:
                 self.values[name] = val
-            return DimInfo(name, item, Size.sym(name), val)
+            return DimInfo(name, item, _SYM, val)
         res = self._eval(item, v)
         if res is None:
             return DimInfo(name, item, None, None)
@@ -229,8 +275,20 @@ class DimTable:
     def is_dim(self, name: str) -> bool:
         return name in self.items
 
+    def name_of(self, s: Size) -> Optional[str]:
+        """The dim that names a size (the first declared with it), or None. Ask this, not
+        `reverse`: a dim that is its own symbol is not in `reverse`."""
+        t = s.terms
+        if len(t) == 1 and t[0][1] == 1 and len(t[0][0]) == 1 and t[0][0][0][1] == 1:
+            # a single symbol: the dim whose own symbol it is names it (it comes before
+            # every dim defined as it: `dim Y = X` resolves X first)
+            info = self.info.get(t[0][0][0][0])
+            if info is not None and info._canon is _SYM:
+                return info.name
+        return self.reverse.get(s)
+
     def render(self, s: Size) -> str:
-        n = self.reverse.get(s)
+        n = self.name_of(s)
         return n if n is not None else str(s)
 
 

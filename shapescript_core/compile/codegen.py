@@ -278,7 +278,7 @@ class Generator:
     def size_code(self, s: Size, svars: Optional[dict] = None) -> Optional[str]:
         """A size as Python: a dim's name where it is one, else arithmetic of dims' values
         and the runtime sizes in `svars` (size variable -> Python name)."""
-        name = self.env.dims.reverse.get(s)
+        name = self.env.dims.name_of(s)
         if name is not None and name in self.dim_names and self.prog.dims.get(name) is not None:
             return self.dim_names[name]
         v = self.prog.value_of(s)

@@ -47,17 +47,26 @@ def _free_space(output: str) -> Optional[int]:
 def size_problem(specs, request, max_tensor: Optional[int] = None) -> Optional[str]:
     """Why these params can't be written (one message naming the sizes), or None."""
     cap = max_tensor or DEFAULT_MAX_TENSOR
-    sizes = [(s, tensor_bytes(s, request.dtype)) for s in specs]
-    big = [(s, n) for s, n in sizes if n > cap]
-    if big:
-        s, n = max(big, key=lambda x: x[1])
+    total, over, biggest, big_n = 0, 0, None, -1  # one pass, nothing kept per param
+    memo: dict = {}  # (shape, dtype) -> bytes: a stack's copies repeat a few shapes
+    for spec in specs:
+        key = (spec.shape, spec.dtype)
+        n = memo.get(key)
+        if n is None:
+            n = memo[key] = tensor_bytes(spec, request.dtype)
+        total += n
+        if n > cap:
+            over += 1
+            if n > big_n:
+                biggest, big_n = spec, n
+    if over:
+        s, n = biggest, big_n
         shape = " ".join(str(x) if x < 10 ** 30 else "10^%d" % (len(str(x)) - 1 if x < 10 ** 4000 else 4000)
                          for x in s.shape)
-        more = f" (and {len(big) - 1} more)" if len(big) > 1 else ""
+        more = f" (and {over - 1} more)" if over > 1 else ""
         return (f"not exported: the param `{s.path}` [{shape}] would take {human_size(n)}{more}, over the "
                 f"per-tensor limit of {human_size(cap)} (`max_tensor_size` in shapescript.toml's [limits]); "
                 f"nothing was written")
-    total = sum(n for _, n in sizes)
     free = _free_space(request.output)
     if free is not None and total > free:
         return (f"not exported: the weights would take {human_size(total)}, and the disk of "

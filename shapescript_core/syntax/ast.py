@@ -15,19 +15,19 @@ class Node:
 
 
 # ---- sizes (in types, dims, masks)
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class SName(Node):
     name: str
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class SInt(Node):
     value: int
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class SBin(Node):
     op: str
     left: "SizeExpr"
@@ -39,14 +39,14 @@ SizeExpr = Union[SName, SInt, SBin]
 
 
 # ---- types
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class DtypeExpr(Node):
     name: str
     index: Optional[SizeExpr]
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class TensorTypeExpr(Node):
     axes: list
     dtype: Optional[DtypeExpr]
@@ -54,7 +54,7 @@ class TensorTypeExpr(Node):
     axes_pos: Pos = (0, 0)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class NamedTypeExpr(Node):
     name: str
     index: Optional[SizeExpr]
@@ -65,31 +65,31 @@ TypeExpr = Union[TensorTypeExpr, NamedTypeExpr]
 
 
 # ---- patterns
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class PName(Node):
     name: str
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class PInt(Node):
     value: int
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class PGroup(Node):
     items: list
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class PSide(Node):
     items: list
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Pattern(Node):
     inputs: list  # list[PSide]
     output: PSide
@@ -97,13 +97,13 @@ class Pattern(Node):
 
 
 # ---- expressions
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Name(Node):
     id: str
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Number(Node):
     value: float
     is_int: bool
@@ -111,26 +111,26 @@ class Number(Node):
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class String(Node):
     value: str
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Const(Node):
     value: str  # true false inf
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Unop(Node):
     op: str
     operand: "Expr"
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Binop(Node):
     op: str
     left: "Expr"
@@ -139,14 +139,14 @@ class Binop(Node):
     op_pos: Pos = (0, 0)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Arg(Node):
     name: Optional[str]
     value: "Expr"
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Call(Node):
     func: "Expr"
     args: list  # list[Arg]; a piped value is the first
@@ -156,7 +156,7 @@ class Call(Node):
     args_pos: Pos = (0, 0)  # inside the parentheses (empty when `|> f`)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class FieldRead(Node):
     obj: "Expr"
     name: str
@@ -164,14 +164,14 @@ class FieldRead(Node):
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Mask(Node):
     obj: "Expr"
     axes: list  # list[SizeExpr]
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class TupleExpr(Node):
     items: list
     pos: Pos
@@ -181,7 +181,7 @@ Expr = Union[Name, Number, String, Const, Unop, Binop, Call, FieldRead, Mask, Tu
 
 
 # ---- statements
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Assign(Node):
     target: str
     target_pos: Pos
@@ -190,20 +190,20 @@ class Assign(Node):
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class TupleAssign(Node):
     targets: list  # list[(name, pos)]
     value: Expr
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Return(Node):
     value: Expr
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class For(Node):
     var: str
     var_pos: Pos
@@ -216,7 +216,7 @@ Stmt = Union[Assign, TupleAssign, Return, For]
 
 
 # ---- items
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Field(Node):
     name: str
     name_pos: Pos
@@ -225,7 +225,7 @@ class Field(Node):
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Param(Node):
     name: str
     name_pos: Pos
@@ -234,7 +234,7 @@ class Param(Node):
     pos: Pos
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Decorator(Node):
     name: str
     args: list  # list[(name, pos)]
@@ -245,16 +245,19 @@ class Item(Anchor):
     """A top-level item: the anchor of every span inside it."""
 
     kind = "item"
+    # class-level defaults, set on an item only when it has its own: a file of a million
+    # `dim` lines holds no million empty lists
+    name: Optional[str] = None
+    name_pos: Pos = (0, 0)
+    doc = ""
+    syntax_errors = ()  # Diagnostics (a list when there are some)
+    layout_errors = ()
 
     def __init__(self, text: str, path: str, offset: int):
         self.text = text
         self.path = path
         self.offset = offset
-        self.name: Optional[str] = None
-        self.name_pos: Pos = (0, 0)
         self.pos: Pos = (0, len(text.rstrip()))
-        self.doc = ""
-        self.syntax_errors: list = []  # Diagnostics
 
     def span(self, pos: Pos) -> Span:
         return Span(self, pos[0], pos[1])

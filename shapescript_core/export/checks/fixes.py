@@ -194,7 +194,7 @@ def repeat_kv(prog, site) -> Fix | None:
             return None
     text = ED.file_text(prog, item)
     edits = []
-    g_name = env.dims.reverse.get(ratio)
+    g_name = env.dims.name_of(ratio)
     if g_name is None:
         g_name = _fresh_dim_name(prog, text, env)
         decl = _declare_dim(prog, item, env, g_name, f"{h_name} / {kv_name}", (h_name, kv_name))

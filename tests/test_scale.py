@@ -1,0 +1,60 @@
+"""What keeps checking linear in the program (bench/scale.py measures it): the simple
+`dim` fast path builds the very item the parser builds, dims' own symbols are made
+only when asked for and still name themselves, and the params' walk of a long stack
+keeps only the path (it was quadratic)."""
+import re
+
+import pytest
+
+from shapescript_core.check.sizes import Size
+from shapescript_core.syntax import parser
+from shapescript_core.workspace import Workspace
+
+DIMS = ["dim X = 2\n", "dim X=2\n", "dim  Ab_3 =  007   # a comment\n\n\n", "dim X = 1\n", "dim in = 3\n",
+        "dim X = 2.5\n", "dim X = 2 3\n", "dim X\n", "dim X = " + "9" * 5000 + "\n", "dim X = ٣\n",
+        "dim X = 4\r\n", "dim _ = 1", "dim X = 0\n"]
+
+
+def _shape(item):
+    v = getattr(item, "value", None)
+    return (type(item).__name__, item.name, item.name_pos, item.pos, item.doc,
+            v and (type(v).__name__, getattr(v, "value", None), v.pos),
+            [(d.code, d.message, d.span.start, d.span.end) for d in item.syntax_errors],
+            [(d.code, d.message) for d in item.layout_errors])
+
+
+@pytest.mark.parametrize("text", DIMS)
+def test_the_simple_dim_path_builds_the_parsers_item(text, monkeypatch):
+    fast = parser.parse_item(text, "/x.ss", 0)
+    monkeypatch.setattr(parser, "_SIMPLE_DIM", re.compile(r"(?!)"))  # the lexer and the LALR parser only
+    slow = parser.parse_item(text, "/x.ss", 0)
+    assert _shape(fast) == _shape(slow)
+
+
+def test_a_dims_own_symbol_names_it_and_a_dim_defined_as_it_does_not_take_its_name():
+    ws = Workspace()
+    ws.set_text("/s.ss", "dim X = 4\ndim Y = X\ndim Z = 2*X\ndim W\n")
+    dims = ws.analyze("/s.ss").env.dims
+    assert dims.canon("X") == Size.sym("X") == dims.canon("Y")
+    assert [dims.render(dims.canon(n)) for n in "XYZW"] == ["X", "X", "Z", "W"]
+    assert dims.values == {"X": 4} and [dims.info[n].value for n in "YZW"] == [4, 8, None]
+    ws.set_text("/s.ss", "dim X = 4\ndim Y = X\ndim Z = 2*X\ndim W\n")
+    assert ws.analyze("/s.ss").env.dims.fingerprint == dims.fingerprint
+    ws.set_text("/s.ss", "dim X = 5\ndim Y = X\ndim Z = 2*X\ndim W\n")
+    assert ws.analyze("/s.ss").env.dims.fingerprint != dims.fingerprint
+
+
+def test_the_params_of_a_long_stack_come_in_order(tmp_path):
+    from shapescript_core.export.weights.specs import find_function, resolve
+    src = tmp_path / "lm.ss"
+    src.write_text("dim D = 4\ndim L = 2\nmodel Attn:\n    w: [D D]\nmodel Block:\n    n: [D] = ones\n"
+                   "    attn: Attn\nmodel Lm:\n    layers: [L] Block\n    out: [D D]\n\n"
+                   "@export(hf)\nfn forward(m: Lm, x: [b D]) -> [b D]:\n    for layer in m.layers:\n"
+                   "        x = linear(x, layer.attn.w)\n    return linear(x, m.out)\n")
+    ws = Workspace({"L": 20_000})
+    ws.set_text(str(src), src.read_text())
+    specs = resolve(ws, str(src), find_function(ws, str(src), None, "hf")).specs
+    assert len(specs) == 40_001
+    assert [s.path for s in specs[:3]] == ["layers.0.n", "layers.0.attn.w", "layers.1.n"]
+    assert [s.path for s in specs[-2:]] == ["layers.19999.attn.w", "out"]
+    assert specs[1].shape == specs[-2].shape == (4, 4) and specs[0].init == ("ones",)
