@@ -66,6 +66,7 @@ class Cancelled(Exception):
 
 class SourceFile:
     decode_error: Optional[str] = None  # read from disk, not UTF-8: where the first bad byte is
+    _imports: Optional[tuple] = None  # (items, root, [(ImportItem, path)]): Workspace._import_targets
 
     def __init__(self, path: str, text: str, version: Optional[int] = None, cached: bool = False):
         self.path = path
@@ -549,7 +550,7 @@ class Workspace:
         inside the project of `root` (None: of `f` itself), kept per version of its items;
         the others are E0213 and read nowhere."""
         root = root or self.root_of(f.path)
-        known = f.__dict__.get("_imports")
+        known = f._imports
         if known is not None and known[0] is f.items and known[1] == root:
             return known[2]
         out = []

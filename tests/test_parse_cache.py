@@ -98,3 +98,32 @@ def test_an_unwritable_cache_is_logged_not_raised(tmp_path, monkeypatch, caplog)
     path = str(tmp_path / "m.ss")
     assert _open(path, SRC).save_parse_cache(path) is False
     assert "parse cache for" in caplog.text
+
+
+class _Planted:
+    """What an attacker would plant: unpickling it calls os.system."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_a_planted_cache_file_runs_no_code(cache, tmp_path):
+    path = str(tmp_path / "m.ss")
+    assert _open(path, SRC).save_parse_cache(path)
+    (name,) = os.listdir(cache)
+    marker = tmp_path / "ran"
+    (cache / name).write_bytes(pickle.dumps((parse_cache.FORMAT, path, [_Planted(marker)])))
+    assert parse_cache.load(path) == {}
+    assert not marker.exists()
+
+
+def test_a_cache_others_can_write_is_not_read(cache, tmp_path, caplog):
+    path = str(tmp_path / "m.ss")
+    assert _open(path, SRC).save_parse_cache(path)
+    assert parse_cache.load(path) != {}
+    os.chmod(cache, 0o777)
+    assert parse_cache.load(path) == {}
+    assert "not private" in caplog.text

@@ -10,8 +10,10 @@ for the very same text, at its new offset. Reading is best effort: a missing,
 unreadable or foreign file is no cache (logged at debug level), never an error.
 Writing goes to a temporary beside the file, renamed over it.
 
-The cache is the user's own (the folder is made private, 0700): a pickle runs code
-when loaded, so nothing else should be able to write there.
+The cache is the user's own (the folder is made private, 0700), and a file is read only
+when it and its folder belong to this user and no one else can write them. Loading
+goes through an unpickler that builds nothing but the syntax tree's and the
+diagnostics' own data classes: a planted file can't run code.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ import pickle
 import tempfile
 from typing import Optional
 
+from .. import diagnostics as _diagnostics
 from . import ast as A
 
 log = logging.getLogger("shapescript.cache")
@@ -60,12 +63,40 @@ def _file_for(path: str) -> str:
     return os.path.join(cache_dir(), key + ".pickle")
 
 
+_ALLOWED_MODULES = {A.__name__: A, _diagnostics.__name__: _diagnostics}
+
+
+class _ItemsUnpickler(pickle.Unpickler):
+    """Builds only the classes the syntax tree and its diagnostics are made of."""
+
+    def find_class(self, module, name):
+        mod = _ALLOWED_MODULES.get(module)
+        obj = getattr(mod, name, None) if mod is not None else None
+        if not (isinstance(obj, type) and obj.__module__ == module):
+            raise pickle.UnpicklingError(f"{module}.{name} is not part of a syntax tree")
+        return obj
+
+
+def _private(fd: int, folder: str) -> bool:
+    """The file and its folder belong to this user, and no one else can write them."""
+    uid = os.getuid() if hasattr(os, "getuid") else None
+    for st in (os.fstat(fd), os.stat(folder)):
+        if uid is not None and st.st_uid != uid:
+            return False
+        if st.st_mode & 0o022:
+            return False
+    return True
+
+
 def load(path: str) -> dict:
     """text -> [items] of the last items saved for `path` ({} when there are none)."""
     cache = _file_for(path)
     try:
         with open(cache, "rb") as fh:
-            data = pickle.load(fh)
+            if not _private(fh.fileno(), os.path.dirname(cache)):
+                log.warning("parse cache %s not read: it or its folder is not private to this user", cache)
+                return {}
+            data = _ItemsUnpickler(fh).load()
     except FileNotFoundError:
         return {}
     except Exception as exc:  # a broken or foreign cache file is no cache
