@@ -12,3 +12,10 @@ if ROOT not in sys.path:
 if "SHAPESCRIPT_CACHE_DIR" not in os.environ:
     import tempfile
     os.environ["SHAPESCRIPT_CACHE_DIR"] = tempfile.mkdtemp(prefix="shapescript-test-cache-")
+
+# transformers copies an export's remote code (modeling_*.py) into a modules cache keyed
+# by the folder's name: a suite of its own, so two test runs at once (or an earlier run's
+# files) never hand a test another export's modeling file mid-import
+if "HF_MODULES_CACHE" not in os.environ:
+    import tempfile
+    os.environ["HF_MODULES_CACHE"] = tempfile.mkdtemp(prefix="shapescript-test-hf-modules-")
