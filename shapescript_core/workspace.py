@@ -22,10 +22,11 @@ from .files import Access, ReadRefused, Refusal, check_path, read_bytes
 from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature, model_cycles
 from .check.function import FnResult, check_function
 from .check.graphs import components as _components, shortest_path as _path
-from .check.messages import defined_twice, import_missing, import_not_utf8, import_unreadable
+from .check.messages import defined_twice, import_missing, import_not_utf8, import_outside, import_unreadable
 from .check.sizes import Size
 from .check.types import TensorT, Type, render_nested
 from .export.checks.entry import export_diagnostics
+from .imports import import_problem, project_root, resolve_import
 from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
 from .syntax import ast as A
 from .syntax import parse_cache
@@ -65,7 +66,7 @@ class Cancelled(Exception):
 
 class SourceFile:
     decode_error: Optional[str] = None  # read from disk, not UTF-8: where the first bad byte is
-    _imports: Optional[tuple] = None  # (items, [(ImportItem, path)]): Workspace._import_targets
+    _imports: Optional[tuple] = None  # (items, root, [(ImportItem, path)]): Workspace._import_targets
 
     def __init__(self, path: str, text: str, version: Optional[int] = None, cached: bool = False):
         self.path = path
@@ -211,6 +212,7 @@ class Workspace:
         self._disk: dict = {}  # path -> (mtime, SourceFile)
         # path -> [(fn name or None, {targets})]: explicit export checks (CLI --target/--fn)
         self._export_requests: dict = {}
+        self._root_of: dict = {}  # (folder, roots) -> its project root (imports.py); forgotten with the analyses
         self._use_parse_cache = False  # the language server: a file opened cold reuses saved items
         self._roots: list = []  # the project's folders (the editor's workspace folders):
         # where the IDE queries across files look for files that are not open (ide/project.py)
@@ -225,6 +227,7 @@ class Workspace:
 
     def set_roots(self, roots):
         self._roots = list(roots)
+        self._clear_analyses()  # the imports' project root may change with them (imports.py)
 
     def use_parse_cache(self, on: bool = True):
         """A file opened cold reuses the items saved by an earlier session (parse_cache.py)."""
@@ -342,6 +345,7 @@ class Workspace:
     def invalidate(self, path: str | None = None):
         """Forget file-level results (item-level caches stay valid on their own)."""
         self._clear_analyses()
+        self._root_of.clear()
 
     def close(self, path: str):
         path = self.norm(path)
@@ -533,16 +537,27 @@ class Workspace:
         return out
 
     # ------------------------------------------------------------ imports
-    def _import_targets(self, f: SourceFile) -> list:
-        """[(ImportItem, resolved path)] of a file, kept per version of its items."""
+    def root_of(self, path: str) -> str:
+        """The project root of the file `path` (imports.py): imports stay under it."""
+        key = (os.path.dirname(path), tuple(self.roots))
+        root = self._root_of.get(key)
+        if root is None:
+            root = self._root_of[key] = project_root(path, self.roots)
+        return root
+
+    def _import_targets(self, f: SourceFile, root: Optional[str] = None) -> list:
+        """[(ImportItem, resolved path)] of the imports of `f` that name a ShapeScript file
+        inside the project of `root` (None: of `f` itself), kept per version of its items;
+        the others are E0213 and read nowhere."""
+        root = root or self.root_of(f.path)
         known = f._imports
-        if known is not None and known[0] is f.items:
-            return known[1]
+        if known is not None and known[0] is f.items and known[1] == root:
+            return known[2]
         out = []
         for it in f.items:
-            if isinstance(it, A.ImportItem):
-                out.append((it, os.path.normpath(os.path.join(os.path.dirname(f.path), it.target))))
-        f._imports = (f.items, out)
+            if isinstance(it, A.ImportItem) and import_problem(f.path, it.target, root) is None:
+                out.append((it, resolve_import(f.path, it.target)))
+        f._imports = (f.items, root, out)
         return out
 
     def import_closure(self, path: str) -> list:
@@ -552,12 +567,13 @@ class Workspace:
     def _import_closure(self, path: str) -> list:
         seen: list = []
         stack = [path]
+        root = self.root_of(path)
         while stack:
             p = stack.pop()
             f = self.file(p)
             if f is None:
                 continue
-            for _, t in self._import_targets(f):
+            for _, t in self._import_targets(f, root):
                 if t not in seen and t != path:
                     seen.append(t)
                     stack.append(t)
@@ -567,6 +583,7 @@ class Workspace:
         """A path of imports from `first` back to `start`, if there is one."""
         stack = [(first, [start, first])]
         seen = set()
+        root = self.root_of(start)
         while stack:
             p, trail = stack.pop()
             if p == start:
@@ -577,7 +594,7 @@ class Workspace:
             f = self.file(p)
             if f is None:
                 continue
-            for _, t in self._import_targets(f):
+            for _, t in self._import_targets(f, root):
                 stack.append((t, trail + [t]))
         return None
 
@@ -637,7 +654,13 @@ class Workspace:
             own[it.name] = it
         # imports
         imports = []
-        for it, target in self._import_targets(f):
+        root = self.root_of(f.path)
+        for it in f.items:
+            if isinstance(it, A.ImportItem):
+                why = import_problem(f.path, it.target, root)
+                if why is not None:
+                    diags.append(import_outside(it, why))
+        for it, target in self._import_targets(f, root):
             tf = self.file(target)
             if tf is None:
                 why = self.refusal(target)

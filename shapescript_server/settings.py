@@ -72,7 +72,7 @@ def register(ls: ShapeScriptServer):
         ls.loop = asyncio.get_running_loop()
         ls.root = root_of(params)
         ls.roots = roots_of(params)
-        ls.ws.set_roots(ls.roots)  # the project's files, for rename and references
+        ls.ws.set_roots(ls.roots)  # the project's files, for rename and references; the imports' root (imports.py)
         opts = params.initialization_options
         ls.init_options = opts if isinstance(opts, dict) else {}
         apply_config(ls, ls.init_options.get("settings"), force=True, refresh=False)

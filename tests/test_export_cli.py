@@ -24,6 +24,7 @@ save_file = pytest.importorskip("safetensors.numpy").save_file
 from shapescript_core.cli import main
 from shapescript_core.export import writers
 from shapescript_core.export.atomic import MARK
+from shapescript_core.export.output import MARKER
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -151,7 +152,7 @@ def test_random_export_writes_every_param_in_order(tiny, src, tmp_path, capsys):
     assert code == 0, err
     assert "no weights were named" in err and "random weights (seed 0)" in err
     out = tmp_path / "out"
-    assert sorted(os.listdir(out)) == ["config.json", "model.safetensors"]
+    assert sorted(os.listdir(out)) == [MARKER, "config.json", "model.safetensors"]
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["dims"] == {"V": 64, "D": 32, "H": 2, "Dh": 16, "F": 48, "L": 2}
     assert cfg["params"] == PATHS
@@ -280,16 +281,23 @@ def test_sharded_index_and_directory_inputs(tiny, src, tmp_path, capsys):
 
 
 # ---- atomic output
-def test_existing_output_needs_force(tiny, src, tmp_path, capsys):
+def test_existing_output_needs_force_and_force_replaces_only_an_earlier_export(tiny, src, tmp_path, capsys):
     out = tmp_path / "out"
     out.mkdir()
     (out / "keep.txt").write_text("mine")
     code, err = export(capsys, src, "--hf", "-o", out)
     assert code == 2 and "exists: pass --force to replace it" in err
     assert os.listdir(out) == ["keep.txt"]
+    code, err = export(capsys, src, "--hf", "-o", out, "--force")  # not an export of ours
+    assert code == 1 and f"--force won't replace `{out}`: it is not an earlier export" in err
+    assert os.listdir(out) == ["keep.txt"]
+    (out / "keep.txt").unlink()
+    out.rmdir()
+    assert export(capsys, src, "--hf", "-o", out)[0] == 0
+    (out / "extra.txt").write_text("mine")  # inside our export: replaced with it
     code, err = export(capsys, src, "--hf", "-o", out, "--force")
     assert code == 0, err
-    assert sorted(os.listdir(out)) == ["config.json", "model.safetensors"]
+    assert sorted(os.listdir(out)) == [MARKER, "config.json", "model.safetensors"]
     assert leftovers(tmp_path) == []
 
 
@@ -303,11 +311,14 @@ def test_interrupted_or_failed_write_leaves_nothing(tiny, src, tmp_path, capsys,
     assert says in err
     if isinstance(exc, RuntimeError):
         assert "RuntimeError: boom" in caplog.text  # logged with its traceback
-    # with --force over an existing output, the old output stays whole
-    (tmp_path / "out").mkdir()
+    # with --force over an earlier export, the old output stays whole
+    HOOK.update(fail_at=None)
+    assert export(capsys, src, "--hf", "-o", tmp_path / "out")[0] == 0
     (tmp_path / "out" / "old.txt").write_text("old")
+    before = sorted(os.listdir(tmp_path / "out"))
+    HOOK.update(fail_at=5, exc=exc)
     code, err = export(capsys, src, "--hf", "-o", tmp_path / "out", "--force")
-    assert code == status and os.listdir(tmp_path / "out") == ["old.txt"] and leftovers(tmp_path) == []
+    assert code == status and sorted(os.listdir(tmp_path / "out")) == before and leftovers(tmp_path) == []
 
 
 @pytest.mark.parametrize("weights", [False, True], ids=["random", "copied"])
@@ -359,7 +370,7 @@ def test_killed_export_leaves_a_temporary_the_next_export_removes(src, tmp_path)
     r = subprocess.run([sys.executable, "-c", WRAPPER, "export", str(src), "--hf", "-o", str(out)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert leftovers(tmp_path) == [] and sorted(os.listdir(out)) == ["config.json", "model.safetensors"]
+    assert leftovers(tmp_path) == [] and sorted(os.listdir(out)) == [MARKER, "config.json", "model.safetensors"]
 
 
 def test_terminated_export_cleans_up(src, tmp_path):

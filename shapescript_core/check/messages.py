@@ -11,6 +11,14 @@ def import_missing(imp) -> Diagnostic:
     return error("E0210", f"can't find `{imp.target}`", imp.span(imp.target_pos), "no such file next to this one")
 
 
+def import_outside(imp, why: str) -> Diagnostic:
+    """An import that is not a ShapeScript file inside the project (`why`: imports.py)."""
+    return error("E0213", f"`{shown(imp.target)}` is not a ShapeScript file inside the project",
+                 imp.span(imp.target_pos), why).help(
+        "import a `.ss` file by its path from this file's folder, inside the project "
+        "(the folder of the file checked, or the one holding shapescript.toml)")
+
+
 def import_not_utf8(imp, where: str) -> Diagnostic:
     """The imported file exists but its bytes are not UTF-8 (`where`: the first bad byte)."""
     return error("E0210", f"can't read `{imp.target}`: it isn't UTF-8 ({where})", imp.span(imp.target_pos),

@@ -22,8 +22,10 @@ from ..check.builtins import BUILTINS
 from ..check.sizes import Size
 from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
 from ..dtypes import TABLE, torch_name
+from ..escape import py_comment
 from .graph import Bind, CompileError, Loop, Ret, trace_program
 from .layout import PatternLowering, align, dims_arg, match_positions, permute_code, positions
+from .names import Scope, py_ident
 from .plan import Plan, attr_name, models_in_order, py_name, walk_nodes
 from .prelude import HELPERS
 
@@ -126,6 +128,7 @@ class Generator:
         self.helpers: set = set()
         self.classes: dict = {m: ClassInfo(m, class_names[m]) for m in models_in_order(prog, plan.root)}
         self.dim_names = self._dim_names()
+        self._params: dict = {}  # fn name -> {param: Python name}
         self.attention_fns = self._attention_fns() if self.lm else set()
         self._site_scales = None  # id(attention call) -> the scales its traced calls fold to
         self._attention_runs: dict = {}  # (id(attention call), model path) -> runs per forward
@@ -135,20 +138,23 @@ class Generator:
 
     # ------------------------------------------------------------ naming
     def _dim_names(self) -> dict:
-        out = {}
-        taken = {c.name for c in self.classes.values()}
-        for name in self.prog.dims:
-            n = py_name(name)
-            if n in taken:
-                n = n + "_"
-            out[name] = n
-        return out
+        """Each dim's module constant: a Python name of its own, none of a class."""
+        scope = Scope(c.name for c in self.classes.values())
+        return {name: scope(name) for name in self.prog.dims}
+
+    def param_names(self, g) -> dict:
+        """The Python names of a function's parameters (its method's, and its callers'
+        keywords): one scope, none a dim's constant."""
+        names = self._params.get(g.name)
+        if names is None:
+            scope = Scope(self.dim_names.values())
+            names = self._params[g.name] = {p: scope(p) for p, _, _ in g.params}
+        return names
 
     def local_name(self, name: str) -> str:
         """A parameter's or local's Python name: not a reserved name, nor a dim's constant
         (a local `H` would hide the `H` of `x.reshape(b, n, H, Dh)`)."""
-        n = py_name(name)
-        return n + "_" if n in self.dim_names.values() else n
+        return py_ident(name, self.dim_names.values())
 
     def dim_constants(self) -> list:
         lines = []
@@ -190,9 +196,8 @@ class Generator:
                 continue
             g = self.prog.fns[fn]
             taken = {fp.attr for (m, _), fp in self.plan.fields.items() if m == model}
-            mname = "forward" if fn == entry.name and model == self.plan.root else attr_name(py_name(fn))
-            while mname in taken or (mname == "forward" and fn != entry.name) or mname in cls.methods.values():
-                mname = mname + "_fn"
+            used = taken | set(cls.methods.values())
+            mname = "forward" if fn == entry.name and model == self.plan.root else attr_name(fn, used)
             cls.methods[fn] = mname
             cls.order.append(fn)
             order, _ = walk_nodes(g.body)
@@ -315,10 +320,13 @@ class MethodGen:
         self.pending: list = []  # temporaries a deep expression needs, written before its statement
         self.temps = 0
         self.attention = gen.plan.attention  # groups and key/value sources, decided by the plan
-        locals_ = {n for s in _all_binds(g.body) for n in s.targets} | {p for p, _, _ in g.params}
-        for p, _, _ in g.params:
-            self.vars[p] = gen.local_name(p)
-        self.local_names = {gen.local_name(n) for n in locals_}
+        self.vars.update(gen.param_names(g))
+        bound = {n for s in _all_binds(g.body) for n in s.targets}
+        bound |= set(_loop_vars(g.body))
+        scope = Scope(set(gen.dim_names.values()) | set(self.vars.values()))
+        for p in sorted(bound - set(self.vars)):  # one Python name per source name, none shared
+            self.vars[p] = scope(p)
+        self.local_names = set(self.vars.values())
         if self.lm_entry:
             self.vars[self.lm.ids] = "input_ids"
             if self.lm.positions:
@@ -334,8 +342,9 @@ class MethodGen:
     def svar(self, name: str) -> str:
         if name not in self.svar_names:
             n = py_name(name)
-            if n in self.local_names or n in self.vars.values():
-                n = f"{n}_size"
+            taken = self.local_names | set(self.vars.values()) | set(self.svar_names.values())
+            if n in taken:
+                n = py_ident(f"{n}_size", taken)
             self.svar_names[name] = n
         return self.svar_names[name]
 
@@ -399,7 +408,7 @@ class MethodGen:
     def stmts(self, body) -> list:
         out = []
         for s in body:
-            out.append(f"# line {s.line}: {s.src}")
+            out.append(f"# line {s.line}: {py_comment(s.src)}")
             if isinstance(s, Bind):
                 targets = ", ".join(self.var(t) for t in s.targets)
                 if id(s) in self.attention.elided:
@@ -580,7 +589,7 @@ class MethodGen:
                 skipped = True
                 continue
             c = self.as_param(self.ex(a), ptype, a.type)
-            codes.append(f"{self.gen.local_name(pname)}={c}" if skipped else c)
+            codes.append(f"{self.gen.param_names(callee)[pname]}={c}" if skipped else c)
         if callee.name in self.gen.attention_fns:
             codes.append(ATTENTION_KWARGS)
         if isinstance(first, ModelT):
@@ -839,3 +848,11 @@ def _all_binds(body):
             yield s
         elif isinstance(s, Loop):
             yield from _all_binds(s.body)
+
+
+def _loop_vars(body):
+    """The variables of the `for` loops of a body, nested ones included."""
+    for s in body:
+        if isinstance(s, Loop):
+            yield s.var
+            yield from _loop_vars(s.body)

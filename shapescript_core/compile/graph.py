@@ -69,6 +69,16 @@ class CompileError(Exception):
         self.where = where
 
 
+FINITE_KEYWORDS = ("eps", "theta", "scale")  # `value` may be ±inf (masked_fill), written float("inf")
+
+
+def finite_scalar(name: str, value, where):
+    """A scalar keyword's value, checked finite: a generated file holds finite numbers only."""
+    if name in FINITE_KEYWORDS and isinstance(value, float) and not math.isfinite(value):
+        raise CompileError(f"`{name}` is {value}, not a finite number (a literal too large for a float?)", where)
+    return value
+
+
 @dataclass(eq=False)
 class Node:
     op: str
@@ -303,7 +313,7 @@ class _Lowerer:
                 n = done[id(arg.value)]
                 args[pname] = n
                 if pname in SCALAR_KEYWORDS and n.op in ("const", "string"):
-                    attrs[pname] = n.attrs["value"]
+                    attrs[pname] = finite_scalar(pname, n.attrs["value"], w)
         attrs["args"] = args
         attrs["rest"] = rest
         if b.pattern:

@@ -8,6 +8,7 @@ from typing import Optional
 from ..check.types import ModelT, StackT, TensorT
 from ..syntax import ast as A
 from .codegen import ATTENTION_KWARGS, TORCH_DTYPES, Generator, MethodGen
+from ..escape import EscapeError, py_comment, py_docstring, py_number, shown
 from .graph import CompileError
 from .plan import py_name
 
@@ -32,7 +33,7 @@ def field_decl(gen: Generator, model: str, fname: str, f, layer_idx: Optional[st
     """The __init__ line(s) of one field, or [] when the target holds it elsewhere."""
     plan = gen.plan
     fp = plan.fields[(model, fname)]
-    comment = f"  # {fname}: {_field_src(f)}"
+    comment = f"  # {py_comment(f'{fname}: {_field_src(f)}')}"
     if fp.kind == "model":
         sub = gen.classes[f.type.name]
         arg = ""
@@ -104,7 +105,10 @@ def _init_code(f, sizes: list) -> str:
         std = init.args[0].value.value
     if grad:
         return f"torch.zeros({shape}{dtype}){grad}"
-    return f"torch.randn({shape}{dtype}) * {std!r}"
+    try:
+        return f"torch.randn({shape}{dtype}) * {py_number(std, 'the std of `normal`')}"
+    except EscapeError as e:
+        raise CompileError(str(e)) from e
 
 
 def site_decls(gen: Generator, cls, root: bool) -> list:
@@ -147,7 +151,7 @@ def method_lines(gen: Generator, cls, fn: str) -> list:
     if fn in gen.attention_fns:
         params.append("attention_mask=None, past_key_values=None, **kwargs")
     line = source_line(gen.prog, g.item, g.item.name_pos)
-    doc = f'"""`fn {g.name}` ({os.path.basename(g.path)}:{line})."""'
+    doc = py_docstring(f"`fn {g.name}` ({shown(os.path.basename(g.path))}:{line}).")
     head = f"def {cls.methods[fn]}(self{''.join(', ' + p for p in params)}):"
     return [head] + indent([doc] + body)
 
@@ -172,7 +176,7 @@ def class_lines(gen: Generator, model: str, base: str = "nn.Module", init_tail=N
         offset += _count(gen, f)
     body += list(init_tail or [])
     init += indent(body)
-    out = [f"class {cls.name}({base}):", f'{INDENT}"""`model {model}` ({os.path.basename(item.path)}:{line})."""', ""]
+    out = [f"class {cls.name}({base}):", INDENT + py_docstring(f"`model {model}` ({shown(os.path.basename(item.path))}:{line})."), ""]
     out += indent(init)
     for fn in cls.order:
         if fn in skip_methods:

@@ -18,42 +18,16 @@ from typing import Optional
 from ..check.types import ModelT, StackT, TensorT
 from .attention_plan import AttentionPlan, plan_attention
 from .graph import Bind, CompileError, Loop, Ret
-
-# names a generated file uses itself; a source name equal to one gets a trailing `_`
-RESERVED = {
-    "torch", "nn", "math", "inspect", "dataclasses", "self", "config", "super", "None", "True", "False",
-    "float", "int", "len", "range", "slice", "getattr", "isinstance", "print", "kwargs", "cls",
-    "rms_norm", "layer_norm", "rope", "causal", "attend", "eager_attention", "causal_mask",
-    "with_cache", "cache_of", "ALL_ATTENTION_FUNCTIONS", "create_causal_mask", "DynamicCache",
-    "GenerationMixin", "PreTrainedModel", "BaseModelOutputWithPast", "CausalLMOutputWithPast",
-    "input_ids", "attention_mask", "position_ids", "past_key_values", "inputs_embeds", "use_cache",
-    "cache", "return_dict", "labels", "logits_to_keep", "layer_idx", "hidden_states",
-    "CausalAttention", "PagedAttention", "LogitsProcessor", "ParallelLMHead", "VocabParallelEmbedding",
-    "default_weight_loader", "get_current_vllm_config", "PretrainedConfig", "positions",
-    "intermediate_tensors",
-    # Python keywords
-    "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif", "else",
-    "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal",
-    "not", "or", "pass", "raise", "return", "try", "while", "with", "yield", "match", "case",
-}
-# attributes an nn.Module (or a PreTrainedModel) has already
-MODULE_ATTRS = {
-    "training", "forward", "to", "cuda", "cpu", "type", "float", "half", "double", "bfloat16", "apply",
-    "train", "eval", "parameters", "buffers", "children", "modules", "state_dict", "load_state_dict",
-    "named_parameters", "named_buffers", "named_children", "named_modules", "zero_grad", "register_buffer",
-    "register_parameter", "add_module", "get_submodule", "get_parameter", "requires_grad_", "share_memory",
-    "extra_repr", "config", "device", "dtype", "base_model", "generate", "post_init", "layer_idx",
-    "scaling", "num_key_value_groups", "is_causal", "head_dim", "model", "lm_head", "main_input_name",
-    "name_or_path", "warnings_issued", "generation_config", "can_generate", "dummy_inputs",
-}
-
+from .names import py_ident
 
 def py_name(name: str) -> str:
-    return name + "_" if name in RESERVED else name
+    """The Python name of a source name (see names.py)."""
+    return py_ident(name)
 
 
-def attr_name(name: str) -> str:
-    return name + "_" if name in MODULE_ATTRS or name in RESERVED else name
+def attr_name(name: str, taken=()) -> str:
+    """The attribute of a field or method: a Python name, none of nn.Module's own."""
+    return py_ident(name, taken)
 
 
 @dataclass
@@ -155,15 +129,18 @@ def make_plan(prog, language_model: bool) -> Plan:
         skip = {id(plan.lm.out_node.attrs["args"]["W"])}
     for mname in _models(prog, root):
         m = prog.model(mname)
+        taken: set = set()
         for fname, f in m.fields.items():
             key = (mname, fname)
+            attr = attr_name(fname, taken)
+            taken.add(attr)
             if isinstance(f.type, ModelT):
-                plan.fields[key] = FieldPlan("model", attr_name(fname))
+                plan.fields[key] = FieldPlan("model", attr)
             elif isinstance(f.type, StackT):
-                plan.fields[key] = FieldPlan("stack", attr_name(fname))
+                plan.fields[key] = FieldPlan("stack", attr)
             else:
                 rs = [r for r in reads.get(key, []) if id(r[0]) not in skip]
-                plan.fields[key] = FieldPlan(_kind(rs, f.type), attr_name(fname))
+                plan.fields[key] = FieldPlan(_kind(rs, f.type), attr)
     if plan.lm is not None:
         plan.fields[(root, plan.lm.table)].kind = "embedding"
         if not plan.lm.tied:

@@ -126,7 +126,7 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
     if out is None:
         out = default_output(path, target)
     if out == path or os.path.abspath(path).startswith(out.rstrip(os.sep) + os.sep):
-        raise RequestError(f"the output `{out}` would replace the source")
+        raise RequestError(f"the output `{out}` would replace the source")  # imported ones: output.py
 
     reason = ""
     w = _resolve(weights, base)

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 from ..diagnostics import Severity
-from .atomic import OutputExists, atomic_output
+from .atomic import atomic_output
+from .output import OutputExists, check_output
 from .context import ExportContext
 from .errors import ExportCancelled, ExportError, WriterUnavailable
 from .request import unknown_dims
@@ -97,6 +98,9 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
     except ExportError as e:
         return _fail(e.message, USAGE)
 
+    sources = [path] + ws.import_closure(path)
+    check_output(request.output, KIND[request.target], request.force, sources)  # before any work
+
     step(f"checking `{fn_item.name}` for {request.target}")
     errors = _export_errors(ws, path, fn_item.name, request.target)
     if errors:
@@ -163,7 +167,8 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
 
     if source is not None:
         source.start_reading()
-    with atomic_output(request.output, KIND[request.target], request.force) as tmp:
+    with atomic_output(request.output, KIND[request.target], request.force, sources,
+                       request.target, request.path) as tmp:
         ctx = ExportContext(ws, request, resolved, source, tmp, progress, cancelled)
         ctx.check_cancelled()
         summary = writer(ctx)

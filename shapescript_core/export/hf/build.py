@@ -12,8 +12,10 @@ from ...compile.codegen import Generator
 from ...compile.graph import CompileError, build_program
 from ...compile.plan import make_plan, models_in_order
 from ...compile.reach import Reach
+from ...escape import EscapeError
 from ..checks.entry import check_exported
 from ..errors import ExportError
+from ..generated import check_parses
 from .config import config_json, configuration_source
 from .keys import key_map
 from .modeling import Names, modeling_source
@@ -75,35 +77,28 @@ def _build(ws, path: str, fn_name: str, dtype: str = "f32") -> Artifact:
     except CompileError as e:
         where = f" (line {e.where[1]})" if e.where and e.where[1] else ""
         raise ExportError(f"can't compile `{fn_name}` to PyTorch{where}: {e}") from e
+    except EscapeError as e:  # a value no generated file can hold (a non-finite number)
+        raise ExportError(f"can't compile `{fn_name}` to PyTorch: {e}") from e
     for name, text in ((names.modeling, modeling), (names.configuration, configuration)):
-        try:
-            compile(text, f"{name}.py", "exec")
-        except SyntaxError as e:  # a bug of ours: say so, and keep the text for the report
-            log.error("generated %s.py does not parse: %s\n%s", name, e, text)
-            raise ExportError(f"internal error: the generated {name}.py does not parse ({e.msg}, line {e.lineno})") from e
+        check_parses(f"{name}.py", text)
     sources = _sources(ws, path)
     keys = key_map(plan, _param_paths(prog, plan.root))
     return Artifact(names, cfg, configuration, modeling, sources, keys, lm, plan, gen)
 
 
 def _sources(ws, path: str) -> dict:
+    """The program's sources: {path relative to the project root: text} (imports.py keeps
+    every import inside the root)."""
     out = {}
-    base = os.path.dirname(path)
-    todo = [path]
-    while todo:
-        p = todo.pop()
+    base = ws.root_of(path)
+    for p in [path] + ws.import_closure(path):
         f = ws.file(p)
         if f is None:
             continue
         rel = os.path.relpath(p, base)
-        if rel.startswith(".."):
-            rel = os.path.basename(p)
-        if rel in out:
-            continue
-        out[rel] = f.text
-        an = ws.analyze(p)
-        if an is not None:
-            todo.extend(an.imports)
+        if rel.startswith("..") or os.path.isabs(rel):
+            raise ExportError(f"internal error: the source `{p}` lies outside the project `{base}`")
+        out.setdefault(rel, f.text)
     return out
 
 

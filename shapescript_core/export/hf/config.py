@@ -8,9 +8,13 @@ conventional names engines read where they apply (`vocab_size`, `hidden_size`,
 from __future__ import annotations
 
 from ...check.types import TensorT
+from ...compile.codegen import MethodGen
+from ...compile.names import py_ident
+from ...compile.plan import walk_nodes
 from ...dtypes import BY_NAME, STORED
+from ...escape import py_docstring, py_number, py_str, shown
 
-# names a config already has: a dim called so is stored as `dim_<name>`
+# names a config already has or that we write: a dim called so is stored as `dim_<name>`
 CONFIG_ATTRS = {"dtype", "torch_dtype", "architectures", "auto_map", "model_type", "name_or_path",
                 "use_cache", "vocab_size", "hidden_size", "num_attention_heads", "num_key_value_heads",
                 "head_dim", "num_hidden_layers", "tie_word_embeddings", "max_position_embeddings",
@@ -20,8 +24,22 @@ CONFIG_ATTRS = {"dtype", "torch_dtype", "architectures", "auto_map", "model_type
 TORCH_DTYPE_NAMES = {n: BY_NAME[n].torch for n in STORED}
 
 
-def config_key(dim: str) -> str:
-    return f"dim_{dim}" if dim in CONFIG_ATTRS or not dim.isidentifier() else dim
+def config_keys(dims) -> dict:
+    """Each dim's key in config.json and its configuration class: the dim's own name when
+    that is a plain Python name nobody else reads (not one of transformers' config
+    attributes such as `num_labels` or `use_return_dict`, nor a name we write); else
+    `dim_<name>`, made a Python name of its own (names.py). Plain keys never start with
+    `dim_`, so two dims never share a key."""
+    out, taken = {}, set(CONFIG_ATTRS)
+    plain = [d for d in dims if py_ident(d) == d and d not in CONFIG_ATTRS and not d.startswith("dim_")]
+    for d in plain:
+        out[d] = d
+        taken.add(d)
+    for d in dims:
+        if d not in out:
+            out[d] = py_ident(f"dim_{d}", taken)
+            taken.add(out[d])
+    return out
 
 
 def conventional(gen) -> dict:
@@ -60,32 +78,35 @@ def config_json(gen, names, dtype: str, source_name: str) -> dict:
         auto["AutoModelForCausalLM"] = f"{names.modeling}.{names.causal_lm}"
     cfg = {"architectures": [names.causal_lm if lm is not None else names.base],
            "auto_map": auto, "model_type": names.model_type}
+    keys = config_keys(prog.dims)
     for d, v in prog.dims.items():
         if v is not None:
-            cfg[config_key(d)] = v
+            cfg[keys[d]] = v
     cfg.update(conventional(gen))
     if lm is not None:
         cfg["use_cache"] = True
     cfg["dtype"] = TORCH_DTYPE_NAMES.get(dtype, "float32")
     cfg["torch_dtype"] = cfg["dtype"]
     cfg["shapescript"] = {"source": source_name, "function": prog.entry.name,
-                          "language_model": lm is not None}
+                          "language_model": lm is not None,
+                          "dims": {d: v for d, v in prog.dims.items() if v is not None}}
     return cfg
 
 
 def configuration_source(gen, names, cfg: dict, source_name: str) -> str:
     skip = {"architectures", "auto_map", "model_type", "dtype", "torch_dtype", "shapescript"}
     fields = [(k, v) for k, v in cfg.items() if k not in skip]
-    args = ", ".join(f"{k}={v!r}" for k, v in fields)
+    args = ", ".join(f"{k}={py_number(v)}" for k, v in fields)
     sets = "\n".join(f"        self.{k} = {k}" for k, v in fields if k != "tie_word_embeddings")
     tie = cfg.get("tie_word_embeddings")
     lines = [
-        f'"""Configuration of the model ShapeScript exported from `{source_name}`, function `{gen.prog.entry.name}`."""',
+        py_docstring(f"Configuration of the model ShapeScript exported from `{shown(source_name)}`, "
+                     f"function `{gen.prog.entry.name}`."),
         "from transformers import PretrainedConfig",
         "",
         "",
         f"class {names.config}(PretrainedConfig):",
-        f'    model_type = "{names.model_type}"',
+        f"    model_type = {py_str(names.model_type)}",
         "",
         f"    def __init__(self, {args}{', ' if args else ''}**kwargs):",
         sets if sets else "        pass",

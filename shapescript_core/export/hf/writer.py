@@ -10,12 +10,13 @@ own ids win).
 """
 from __future__ import annotations
 
-import json
 import logging
 import os
 import shutil
 
+from ...escape import json_text
 from ..errors import ExportError
+from ..generated import copy_sources, write_generated
 from .build import build
 from .keys import MAPPING_FILE
 from .special_tokens import generation_config, special_token_ids
@@ -31,6 +32,7 @@ SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 
 def write(ctx) -> str:
     out = write_directory(ctx)
+    copy_sources(ctx.tmp, out["artifact"].sources)
     return f"wrote {ctx.request.output} (hf: {out['tensors']} tensors, {_size(out['bytes'])}" + \
         (", language model" if out["lm"] else "") + ")"
 
@@ -54,14 +56,12 @@ def write_directory(ctx) -> dict:
             cfg[k] = ctx.imported[k]
     if "context_length" in ctx.imported and "max_position_embeddings" not in cfg and art.lm:
         cfg["max_position_embeddings"] = ctx.imported["context_length"]
-    _text(d, "config.json", json.dumps(cfg, indent=2) + "\n")
+    write_generated(d, "config.json", json_text(cfg))
     ids = generation_config(cfg)
     if art.lm and ids and not os.path.exists(os.path.join(d, "generation_config.json")):
-        _text(d, "generation_config.json", json.dumps(ids, indent=2) + "\n")
-    _text(d, f"{art.names.configuration}.py", art.configuration)
-    _text(d, f"{art.names.modeling}.py", art.modeling)
-    for name, text in art.sources.items():
-        _text(d, name, text)
+        write_generated(d, "generation_config.json", json_text(ids))
+    write_generated(d, f"{art.names.configuration}.py", art.configuration)
+    write_generated(d, f"{art.names.modeling}.py", art.modeling)
     keys = {}
     entries = []
     for spec in ctx.params:
@@ -69,8 +69,8 @@ def write_directory(ctx) -> dict:
         keys[spec.path] = key
         if key is not None:
             entries.append((key, spec.path))
-    _text(d, MAPPING_FILE, json.dumps({"format": 1, "source": os.path.basename(ctx.request.path),
-                                       "function": ctx.fn_item.name, "keys": keys}, indent=2) + "\n")
+    write_generated(d, MAPPING_FILE, json_text({"format": 1, "source": os.path.basename(ctx.request.path),
+                                                "function": ctx.fn_item.name, "keys": keys}))
     ctx.check_cancelled()
     size = ctx.write_safetensors("model.safetensors", entries, metadata={"format": "pt"})
     return {"tensors": len(entries), "bytes": size, "lm": art.lm, "artifact": art}
@@ -97,11 +97,6 @@ def tokenizer_from_gguf(file: str, dst: str) -> str | None:
         return (f"no tokenizer written: transformers can't build one from {os.path.basename(file)} "
                 f"({type(e).__name__}: {e}); pass --tokenizer DIR")
     return None
-
-
-def _text(d: str, name: str, text: str):
-    with open(os.path.join(d, name), "w", encoding="utf-8") as fh:
-        fh.write(text)
 
 
 def _size(n: int) -> str:

@@ -10,18 +10,20 @@ from __future__ import annotations
 import os
 
 from ..hf.writer import _size, write_directory
+from ...escape import md_code, py_str, shell_arg, shown
 from ...compile.graph import CompileError
 from ..errors import ExportError
+from ..generated import copy_sources, write_generated
 from .native import plugin_files
 
 README = """# {name}: a ShapeScript export for vLLM
 
-Exported by ShapeScript from `{source}` (function `{fn}`). The directory is a Hugging
+Exported by ShapeScript from {source} (function `{fn}`). The directory is a Hugging
 Face model (`config.json`, `modeling_{stem}.py`, `model.safetensors`) that vLLM's
 Transformers backend serves:
 
 ```
-vllm serve {out} --trust-remote-code --model-impl transformers{tok}
+vllm serve {out_sh} --trust-remote-code --model-impl transformers{tok}
 ```
 
 ## The native vLLM model
@@ -31,8 +33,8 @@ the same source (vLLM's paged attention, `VocabParallelEmbedding`, `ParallelLMHe
 so that vLLM runs it without the Transformers backend:
 
 ```
-pip install {out}/vllm_plugin
-vllm serve {out} --trust-remote-code{tok}
+pip install {plugin_sh}
+vllm serve {out_sh} --trust-remote-code{tok}
 ```
 
 (`--model-impl vllm` insists on it; `pip uninstall {dist}` removes it.)
@@ -44,7 +46,7 @@ or, from Python:
 ```python
 from vllm import LLM, SamplingParams
 
-llm = LLM(model="{out}", trust_remote_code=True, model_impl="transformers"{tok_py})
+llm = LLM(model={out_py}, trust_remote_code=True, model_impl="transformers"{tok_py})
 outputs = llm.generate({prompt}, SamplingParams(max_tokens=16, temperature=0))
 ```
 
@@ -66,22 +68,18 @@ def write(ctx) -> str:
     except CompileError as e:
         raise ExportError(f"can't generate the native vLLM model: {e}") from e
     for rel, text in files.items():
-        path = os.path.join(ctx.tmp, "vllm_plugin", rel)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        if rel.endswith(".py"):
-            compile(text, rel, "exec")
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
+        write_generated(ctx.tmp, f"vllm_plugin/{rel}", text)
     has_tok = any(os.path.isfile(os.path.join(ctx.tmp, f)) for f in ("tokenizer.json", "tokenizer.model"))
     text = README.format(
-        name=os.path.basename(ctx.request.output), source=os.path.basename(ctx.request.path),
+        name=shown(os.path.basename(ctx.request.output)), source=md_code(os.path.basename(ctx.request.path)),
         dist=f"shapescript-vllm-{art.names.stem}",
-        fn=ctx.fn_item.name, stem=art.names.stem, out=ctx.request.output,
+        fn=ctx.fn_item.name, stem=art.names.stem, out_sh=shell_arg(ctx.request.output),
+        plugin_sh=shell_arg(os.path.join(ctx.request.output, "vllm_plugin")), out_py=py_str(ctx.request.output),
         tok="" if has_tok else " --skip-tokenizer-init",
         tok_py="" if has_tok else ", skip_tokenizer_init=True",
         prompt='["Hello"]' if has_tok else '[{"prompt_token_ids": [1, 2, 3]}]',
         tok_note="" if has_tok else ("This export has no tokenizer (export with `--tokenizer DIR` to ship one): "
                                      "give vLLM token ids, and `detokenize=False` in SamplingParams.\n\n"))
-    with open(os.path.join(ctx.tmp, "README.md"), "w", encoding="utf-8") as fh:
-        fh.write(text)
+    write_generated(ctx.tmp, "README.md", text)
+    copy_sources(ctx.tmp, art.sources)
     return f"wrote {ctx.request.output} (vllm: {out['tensors']} tensors, {_size(out['bytes'])}; README.md says how to serve it)"

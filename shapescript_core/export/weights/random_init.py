@@ -3,6 +3,7 @@ param's values depend on nothing else (not the order, not the other params)."""
 from __future__ import annotations
 
 import hashlib
+import math
 
 import numpy as np
 
@@ -20,6 +21,8 @@ def rng_for(seed: int, path: str) -> np.random.Generator:
 def check_init(spec: ParamSpec):
     if spec.init[0] == "unknown" or (spec.init[0] == "normal" and spec.dtype not in FLOATS):
         raise ExportError(bad_init(spec.path, spec.init[1] if spec.init[0] == "unknown" else "normal"))
+    if spec.init[0] == "normal" and not math.isfinite(float(spec.init[1])):
+        raise ExportError(bad_init(spec.path, f"normal({spec.init[1]})") + " (a finite std)")
 
 
 def random_tensor(spec: ParamSpec, seed: int) -> np.ndarray:

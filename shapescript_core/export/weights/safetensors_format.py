@@ -23,6 +23,9 @@ from .weight_messages import corrupt_file, unreadable
 ST_DTYPES = {d.safetensors: (d.name, d.itemsize) for d in TABLE}
 TO_ST = {ours: st for st, (ours, _) in ST_DTYPES.items()}
 MAX_HEADER = 100 * 1024 * 1024  # the library's own limit
+# what we parse: a header entry takes about 100 bytes, so 16 MB is 160,000 tensors in one
+# file (the largest checkpoints shard far below that); parsing is some 10 times the bytes
+MAX_HEADER_ENTRIES_BYTES = 16 * 1024 * 1024
 
 
 @dataclass
@@ -63,16 +66,23 @@ def read_header(file: str) -> HeaderInfo:
             if len(head) < 8:
                 raise ExportError(corrupt_file(name, f"it is {size} bytes long, shorter than a header"))
             (n,) = struct.unpack("<Q", head)
+            # checked before anything is allocated for it; the value itself is not shown (it
+            # is the file's first bytes, which may be anything's)
             if n > MAX_HEADER or n > size - 8:
-                raise ExportError(corrupt_file(name, f"its header says it is {n} bytes long, but the file "
-                                                     f"is {size} bytes (truncated, or not safetensors)"))
+                raise ExportError(corrupt_file(name, f"the header length its first 8 bytes give does not fit "
+                                                     f"the file's {size} bytes (truncated, or not safetensors)"))
+            if n > MAX_HEADER_ENTRIES_BYTES:
+                raise ExportError(corrupt_file(name, f"its header is over {MAX_HEADER_ENTRIES_BYTES // 2**20} MB: "
+                                                     "more tensors than a model has (split it into shards)"))
             raw = fh.read(n)
     except OSError as e:
         raise ExportError(corrupt_file(name, e.strerror or str(e)))
     try:
         header = json.loads(raw.decode("utf-8"))
+    except RecursionError:
+        raise ExportError(corrupt_file(name, "its header is JSON nested too deeply")) from None
     except (UnicodeDecodeError, ValueError) as e:
-        raise ExportError(corrupt_file(name, f"its header is not JSON ({e})"))
+        raise ExportError(corrupt_file(name, f"its header is not JSON ({str(e)[:100]})"))
     if not isinstance(header, dict):
         raise ExportError(corrupt_file(name, "its header is not a JSON object"))
     base = 8 + n

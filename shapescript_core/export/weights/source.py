@@ -13,7 +13,7 @@ import os
 
 from ..errors import ExportError
 from ...files import ReadRefused, read_bytes
-from .weight_messages import unreadable
+from .weight_messages import outside_weights, unreadable
 from .safetensors_format import TensorInfo, read_header
 
 INDEX = "model.safetensors.index.json"
@@ -42,6 +42,19 @@ def prefetch(file: str, start: int, length: int):
         os.close(fd)
 
 
+def within(folder: str, rel: str, what: str) -> str:
+    """The path of `rel` in the weights directory `folder`; ExportError when it leads out
+    of it (an absolute path, `..`, a symbolic link pointing elsewhere)."""
+    base = os.path.realpath(folder)
+    path = os.path.normpath(os.path.join(folder, rel))
+    real = os.path.realpath(path)
+    inside = "\0" not in rel and not os.path.isabs(rel) and os.path.commonpath([real, base]) == base \
+        and os.path.commonpath([os.path.abspath(path), os.path.abspath(folder)]) == os.path.abspath(folder)
+    if not inside:
+        raise ExportError(outside_weights(rel, folder, what))
+    return path
+
+
 class WeightSource:
     def __init__(self, path: str):
         self.path = path
@@ -50,14 +63,14 @@ class WeightSource:
         self.file_key: dict = {}          # key -> the file's key, where a mapping renames it
         self._asked: dict = {}            # file -> how far the kernel was asked to read ahead
         if os.path.isdir(path):
-            if os.path.isfile(os.path.join(path, INDEX)):
-                self._index(os.path.join(path, INDEX))
-            elif os.path.isfile(os.path.join(path, SINGLE)):
-                self._single(os.path.join(path, SINGLE))
+            if os.path.lexists(os.path.join(path, INDEX)):
+                self._index(within(path, INDEX, "the index"))
+            elif os.path.lexists(os.path.join(path, SINGLE)):
+                self._single(within(path, SINGLE, "the file"))
             else:
                 raise ExportError(f"the weights directory `{path}` has neither {SINGLE} nor {INDEX}")
-            if os.path.isfile(os.path.join(path, MAPPING)):
-                self._mapping(os.path.join(path, MAPPING))
+            if os.path.lexists(os.path.join(path, MAPPING)):
+                self._mapping(within(path, MAPPING, "the mapping"))
         elif path.endswith(".json"):
             self._index(path)
         else:
@@ -93,7 +106,9 @@ class WeightSource:
             keys = json.loads(read_bytes(file).decode("utf-8")).get("keys")  # regular, bounded
         except ReadRefused as e:
             raise ExportError(f"can't read {MAPPING} in `{self.path}`: {e.refusal.reason}")
-        except (OSError, UnicodeDecodeError, ValueError, AttributeError, RecursionError) as e:
+        except RecursionError:
+            raise ExportError(f"can't read {MAPPING} in `{self.path}`: its JSON is nested too deeply") from None
+        except (OSError, UnicodeDecodeError, ValueError, AttributeError) as e:
             raise ExportError(f"can't read {MAPPING} in `{self.path}`: {getattr(e, 'strerror', None) or e}")
         if not isinstance(keys, dict):
             raise ExportError(f"{MAPPING} in `{self.path}` has no `keys` of param paths to checkpoint keys")
@@ -121,7 +136,9 @@ class WeightSource:
             doc = json.loads(read_bytes(file).decode("utf-8"))  # regular, bounded
         except ReadRefused as e:
             raise ExportError(f"can't read the index {name}: {e.refusal.reason}")
-        except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        except RecursionError:
+            raise ExportError(f"can't read the index {name}: its JSON is nested too deeply") from None
+        except (OSError, UnicodeDecodeError, ValueError) as e:
             raise ExportError(f"can't read the index {name}: {getattr(e, 'strerror', None) or e}")
         wm = doc.get("weight_map") if isinstance(doc, dict) else None
         if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):
@@ -131,7 +148,7 @@ class WeightSource:
         for key, shard in wm.items():
             h = shards.get(shard)
             if h is None:
-                sp = os.path.join(base, shard)
+                sp = within(base, shard, f"the shard `{shard}` its index names")
                 if not os.path.isfile(sp):
                     raise ExportError(unreadable(key, name, f"its shard `{shard}` does not exist"))
                 h = shards[shard] = read_header(sp)

@@ -41,6 +41,11 @@ def unreadable(tensor: str, file: str, why: str) -> str:
     return f"can't read `{tensor}` from {file}: {why}"
 
 
+def outside_weights(file: str, folder: str, how: str) -> str:
+    return (f"won't read `{file}`: {how} leads out of the weights directory `{folder}`; "
+            "weights are read only from inside it")
+
+
 def corrupt_file(file: str, why: str) -> str:
     return f"{file} is not a safetensors file that can be read: {why}"
 
