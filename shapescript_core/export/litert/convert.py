@@ -18,7 +18,7 @@ import time
 
 from ..errors import ExportError
 from .convert_main import PREFIX
-from .messages import conversion_failed
+from .litert_messages import conversion_failed
 
 log = logging.getLogger("shapescript.export.litert")
 

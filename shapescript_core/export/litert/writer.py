@@ -23,7 +23,7 @@ from . import options as opts
 from .convert import run_export_hf
 from .env import require
 from .extension import extension_source, module_name
-from .messages import e3317, not_a_language_model, prefill_too_long
+from .litert_messages import e3317, not_a_language_model, prefill_too_long
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
 
