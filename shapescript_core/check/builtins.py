@@ -1,15 +1,16 @@
 """The one builtin table: each builtin's parameters, shape rule, docs and lowering.
 
 It drives the checker (`rule`), hover and signature help (`signature`, `doc`),
-completion (the names) and PyTorch code generation (`torch`).
+completion (the names) and PyTorch code generation (`lower`, a function of
+`builtin_lowering.py` that codegen calls with itself as the `Emitter`).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 from ..syntax import ast as A
-from . import messages as M, ops
+from . import builtin_lowering as L, messages as M, ops
 from .patterns import check_pattern_call
 from .sizes import Size
 from .types import (BOOL, F32, I64, UNKNOWN, Axis, DType, DTypeValue, ScalarT, TensorT,
@@ -24,7 +25,8 @@ class Builtin:
     params: list  # [(name, default or REQUIRED)]
     rule: Callable
     doc: str
-    torch: str = ""
+    torch: str = ""  # the PyTorch call, as hover and the docs show it
+    lower: Optional[Callable] = None  # the lowering (builtin_lowering.py): lower(emitter, node) -> code
     variadic: bool = False  # takes any number of tensors before the keywords
     axis_params: tuple = ("over",)  # parameters that take axis names, not values
     pattern: bool = False
@@ -415,55 +417,72 @@ def _build_table() -> dict:
         t[b.name] = b
 
     for n, (d, lowering) in _UNARY.items():
-        add(Builtin(n, [("x", REQUIRED)], _elementwise, f"Elementwise {d}; shape and dtype kept.", lowering))
+        add(Builtin(n, [("x", REQUIRED)], _elementwise, f"Elementwise {d}; shape and dtype kept.", lowering,
+                    lower=L.elementwise(n, lowering)))
     add(Builtin("maximum", [("a", REQUIRED), ("b", REQUIRED)], _by_name2,
-                "Elementwise maximum, aligned by axis name.", "torch.maximum({a}, {b})"))
+                "Elementwise maximum, aligned by axis name.", "torch.maximum({a}, {b})",
+                lower=L.minmax("maximum", "min")))
     add(Builtin("minimum", [("a", REQUIRED), ("b", REQUIRED)], _by_name2,
-                "Elementwise minimum, aligned by axis name.", "torch.minimum({a}, {b})"))
+                "Elementwise minimum, aligned by axis name.", "torch.minimum({a}, {b})",
+                lower=L.minmax("minimum", "max")))
     add(Builtin("where", [("cond", REQUIRED), ("a", REQUIRED), ("b", REQUIRED)], _where,
-                "`a` where `cond` is true, else `b`; aligned by axis name.", "torch.where({cond}, {a}, {b})"))
+                "`a` where `cond` is true, else `b`; aligned by axis name.", "torch.where({cond}, {a}, {b})",
+                lower=L.where))
     for n in ("sum", "mean", "max", "min", "logsumexp"):
         add(Builtin(n, [("x", REQUIRED), ("over", None)], _reduce,
-                    f"`{n}` over the axes `over` (all axes without it); removes them.", f"torch.{n}"))
+                    f"`{n}` over the axes `over` (all axes without it); removes them.", f"torch.{n}",
+                    lower=L.reduction(n)))
     add(Builtin("argmax", [("x", REQUIRED), ("over", REQUIRED)], lambda ck, c, b: _reduce(ck, c, b, arg=True),
-                "Index of the largest value along `over`; removes it, dtype Index[size of over].", "torch.argmax"))
+                "Index of the largest value along `over`; removes it, dtype Index[size of over].", "torch.argmax",
+                lower=L.method_over("argmax")))
     for n in ("softmax", "log_softmax"):
         add(Builtin(n, [("x", REQUIRED), ("over", REQUIRED)], lambda ck, c, b: _reduce(ck, c, b, keep=True),
-                    f"`{n}` along `over`; shape kept.", f"torch.{n}"))
+                    f"`{n}` along `over`; shape kept.", f"torch.{n}",
+                    lower=L.method_over(n)))
     add(Builtin("rms_norm", [("x", REQUIRED), ("w", REQUIRED), ("over", REQUIRED), ("eps", 1e-6)], _norm,
-                "RMS normalization over `over`, scaled by `w: [over]`; shape kept.", "rms_norm"))
+                "RMS normalization over `over`, scaled by `w: [over]`; shape kept.", "rms_norm",
+                lower=L.rms_norm))
     add(Builtin("layer_norm", [("x", REQUIRED), ("w", REQUIRED), ("b", REQUIRED), ("over", REQUIRED), ("eps", 1e-5)],
                 lambda ck, c, b: _norm(ck, c, b, with_bias=True),
-                "Layer normalization over `over`, with weight and bias `[over]`; shape kept.", "F.layer_norm"))
+                "Layer normalization over `over`, with weight and bias `[over]`; shape kept.", "F.layer_norm",
+                lower=L.layer_norm))
     add(Builtin("linear", [("x", REQUIRED), ("W", REQUIRED), ("b", None)], _linear,
-                "`x: [… I]`, `W: [O I]`, `b: [O]` → `[… O]` (PyTorch's layout).", "F.linear({x}, {W}, {b})"))
+                "`x: [… I]`, `W: [O I]`, `b: [O]` → `[… O]` (PyTorch's layout).", "F.linear({x}, {W}, {b})",
+                lower=L.linear))
     add(Builtin("matmul", [("x", REQUIRED), ("w", REQUIRED)], _matmul,
-                "`[… K] @ [K N]` → `[… N]`; batch axes of both by name.", "torch.matmul({x}, {w})"))
+                "`[… K] @ [K N]` → `[… N]`; batch axes of both by name.", "torch.matmul({x}, {w})",
+                lower=L.matmul))
     add(Builtin("embedding", [("ids", REQUIRED), ("E", REQUIRED)], _embedding,
-                "`ids: [… ] Index[V]`, `E: [V D]` → `[… D]`: the rows of E.", "F.embedding({ids}, {E})"))
-    add(Builtin("one_hot", [("ids", REQUIRED)], _one_hot, "`[…] Index[V]` → `[… V] f32`.", "F.one_hot"))
+                "`ids: [… ] Index[V]`, `E: [V D]` → `[… D]`: the rows of E.", "F.embedding({ids}, {E})",
+                lower=L.embedding))
+    add(Builtin("one_hot", [("ids", REQUIRED)], _one_hot, "`[…] Index[V]` → `[… V] f32`.", "F.one_hot",
+                lower=L.one_hot))
     add(Builtin("rope", [("x", REQUIRED), ("pos", REQUIRED), ("theta", 10000.0), ("style", "half")], _rope,
                 "Rotary position embedding: `x: [… n Dh]`, integer `pos` with axes ⊆ x's; style \"half\" "
-                "(rotate-half, as Hugging Face Llama) or \"interleaved\" (pairs, as GPT-J).", "rope"))
+                "(rotate-half, as Hugging Face Llama) or \"interleaved\" (pairs, as GPT-J).", "rope",
+                lower=L.rope))
     add(Builtin("scaled_dot_product_attention",
                 [("q", REQUIRED), ("k", REQUIRED), ("v", REQUIRED), ("attn_mask", None), ("scale", None)], _sdpa,
                 "`q: [… Hq n Dh]`, `k: [… Hk m Dh]`, `v: [… Hk m Dv]` → `[… Hq n Dv]`; Hk may divide Hq "
                 "(grouped-query); `attn_mask` a bool mask over n and m; default scale 1/sqrt(Dh).",
-                "F.scaled_dot_product_attention"))
+                "F.scaled_dot_product_attention", lower=L.scaled_dot_product_attention))
     add(Builtin("masked_fill", [("x", REQUIRED), ("mask", REQUIRED), ("value", REQUIRED)], _masked_fill,
-                "`value` where `mask` (bool, axes ⊆ x's) is true.", "{x}.masked_fill({mask}, {value})"))
-    add(Builtin("scale", [("x", REQUIRED), ("s", REQUIRED)], _scale, "`x * s`.", "({x}) * ({s})"))
-    add(Builtin("to", [("x", REQUIRED), ("dtype", REQUIRED)], _to, "Cast to a dtype.", "{x}.to({dtype})"))
+                "`value` where `mask` (bool, axes ⊆ x's) is true.", "{x}.masked_fill({mask}, {value})",
+                lower=L.masked_fill))
+    add(Builtin("scale", [("x", REQUIRED), ("s", REQUIRED)], _scale, "`x * s`.", "({x}) * ({s})", lower=L.scale))
+    add(Builtin("to", [("x", REQUIRED), ("dtype", REQUIRED)], _to, "Cast to a dtype.", "{x}.to({dtype})", lower=L.to))
     add(Builtin("concat", [("over", REQUIRED)], _concat, "Join tensors along `over`; sizes add.", "torch.cat",
-                variadic=True))
-    add(Builtin("arange", [("n", REQUIRED)], _arange, "`[n] i64`: 0 … n-1.", "torch.arange"))
-    for n, d in (("rearrange", "Reorder and regroup axes: `b n (H Dh) -> b H n Dh`."),
-                 ("split", "Split a group that starts with a count: `b n (3 H Dh) -> b H n Dh` gives 3 tensors."),
-                 ("repeat", "Repeat along dims with a value: `b Hkv n Dh -> b (Hkv G) n Dh`.")):
-        add(Builtin(n, [("x", REQUIRED)], _pattern_rule, d, "einops." + n, pattern=True))
+                variadic=True, lower=L.concat))
+    add(Builtin("arange", [("n", REQUIRED)], _arange, "`[n] i64`: 0 … n-1.", "torch.arange", lower=L.arange))
+    for n, d, lower in (("rearrange", "Reorder and regroup axes: `b n (H Dh) -> b H n Dh`.", L.rearrange),
+                        ("split", "Split a group that starts with a count: `b n (3 H Dh) -> b H n Dh` gives 3 "
+                                  "tensors.", L.split),
+                        ("repeat", "Repeat along dims with a value: `b Hkv n Dh -> b (Hkv G) n Dh`.", L.repeat)):
+        add(Builtin(n, [("x", REQUIRED)], _pattern_rule, d, "einops." + n, pattern=True, lower=lower))
     add(Builtin("einsum", [], _pattern_rule,
                 "`einsum(a, b: La, Lb -> R)`: names shared between inputs are matched; names absent from R "
-                "are summed over.", "torch.einsum", variadic=True, pattern=True))
+                "are summed over.", "torch.einsum", variadic=True, pattern=True,
+                lower=L.einsum))
     return t
 
 

@@ -1,9 +1,10 @@
 """PyTorch source from the op graph: one nn.Module per model, one method per function.
 
 Every statement of the source becomes one statement of Python, preceded by a comment
-naming its source line. Each builtin's lowering is its row's `torch` template in the
-builtin table (`check/builtins.py`), filled with the operands' code and the positions
-computed from their types (`layout.py`).
+naming its source line. Each builtin's lowering is a function its row of the builtin
+table names (`check/builtins.py`, `check/builtin_lowering.py`); `MethodGen` is the
+`Emitter` it is called with, giving it the operands' code and the positions computed
+from their types (`layout.py`).
 
 Two flavours share everything but attention, the embedding and the output layer:
 - plain: attention is `torch.nn.functional.scaled_dot_product_attention`;
@@ -32,16 +33,7 @@ from .prelude import HELPERS
 TORCH_DTYPES = {d.name: torch_name(d.name) for d in TABLE if d.language}
 OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "eq": "==", "ne": "!=",
              "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|"}
-REDUCTIONS = {"sum": "{x}.sum({dims})", "mean": "{x}.mean({dims})", "max": "{x}.amax({dims})",
-              "min": "{x}.amin({dims})", "logsumexp": "torch.logsumexp({x}, {dims})"}
 ATTENTION_KWARGS = "attention_mask=attention_mask, past_key_values=past_key_values, **kwargs"
-# the elementwise builtins on plain numbers (`sqrt(Dh)`): Python's math
-SCALAR_FUNCTIONS = {"exp": "math.exp({x})", "log": "math.log({x})", "sqrt": "math.sqrt({x})",
-                    "rsqrt": "1 / math.sqrt({x})", "tanh": "math.tanh({x})", "sigmoid": "1 / (1 + math.exp(-{x}))",
-                    "relu": "max({x}, 0.0)", "gelu": "{x} * (1 + math.erf({x} / math.sqrt(2))) / 2",
-                    "gelu_tanh": "{x} * (1 + math.tanh(math.sqrt(2 / math.pi) * ({x} + 0.044715 * {x} ** 3))) / 2",
-                    "silu": "{x} / (1 + math.exp(-{x}))", "abs": "abs({x})", "neg": "-{x}", "square": "{x} ** 2",
-                    "sin": "math.sin({x})", "cos": "math.cos({x})"}
 
 
 def atom(code: str) -> str:
@@ -613,35 +605,41 @@ class MethodGen:
         return n.attrs["args"].get(name)
 
     def builtin(self, n) -> str:
-        name = n.op
-        b = BUILTINS[name]
-        x = self.arg(n, "x")
-        lower = getattr(self, "b_" + name, None)
-        if lower is not None:
-            return lower(n)
-        if name in REDUCTIONS:
-            return self.reduction(n, REDUCTIONS[name])
-        if b.torch and "{x}" in b.torch and len(b.params) == 1:  # elementwise
-            if isinstance(x.type, ScalarT):
-                template = SCALAR_FUNCTIONS[name]
-                call = template.endswith("({x})") and template.count("{x}") == 1
-                return template.format(x=self.ex(x) if call else atom(self.ex(x)))
-            return b.torch.format(x=self.ex(x) if b.torch.startswith(("torch.", "nn.")) else atom(self.ex(x)))
-        raise CompileError(f"can't compile `{name}`", n.where)
+        """The call's code: its row's lowering (check/builtin_lowering.py), with this
+        method generator as the `Emitter`."""
+        lower = BUILTINS[n.op].lower
+        if lower is None:
+            raise CompileError(f"can't compile `{n.op}`", n.where)
+        return lower(self, n)
 
-    def reduction(self, n, template: str) -> str:
-        x = self.arg(n, "x")
-        over = n.attrs.get("over")
-        code = atom(self.ex(x))
-        if not over:
-            if n.op == "logsumexp":
-                return f"torch.logsumexp({code}.flatten(), 0)"
-            return template.format(x=code, dims="")
-        # every axis of each name goes, as the checker's type says (`[b n n]` over n is `[b]`)
-        ps = [i for i, a in enumerate(x.type.axes) if a.name in over]
-        return template.format(x=code, dims=dims_arg(ps))
+    # ------------------------------------------------------------ the Emitter interface
+    atom = staticmethod(atom)
+    dims = staticmethod(dims_arg)
 
-    def _over(self, n):
+    @staticmethod
+    def default(builtin: str, param: str):
+        return _default(builtin, param)
+
+    @staticmethod
+    def error(message: str, where) -> Exception:
+        return CompileError(message, where)
+
+    def use_helper(self, name: str) -> None:
+        self.gen.helpers.add(name)
+
+    def module_field(self, node, kinds) -> Optional[str]:
+        return self._module_field(node, kinds)
+
+    def bias_folded(self, w) -> bool:
+        return self.gen.plan.fields[(w.inputs[0].type.name, w.attrs["name"])].bias is not None
+
+    def is_lm_embedding(self, n) -> bool:
+        return bool(self.lm_entry) and n is self.lm.embed_node
+
+    def aligned(self, node, axes) -> str:
+        return self._aligned(node, axes)
+
+    def over(self, n):
         """The positions of `over=`'s axes, each name standing for one axis."""
         x = self.arg(n, "x")
         for name, shown in zip(n.attrs["over"], n.attrs.get("over_names") or n.attrs["over"]):
@@ -651,98 +649,24 @@ class MethodGen:
                                    f"rename one with a pattern first", n.where)
         return positions(x.type, n.attrs["over"])
 
-    def b_argmax(self, n):
-        return f"{atom(self.ex(self.arg(n, 'x')))}.argmax({self._over(n)[0]})"
-
-    def b_softmax(self, n):
-        return f"{atom(self.ex(self.arg(n, 'x')))}.softmax({self._over(n)[0]})"
-
-    def b_log_softmax(self, n):
-        return f"{atom(self.ex(self.arg(n, 'x')))}.log_softmax({self._over(n)[0]})"
-
-    def _weight_over(self, n, w, ps) -> str:
+    def weight_over(self, n, w, ps) -> str:
         x = self.arg(n, "x")
         placed = TensorT(tuple(x.type.axes[p] for p in ps), w.type.dtype)
         return align(atom(self.ex(w)), placed, x.type.axes)
 
-    def b_rms_norm(self, n):
-        x, w = self.arg(n, "x"), self.arg(n, "w")
-        ps = self._over(n)
-        eps = self.scalar(n, "eps")
-        self.gen.helpers.add("rms_norm")
-        return f"rms_norm({self.ex(x)}, {self._weight_over(n, w, ps)}, {dims_arg(ps)}, {eps})"
-
-    def b_layer_norm(self, n):
-        x, w, b = self.arg(n, "x"), self.arg(n, "w"), self.arg(n, "b")
-        ps = self._over(n)
-        eps = self.scalar(n, "eps")
-        rank = len(x.type.axes)
-        if ps == list(range(rank - len(ps), rank)):
-            sizes = ", ".join(self.need_size(x.type.axes[p].size, n.where) for p in ps)
-            sizes += "," if len(ps) == 1 else ""
-            return f"nn.functional.layer_norm({self.ex(x)}, ({sizes}), {self.ex(w)}, {self.ex(b)}, {eps})"
-        self.gen.helpers.add("layer_norm")
-        return (f"layer_norm({self.ex(x)}, {self._weight_over(n, w, ps)}, {self._weight_over(n, b, ps)}, "
-                f"{dims_arg(ps)}, {eps})")
-
-    def b_linear(self, n):
-        x, w, b = self.arg(n, "x"), self.arg(n, "W"), self.arg(n, "b")
-        mod = self._module_field(w, ("linear",))
-        if mod is not None:
-            folded = self.gen.plan.fields[(w.inputs[0].type.name, w.attrs["name"])].bias is not None
-            if b is None or folded:
-                return f"{mod}({self.ex(x)})"
-            return f"{mod}({self.ex(x)}) + {atom(self.ex(b))}"  # an nn.Linear without a bias of its own
-        parts = [self.ex(x), self.ex(w)] + ([self.ex(b)] if b is not None else [])
-        return f"nn.functional.linear({', '.join(parts)})"
-
-    def b_matmul(self, n):
-        return self.matmul(n, self.arg(n, "x"), self.arg(n, "w"))
-
-    def b_embedding(self, n):
-        ids, table = self.arg(n, "ids"), self.arg(n, "E")
-        if self.lm_entry and n is self.lm.embed_node:
-            return "inputs_embeds"
-        mod = self._module_field(table, ("embedding",))
-        if mod is not None:
-            return f"{mod}({self.ex(ids)})"
-        return f"nn.functional.embedding({self.ex(ids)}, {self.ex(table)})"
-
-    def b_one_hot(self, n):
-        ids = self.arg(n, "ids")
-        v = self.need_size(ids.type.dtype.index, n.where)
-        return f"nn.functional.one_hot({self.ex(ids)}, {v}).float()"
-
-    def b_rope(self, n):
-        x, pos = self.arg(n, "x"), self.arg(n, "pos")
-        theta = self.scalar(n, "theta")
-        style = n.attrs.get("style", _default("rope", "style"))
-        if "style" in n.attrs["args"] and "style" not in n.attrs:
-            raise CompileError("rope's style must be written as a string, \"half\" or \"interleaved\"", n.where)
-        self.gen.helpers.add("rope")
-        p = self._aligned(pos, x.type.axes[:-1])
-        return f"rope({self.ex(x)}, {p}, {theta}, {style!r})"
-
-    def b_scaled_dot_product_attention(self, n):
+    def lm_attention(self, n) -> Optional[str]:
+        """A language model's attention: keys and values at their own head count
+        (attention_plan.py), through the site's attention module and the KV cache."""
+        if not self.lm:
+            return None
         q, k, v = self.arg(n, "q"), self.arg(n, "k"), self.arg(n, "v")
-        if self.lm:
-            self.gen.helpers.add("attend")
-            ks, vs = self._kv(k), self._kv(v)
-            attr = self.cls.site_attrs[id(n)]
-            if self.gen.arg_scale(n) is not None and self.gen.site_scale(n) is None:
-                # not one number at export: this call's scale, set before the statement runs
-                self.pending.append(f"self.{attr}.scaling = {self.scalar(n, 'scale', number=True)}")
-            return f"self.{attr}({self.ex(q)}, {ks}, {vs}, {ATTENTION_KWARGS})"
-        parts = [self.ex(q), self.ex(k), self.ex(v)]
-        mask = self.arg(n, "attn_mask")
-        if mask is not None:
-            scores = tuple(q.type.axes[:-1]) + (k.type.axes[-2],)
-            parts.append(f"attn_mask={self._aligned(mask, scores)}")
-        if self.arg(n, "scale") is not None:
-            parts.append(f"scale={self.scalar(n, 'scale', number=True)}")
-        if q.type.axes[-3].size != k.type.axes[-3].size:
-            parts.append("enable_gqa=True")
-        return f"nn.functional.scaled_dot_product_attention({', '.join(parts)})"
+        self.gen.helpers.add("attend")
+        ks, vs = self._kv(k), self._kv(v)
+        attr = self.cls.site_attrs[id(n)]
+        if self.gen.arg_scale(n) is not None and self.gen.site_scale(n) is None:
+            # not one number at export: this call's scale, set before the statement runs
+            self.pending.append(f"self.{attr}.scaling = {self.scalar(n, 'scale', number=True)}")
+        return f"self.{attr}({self.ex(q)}, {ks}, {vs}, {ATTENTION_KWARGS})"
 
     def scalar(self, n, name: str, number: bool = False) -> str:
         """The code of a scalar keyword as the call writes it (a literal, a dim, a
@@ -758,57 +682,14 @@ class MethodGen:
         """The keys or values at their own head count (attention_plan.py)."""
         return self.ex(self.attention.sources.get(id(node), node))
 
-    def b_masked_fill(self, n):
-        x, mask, value = self.arg(n, "x"), self.arg(n, "mask"), self.arg(n, "value")
-        return f"{atom(self.ex(x))}.masked_fill({self._aligned(mask, x.type.axes)}, {self.ex(value)})"
-
-    def b_scale(self, n):
-        return self.elementwise(n, "*", self.arg(n, "x"), self.arg(n, "s"))
-
-    def b_to(self, n):
-        return f"{atom(self.ex(self.arg(n, 'x')))}.to({self.ex(self.arg(n, 'dtype'))})"
-
-    def b_maximum(self, n):
-        return self._minmax(n, "maximum", "min")
-
-    def b_minimum(self, n):
-        return self._minmax(n, "minimum", "max")
-
-    def _minmax(self, n, fn, clamp):
-        a, b = self.arg(n, "a"), self.arg(n, "b")
-        if isinstance(a.type, ScalarT) and isinstance(b.type, ScalarT):
-            return f"{fn[:3]}({self.ex(a)}, {self.ex(b)})"
-        if isinstance(b.type, ScalarT) or isinstance(a.type, ScalarT):
-            t, s = (a, b) if isinstance(b.type, ScalarT) else (b, a)
-            return f"torch.clamp({self.ex(t)}, {clamp}={self.ex(s)})"
-        axes = n.type.axes
-        return f"torch.{fn}({self._aligned(a, axes)}, {self._aligned(b, axes)})"
-
-    def b_where(self, n):
-        c, a, b = self.arg(n, "cond"), self.arg(n, "a"), self.arg(n, "b")
-        axes = n.type.axes if isinstance(n.type, TensorT) else ()
-        parts = [self._aligned(x, axes) for x in (c, a, b)]
-        return f"torch.where({', '.join(parts)})"
-
-    def b_concat(self, n):
-        rest = n.attrs["rest"]
-        first = rest[0].type
-        i = first.index_of(n.attrs["over"][0])
-        parts = [self.ex(rest[0])] + [self._same_order(r, first, i) for r in rest[1:]]
-        return f"torch.cat([{', '.join(parts)}], dim={i})"
-
-    def _same_order(self, r, first, i):
+    def same_order(self, r, first, i):
         t = r.type
         j = t.index_of(first.axes[i].name)
         others = [k for k in range(len(t.axes)) if k != j]
         perm = others[:i] + [j] + others[i:]
         return permute_code(atom(self.ex(r)), perm)
 
-    def b_arange(self, n):
-        size = self.ex(self.arg(n, "n"))
-        return f"torch.arange({size}, device={self.device})"
-
-    def _pattern(self, n) -> PatternLowering:
+    def pattern(self, n) -> PatternLowering:
         pat = n.attrs["pattern"]
         env = self.g.env
 
@@ -821,18 +702,6 @@ class MethodGen:
                 raise CompileError(f"`{name}` has no size", n.where)
             return d
         return PatternLowering(pat, size_of, self.size)
-
-    def b_rearrange(self, n):
-        return self._pattern(n).rearrange(atom(self.ex(self.arg(n, "x"))))
-
-    def b_repeat(self, n):
-        return self._pattern(n).repeat(atom(self.ex(self.arg(n, "x"))))
-
-    def b_split(self, n):
-        return self._pattern(n).split(atom(self.ex(self.arg(n, "x"))))
-
-    def b_einsum(self, n):
-        return self._pattern(n).einsum([atom(self.ex(r)) for r in n.attrs["rest"]])
 
 
 def _default(builtin: str, param: str):
