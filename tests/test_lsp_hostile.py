@@ -6,6 +6,7 @@ Every server here is a subprocess (`python -m shapescript_server.main`) with a w
 folder of its own; a probe is a hover on an open, checked document."""
 import json
 import os
+import stat
 import random
 import subprocess
 import sys
@@ -165,12 +166,15 @@ def test_special_files_and_files_outside_are_request_failed_not_read(server, tmp
 
 
 def test_imports_of_special_files_are_E0214_at_the_import(server):
+    """A special file inside the project can't be read (E0214); one outside it is no
+    import at all (E0213, the import rule, decides first: nothing is opened)."""
     os.mkfifo(server.root / "pipe.ss")
-    for k, target in enumerate(("/dev/zero", "pipe.ss")):
+    os.mknod(server.root / "zero.ss", stat.S_IFCHR | 0o600, os.makedev(1, 5))  # /dev/zero's twin
+    for k, (target, code) in enumerate((("pipe.ss", "E0214"), ("zero.ss", "E0214"), ("/dev/zero", "E0213"))):
         u = uri(server.root / f"bomb{k}.ss")
         server.open(u, f'import "{target}"\n' + SOURCE)
         d = server.diagnostics(u)
-        assert [(x["code"], x["range"]["start"]["line"]) for x in d] == [("E0214", 0)]
+        assert [(x["code"], x["range"]["start"]["line"]) for x in d] == [(code, 0)], target
 
 
 def _e3306_fix(s: Server):

@@ -36,8 +36,9 @@ async def client(lsp_client: LanguageClient):
 
 
 async def test_the_fix_reaches_importers_that_are_not_open(client: LanguageClient, tmp_path):
+    # shapescript.toml marks the project's root: sub/deep.ss may import ../lib.ss (E0213)
     files = {"lib.ss": LIB, "main.ss": MAIN, "sub/deep.ss": DEEP, "unrelated.ss": UNRELATED,
-             ".hidden/copy.ss": MAIN}
+             ".hidden/copy.ss": MAIN, "shapescript.toml": ""}
     for name, text in files.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text, encoding="utf-8")

@@ -152,25 +152,33 @@ def _import_diags(tmp_path, target: str, access=None):
 
 
 @pytest.mark.parametrize("target, reason", [
-    ("/dev/zero", "it is a character device, not a regular file"),
+    ("zero.ss", "it is a character device, not a regular file"),
     ("pipe.ss", "it is a FIFO (named pipe), not a regular file"),
-    ("a\x00b.ss", "the path holds a NUL character"),
 ])
 def test_an_import_that_cant_be_read_safely_is_E0214_at_the_import(tmp_path, target, reason):
     os.mkfifo(tmp_path / "pipe.ss")
+    os.mknod(tmp_path / "zero.ss", stat.S_IFCHR | 0o600, os.makedev(1, 5))  # /dev/zero's twin, in the project
     diags = _import_diags(tmp_path, target)
     assert [(d.code, d.span.abs_start) for d in diags] == [("E0214", 7)]
     assert diags[0].message.endswith(reason)
 
 
-def test_an_import_over_the_limit_or_outside_the_roots_is_E0214(tmp_path):
+@pytest.mark.parametrize("target", ["/dev/zero", "a\x00b.ss", "../big.ss"])
+def test_an_import_outside_the_project_is_E0213_and_never_opened(tmp_path, target):
+    """The import rule (E0213) decides before any read: a device, a path with a NUL,
+    a file outside the project is no import, so nothing is opened."""
+    diags = _import_diags(tmp_path, target)
+    assert [(d.code, d.span.abs_start) for d in diags] == [("E0213", 7)]
+
+
+def test_an_import_over_the_limit_is_E0214_and_outside_the_roots_E0213(tmp_path):
     (tmp_path / "big.ss").write_text("dim B = 1\n" * 20)
     d = _import_diags(tmp_path, "big.ss", Access(limit=100))
     assert [x.code for x in d] == ["E0214"] and "over the limit of 100 bytes" in d[0].message
     ws = tmp_path / "ws"
     ws.mkdir()
     d = _import_diags(ws, "../big.ss", Access.within([str(ws)]))
-    assert [x.code for x in d] == ["E0214"] and "outside the workspace folder" in d[0].message
+    assert [x.code for x in d] == ["E0213"]  # outside the project: the import rule refuses it unread
     assert _import_diags(ws, "missing.ss", Access.within([str(ws)]))[0].code == "E0210"
 
 

@@ -121,7 +121,7 @@ def test_truncated_file_names_the_tensor_it_cuts(tmp_path):
 
 @pytest.mark.parametrize("damage, message", [
     (lambda raw: raw[:4], "shorter than a header"),
-    (lambda raw: struct.pack("<Q", 10 ** 9) + raw[8:], "its header says it is 1000000000 bytes long"),
+    (lambda raw: struct.pack("<Q", 10 ** 9) + raw[8:], "the header length its first 8 bytes give does not fit the file"),
     (lambda raw: raw[:8] + b"[" + raw[9:], "its header is not JSON"),
     (lambda raw: raw[:8] + raw[8:].replace(b'"F32"', b'"F33"'), "dtype `F33` is not a safetensors dtype"),
 ])
