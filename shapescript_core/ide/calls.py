@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..syntax import ast as A
 from .hover import fn_header
-from .locate import item_at, item_extent
+from .locate import item_extent, item_under
 from .project import project_files
 
 
@@ -41,13 +41,10 @@ def _call_item(it: A.FnItem) -> CallItem:
 
 def prepare(ws, path: str, offset: int) -> list:
     """The function at `offset`: its declaration's name, or a call of it."""
-    a = ws.analyze(ws.norm(path))
-    if a is None:
+    found = item_under(ws, path, offset)
+    if found is None:
         return []
-    item = item_at(a.file, offset)
-    if item is None:
-        return []
-    rel = offset - item.offset
+    a, item, rel = found
     if isinstance(item, A.FnItem) and item.name_pos[0] <= rel <= item.name_pos[1]:
         return [_call_item(item)]
     res = a.fns.get(item.name) if isinstance(item, A.FnItem) else None

@@ -30,6 +30,18 @@ def item_at(f, offset: int) -> Optional[A.Item]:
     return it if offset <= it.offset + len(it.text) else None
 
 
+def item_under(ws, path: str, offset: int):
+    """(the analysis of `path`, the top-level item at `offset`, the offset inside it), or
+    None where the file has no analysis or no item there."""
+    a = ws.analyze(ws.norm(path))
+    if a is None:
+        return None
+    item = item_at(a.file, offset)
+    if item is None:
+        return None
+    return a, item, offset - item.offset
+
+
 def roots(item: A.Item) -> list:
     """The syntax nodes directly under an item."""
     if isinstance(item, A.FnItem):

@@ -9,20 +9,16 @@ from typing import Optional
 from ..check.types import ModelT
 from ..syntax import ast as A
 from .hover import fn_header
-from .locate import (Location, binding_of, chain, children, fn_result, inside, item_at,
+from .locate import (Location, binding_of, chain, children, fn_result, inside, item_under,
                      item_extent, name_location)
 from .project import project_files
 
 
 def definition(ws, path: str, offset: int) -> list:
-    path = ws.norm(path)
-    a = ws.analyze(path)
-    if a is None:
+    found = item_under(ws, path, offset)
+    if found is None:
         return []
-    item = item_at(a.file, offset)
-    if item is None:
-        return []
-    rel = offset - item.offset
+    a, item, rel = found
     if item.name and inside(item.name_pos, rel):
         return [name_location(item)]
     if isinstance(item, A.ImportItem) and inside(item.target_pos, rel):

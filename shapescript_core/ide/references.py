@@ -26,7 +26,7 @@ from ..check.builtins import BUILTINS
 from ..check.types import DTYPE_NAMES, ModelT, StackT
 from ..syntax import ast as A
 from ..syntax.lexer import KEYWORDS
-from .locate import Location, binding_of, children, fn_result, item_at, roots
+from .locate import Location, binding_of, children, fn_result, item_at, item_under, roots
 from .project import project_files
 
 
@@ -174,12 +174,10 @@ def _model_of(env, t):
 
 def occurrence_at(ws, path: str, offset: int) -> Optional[Occurrence]:
     """The name at `offset` (its end included) and what it refers to."""
-    a = ws.analyze(ws.norm(path))
-    if a is None:
+    found = item_under(ws, path, offset)
+    if found is None:
         return None
-    item = item_at(a.file, offset)
-    if item is None:
-        return None
+    a, item, _ = found
     hits = [o for o in item_occurrences(a, item) if o.start <= offset <= o.end]
     inner = [o for o in hits if o.start <= offset < o.end]
     return (inner or hits or [None])[0]
@@ -365,14 +363,10 @@ def _base(path: str) -> str:
 def type_definition(ws, path: str, offset: int) -> list:
     """Where the model of the value at `offset` is declared (a parameter, a local, a
     field read, a field declaration whose type is a model or a stack of one)."""
-    path = ws.norm(path)
-    a = ws.analyze(path)
-    if a is None:
+    found = item_under(ws, path, offset)
+    if found is None:
         return []
-    item = item_at(a.file, offset)
-    if item is None:
-        return []
-    rel = offset - item.offset
+    a, item, rel = found
     env = a.env
     res = fn_result(a, item)
     t = None
