@@ -12,6 +12,7 @@ import bisect
 import contextlib
 import dataclasses
 import gc
+import hashlib
 import operator
 import os
 from dataclasses import dataclass, field
@@ -469,16 +470,18 @@ class Workspace:
         e = self._iface.get(path)
         if e is not None and e[0] is f and e[1] is f.items:
             return e
-        key = []
+        # one digest over every item's (kind, declaration, broken), in one pass: a file of a
+        # million dims keeps no tuple per item; a separator and each part's length make the
+        # encoding unambiguous
+        digest = hashlib.blake2b(digest_size=20)
         names = {}
         for it in f.items:
-            if isinstance(it, A.FnItem):
-                key.append(("fn", it.text[:it.header_pos[1]], it.broken))
-            else:
-                key.append((it.kind, it.text.rstrip(), it.broken))
+            decl = it.text[:it.header_pos[1]] if isinstance(it, A.FnItem) else it.text.rstrip()
+            part = f"{it.kind}\0{len(decl)}\0{decl}\0{int(it.broken)}\0"
+            digest.update(part.encode("utf-8", "surrogatepass"))
             if it.name is not None:
                 names.setdefault(it.name, it)
-        e = (f, f.items, (f.decode_error, tuple(key)), names)
+        e = (f, f.items, (f.decode_error, len(f.items), digest.digest()), names)
         self._iface[path] = e
         return e
 

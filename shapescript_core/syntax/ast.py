@@ -1,12 +1,14 @@
 """The syntax tree. Every node carries its exact span, relative to its item's start."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Optional, Union
 
 from ..diagnostics import Anchor, Span
 
 Pos = tuple[int, int]  # (start, end) relative to the item
+_DIM_NAME = re.compile(r"dim[ \t]+([A-Za-z_][A-Za-z0-9_]*)")
 
 
 class Node:
@@ -244,11 +246,11 @@ class Decorator(Node):
 class Item(Anchor):
     """A top-level item: the anchor of every span inside it."""
 
+    # slots for what every item has (a file of a million `dim` lines holds no million
+    # instance dicts); the rest are class-level defaults, set on an item (in its dict) only
+    # when it has its own: no million empty lists
+    __slots__ = ("text", "path", "offset", "name", "_name_pos")
     kind = "item"
-    # class-level defaults, set on an item only when it has its own: a file of a million
-    # `dim` lines holds no million empty lists
-    name: Optional[str] = None
-    name_pos: Pos = (0, 0)
     doc = ""
     syntax_errors = ()  # Diagnostics (a list when there are some)
     layout_errors = ()
@@ -257,7 +259,25 @@ class Item(Anchor):
         self.text = text
         self.path = path
         self.offset = offset
-        self.pos: Pos = (0, len(text.rstrip()))
+        self.name: Optional[str] = None
+        self._name_pos = None
+
+    @property
+    def pos(self) -> Pos:
+        """The whole item but its trailing blank lines (computed: no tuple kept per item)."""
+        return (0, len(self.text.rstrip()))
+
+    @property
+    def name_pos(self) -> Pos:
+        p = self._name_pos
+        return self._derived_name_pos() if p is None else p
+
+    @name_pos.setter
+    def name_pos(self, value: Pos):
+        self._name_pos = value
+
+    def _derived_name_pos(self) -> Pos:
+        return (0, 0)
 
     def span(self, pos: Pos) -> Span:
         return Span(self, pos[0], pos[1])
@@ -280,8 +300,17 @@ class ImportItem(Item):
 
 
 class DimItem(Item):
+    __slots__ = ("value",)
     kind = "dim"
-    value: Optional[SizeExpr] = None
+
+    def __init__(self, text: str, path: str, offset: int):
+        super().__init__(text, path, offset)
+        self.value: Optional[SizeExpr] = None
+
+    def _derived_name_pos(self) -> Pos:
+        # the parser's fast path for `dim NAME = 123` leaves the name's span to be found here
+        m = _DIM_NAME.match(self.text)
+        return m.span(1) if m else (0, 0)
 
 
 class ModelItem(Item):
