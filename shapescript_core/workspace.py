@@ -474,13 +474,11 @@ class Workspace:
         # million dims keeps no tuple per item; a separator and each part's length make the
         # encoding unambiguous
         digest = hashlib.blake2b(digest_size=20)
-        names = {}
         for it in f.items:
             decl = it.text[:it.header_pos[1]] if isinstance(it, A.FnItem) else it.text.rstrip()
             part = f"{it.kind}\0{len(decl)}\0{decl}\0{int(it.broken)}\0"
             digest.update(part.encode("utf-8", "surrogatepass"))
-            if it.name is not None:
-                names.setdefault(it.name, it)
+        names = _first_of_each_name(f.items)
         e = (f, f.items, (f.decode_error, len(f.items), digest.digest()), names)
         self._iface[path] = e
         return e
@@ -640,7 +638,10 @@ class Workspace:
 
     def _analyze(self, f: SourceFile, cancelled=None, stamp=None) -> Analysis:
         diags: list = []
-        own: dict = {}
+        # this file's names, the first item of each: the map its interface entry already holds
+        # (shared, never changed: a file of a million dims keeps one such map, not three)
+        e = self._interface_entry(f.path)
+        own: dict = e[3] if e[0] is f and e[1] is f.items else _first_of_each_name(f.items)
         for it in f.items:
             if it.syntax_errors:
                 diags.extend(it.syntax_errors)
@@ -649,12 +650,10 @@ class Workspace:
                 diags.extend(layout)
             if it.name is None:
                 continue
-            if it.name in own:
-                first = own[it.name]
+            first = own[it.name]
+            if first is not it:
                 diags.append(defined_twice(it.span(it.name_pos), it.name, first.span(first.name_pos))
                              .help(f"rename one of the two `{it.name}`"))
-                continue
-            own[it.name] = it
         # imports
         imports = []
         root = self.root_of(f.path)
@@ -695,8 +694,11 @@ class Workspace:
             self._imported[f.path] = imp
         ivisible = imp[1]
         shadowed = len(ivisible) + len(own) != len(ivisible.keys() | own.keys())  # an own name hides an import's
-        visible = dict(ivisible)
-        visible.update(own)
+        if ivisible:
+            visible = dict(ivisible)
+            visible.update(own)
+        else:  # nothing imported: this file's own map, not a copy of it
+            visible = own
         if shadowed:
             dim_items, broken_kinds, models_declared = _declared(visible)
         else:  # the same lists in the same order as from `visible`: the imports' first, then this file's
@@ -888,6 +890,15 @@ class Workspace:
     # ------------------------------------------------------------ queries
     def all_diagnostics(self, paths) -> dict:
         return {p: self.diagnostics(p) for p in paths}
+
+
+def _first_of_each_name(items: list) -> dict:
+    """name -> the first item that declares it, in the items' order."""
+    names: dict = {}
+    for it in items:
+        if it.name is not None:
+            names.setdefault(it.name, it)
+    return names
 
 
 def _declared(visible: dict) -> tuple:

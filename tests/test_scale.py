@@ -31,6 +31,16 @@ def test_the_simple_dim_path_builds_the_parsers_item(text, monkeypatch):
     assert _shape(fast) == _shape(slow)
 
 
+def test_a_simple_dim_keeps_no_dict_and_no_tuple_of_its_own():
+    """What a million dims cost (bench/scale.py dims): each item's attributes are slots,
+    its name's span is found when asked, and its value's span is one shared tuple."""
+    a = parser.parse_item("dim X1 = 10\n", "/x.ss", 0)
+    b = parser.parse_item("dim X2 = 20\n", "/x.ss", 12)
+    assert vars(a) == {} and vars(b) == {}
+    assert (a.name, a.name_pos, a.pos) == ("X1", (4, 6), (0, 11))
+    assert a.value.pos == (9, 11) and a.value.pos is b.value.pos
+
+
 def test_a_dims_own_symbol_names_it_and_a_dim_defined_as_it_does_not_take_its_name():
     ws = Workspace()
     ws.set_text("/s.ss", "dim X = 4\ndim Y = X\ndim Z = 2*X\ndim W\n")

@@ -492,8 +492,31 @@ def split_items(text: str, lo: int = 0, hi: int | None = None) -> list[tuple[int
     engine: only item boundaries are looked at in Python. `lo` and `hi` limit it to a
     region that starts at an item's start and ends at one (or the end of the text).
     """
+    return list(iter_items(text, lo, hi))
+
+
+def iter_items(text: str, lo: int = 0, hi: int | None = None):
+    """split_items one chunk at a time: parsing a file of a million items holds no list
+    of a million chunks (nor of their starts) beside the items."""
     hi = len(text) if hi is None else hi
-    starts: list[int] = []
+    starts = _item_starts(text, lo, hi)
+    first = next(starts, None)
+    junk = _CODE_LINE.search(text, 0, hi if first is None else first) if lo == 0 else None
+    if junk:
+        starts = itertools.chain([first], starts) if first is not None else iter(())
+        first = _line_start(text, junk.start())
+    pos, k = first, 0
+    while pos is not None:
+        nxt = next(starts, None)
+        end = _code_end(text, pos, hi if nxt is None else nxt)
+        doc = _doc_above(text, pos) if not (junk and k == 0) else ""
+        yield pos, end, doc
+        pos, k = nxt, k + 1
+
+
+def _item_starts(text: str, lo: int, hi: int):
+    """The start of each item in text[lo:hi], in order."""
+    last = None
     decorators_only = False
     found = (m.start() for m in _START_LINE.finditer(text, lo, hi))
     if lo == 0 and text.startswith(BOM) and ITEM_START.match(text, 1):
@@ -501,23 +524,16 @@ def split_items(text: str, lo: int = 0, hi: int | None = None) -> list[tuple[int
         found = itertools.chain([1], found)
     for pos in found:
         is_deco = text.startswith("@", pos)
-        if decorators_only and starts and (is_deco or text.startswith("fn", pos)) \
-                and _only_decorators(text, starts[-1], pos):
+        if decorators_only and last is not None and (is_deco or text.startswith("fn", pos)) \
+                and _only_decorators(text, last, pos):
             decorators_only = is_deco
             continue
-        starts.append(pos)
+        if last is not None:
+            yield last
+        last = pos
         decorators_only = is_deco
-    chunks: list[tuple[int, int, str]] = []
-    first = starts[0] if starts else hi
-    junk = _CODE_LINE.search(text, 0, first) if lo == 0 else None
-    if junk:
-        starts.insert(0, _line_start(text, junk.start()))
-    for k, pos in enumerate(starts):
-        limit = starts[k + 1] if k + 1 < len(starts) else hi
-        end = _code_end(text, pos, limit)
-        doc = _doc_above(text, pos) if not (junk and k == 0) else ""
-        chunks.append((pos, end, doc))
-    return chunks
+    if last is not None:
+        yield last
 
 
 def _line_start(text: str, pos: int) -> int:
@@ -564,7 +580,7 @@ def parse_file(text: str, path: str, reuse: dict | None = None) -> list[A.Item]:
     `reuse` maps an item's text to the list of items with that text from a previous
     parse; reused items get their new offset and doc. Never raises.
     """
-    return _parse_chunks(text, path, split_items(text), reuse)
+    return _parse_chunks(text, path, iter_items(text), reuse)
 
 
 def _parse_chunks(text: str, path: str, chunks, reuse: dict | None) -> list[A.Item]:
@@ -639,7 +655,7 @@ def reparse_file(old_items: list, old_text: str, text: str, path: str) -> list[A
     reuse = {}
     for it in old_items[lo_idx:hi_idx]:
         reuse.setdefault(it.text, []).append(it)
-    middle = _parse_chunks(text, path, split_items(text, region_lo, region_hi), reuse)
+    middle = _parse_chunks(text, path, iter_items(text, region_lo, region_hi), reuse)
     after = old_items[hi_idx:]
     for it in after:
         it.offset += delta
