@@ -33,6 +33,7 @@ class ArchMatcher(Projections, Sublayers):
         self.index = {id(n): i for i, n in enumerate(tr.nodes)}
         self.found: list = []  # [_Depart] collected along the residual stream
         self.arch = "llama"
+        self.attention_plan = None  # the compiler's AttentionPlan, made at the first attention
 
     # ------------------------------------------------------------ helpers
     def depart(self, node, place: str, what: str):

@@ -153,8 +153,10 @@ class Projections:
             p.names = tuple(target)
         return p
 
-    def head_chain(self, n, h, role: str, want_rope: bool) -> Proj:
-        """sdpa's q/k/v back to its projection: repeat and rope on the way."""
+    def head_chain(self, n, h, role: str, want_rope: bool, stored=None) -> Proj:
+        """sdpa's q/k/v back to its projection, over the rope, per-head norm and repeat on the
+        way. The keys' and values' groups come from the compiler's attention plan (`stored`:
+        its `Stored` for them), not from this walk."""
         ropes, repeats, norms = [], [], []
         while n.op in ("rope", "repeat", "rms_norm"):
             {"rope": ropes, "repeat": repeats, "rms_norm": norms}[n.op].append(n)
@@ -179,22 +181,29 @@ class Projections:
                 raise Depart(r, f"rope's theta is computed{line_of(r)}; llama.cpp stores one number")
             p.rope = r
         if repeats:
-            rp = repeats[0]
+            p.repeat = repeats[0]
+        if stored is not None:
+            self.stored_groups(p, stored, role)
+        return p
+
+    def stored_groups(self, p: Proj, stored, role: str):
+        """The keys' or values' groups as the attention plan decided them."""
+        rp = p.repeat
+        if (rp is None) != (stored.repeat is None) or (rp is not None and rp.ast is not stored.repeat.ast):
+            at = rp if rp is not None else stored.repeat
+            raise Depart(at, f"the {role} are repeated in a way llama.cpp can't follow{line_of(at)}")
+        if rp is not None and stored.groups is None:
             pat = rp.attrs["pattern"]
             src, dst = pat.as_data()["inputs"][0], pat.as_data()["output"]
-            ok = (len(src) == len(dst) and len(src) >= 3 and isinstance(dst[-3], list)
-                  and len(dst[-3]) == 2 and src[-3] in dst[-3] and dst[:-3] == src[:-3]
-                  and dst[-2:] == src[-2:])
-            if not ok:
-                g = " ".join(map(str, dst[-3])) if len(dst) >= 3 and isinstance(dst[-3], list) else "another way"
-                raise Depart(rp, f"the {role} are repeated as ({g}){line_of(rp)}, where {self.arch} repeats "
-                                  f"each key/value head G times in a row: ({src[-3]} G)")
-            # (Hkv G): query head h reads key/value head h // G, as llama.cpp does; (G Hkv):
-            # h % Hkv, which the export turns into the first by re-ordering the query heads
-            p.group_major = dst[-3][1] == src[-3]
-            p.groups = self.size_of(dst[-3][0 if p.group_major else 1], pat)
-            p.repeat = rp
-        return p
+            g = " ".join(map(str, dst[-3])) if len(dst) >= 3 and isinstance(dst[-3], list) else "another way"
+            raise Depart(rp, f"the {role} are repeated as ({g}){line_of(rp)}, where {self.arch} repeats "
+                              f"each key/value head G times in a row: ({src[-3]} G)")
+        # (Hkv G): query head h reads key/value head h // G, as llama.cpp does; (G Hkv):
+        # h % Hkv, which the export turns into the first by re-ordering the query heads
+        p.groups, p.group_major = stored.groups, stored.group_major
+        if stored.heads is not None and stored.heads != p.heads:
+            raise Depart(rp or p.lin, f"the {role} have {stored.heads} heads before their repeat but "
+                                      f"{p.heads} out of their projection{line_of(rp or p.lin)}")
 
     def head_norm(self, nrm, p: Proj, role: str, ropes):
         """qwen3's rms_norm of each query/key head over its width, before rope."""

@@ -4,18 +4,37 @@ gpt2), each adding its tensors to the plan of its block.
 """
 from __future__ import annotations
 
+import logging
 import math
 
+from ...compile.attention_plan import plan_attention
+from ...compile.graph import CompileError
 from .archs import has
 from .departure import Depart, line_of
 from .gguf_plan import Gather, TensorPlan, Transpose
 from .projections import UNARY, Proj, input_of, is_projection
 
 
+log = logging.getLogger(__name__)
+
+
 class Sublayers:
     """Matcher methods for attention and MLPs (mixed into `match.Matcher`)."""
 
     # ------------------------------------------------------------ attention
+    def attention_site(self, att):
+        """The compiler's plan entry for a traced attention, found by its call's syntax node."""
+        if self.attention_plan is None:
+            try:
+                self.attention_plan = plan_attention(self.prog)
+            except CompileError as e:
+                raise Depart(att, f"the attention's heads can't be planned{line_of(att)}: {e}") from None
+        site = self.attention_plan.site_of_call(att.ast)
+        if site is None:
+            log.error("internal error: the attention%s has no entry in the attention plan", line_of(att))
+            raise Depart(att, f"internal error: the attention{line_of(att)} has no entry in the attention plan")
+        return site
+
     def attention(self, branch, h, hp, tensors, blk) -> bool:
         """Adds the block's attention tensors; the features that tell the llama family's
         members apart: "bias" (q/k/v biases: qwen2), "qk_norm" (per-head norms: qwen3)."""
@@ -43,9 +62,10 @@ class Sublayers:
         if "scale" in att.attrs.get("args", {}) and scale is None:
             raise Depart(att, f"the attention's scale is computed{line_of(att)}, where {self.arch} has "
                                f"{has(self.arch, 'scale')}")
+        site = self.attention_site(att)  # groups and key/value heads: the compiler's plan
         q = self.head_chain(self.arg(att, "q"), h, "queries", want_rope=not gpt2)
-        k = self.head_chain(self.arg(att, "k"), h, "keys", want_rope=not gpt2)
-        v = self.head_chain(self.arg(att, "v"), h, "values", want_rope=False)
+        k = self.head_chain(self.arg(att, "k"), h, "keys", want_rope=not gpt2, stored=site.stored["k"])
+        v = self.head_chain(self.arg(att, "v"), h, "values", want_rope=False, stored=site.stored["v"])
         if scale is not None and not math.isclose(float(scale), 1 / math.sqrt(q.width), rel_tol=1e-6):
             raise Depart(att, f"the attention's scale is {scale}{line_of(att)}, where {self.arch} has "
                                f"{has(self.arch, 'scale')}")
@@ -56,7 +76,7 @@ class Sublayers:
                                f"for {q.heads} query heads{line_of(att)}")
         if not (q.width == k.width == v.width):
             raise Depart(att, f"queries, keys and values have widths {q.width}, {k.width}, {v.width}{line_of(att)}")
-        H, Hkv, Dh = q.heads, k.heads, q.width
+        H, Hkv, Dh = q.heads, site.stored["k"].heads, q.width
         if k.group_major != v.group_major:
             raise Depart(v.repeat, f"keys and values are repeated in different orders{line_of(v.repeat)}, where "
                                     f"{self.arch} repeats both the same way")
