@@ -90,6 +90,19 @@ def py_number(value, what: str = "a number") -> str:
     return py_float(value, what)
 
 
+def py_literal(value) -> str:
+    """A Python literal of strings, numbers, lists and dicts of them (a config's plans)."""
+    if isinstance(value, str):
+        return py_str(value)
+    if isinstance(value, (bool, int, float)):
+        return py_number(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(py_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{py_literal(k)}: {py_literal(v)}" for k, v in value.items()) + "}"
+    raise EscapeError(f"{type(value).__name__} isn't a literal a generated file can hold")
+
+
 def toml_str(value: str) -> str:
     """A TOML basic string whose value is `value` (JSON's escapes are TOML's, but TOML
     refuses raw control characters and DEL, which json.dumps leaves in)."""

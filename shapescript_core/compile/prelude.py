@@ -77,6 +77,11 @@ class CausalAttention(nn.Module):
         self.is_causal = True
 
     def forward(self, query, key, value, attention_mask=None, past_key_values=None, **kwargs):
+        engine = getattr(self, "attn", None)  # vLLM's Attention, where vLLM serves this module
+        if engine is not None and (engine.num_heads, engine.num_kv_heads) != (query.shape[1], key.shape[1]):
+            raise RuntimeError(f"vLLM gives this attention {engine.num_heads} query and {engine.num_kv_heads} "
+                               f"key/value heads per rank, but the model computes {query.shape[1]} and "
+                               f"{key.shape[1]}: it can't be split this way (ShapeScript's E3307 says why)")
         if past_key_values is not None:
             key, value = past_key_values.update(key, value, self.layer_idx)
         attention_interface = eager_attention

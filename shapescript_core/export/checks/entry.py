@@ -1,4 +1,4 @@
-"""The export checks E3301-E3306 of one file: the entry point the workspace calls.
+"""The export checks E3301-E3306 of one file (and E3313, E3307): the entry point the workspace calls.
 
 Order, so that one mistake gives one diagnostic: E3306, then E3301 (only for vllm and
 gguf); the model, ids and token axes that E3302-E3305 speak about exist only once both
@@ -15,6 +15,7 @@ from .attention import check_attention
 from .io_layers import Layers, check_embedding, check_output, check_stray_reads
 from .places import file_span, placed_error
 from .signature import check_model_first, check_signature
+from .tensor_parallel import check_tensor_parallel
 from .token_axes import TokenFlow
 
 
@@ -87,6 +88,8 @@ def check_exported(prog, item: A.FnItem, targets: set) -> list:
     out += check_attention(prog, flow, res, si, bool(e3304))
     if "gguf" in targets and not out:  # E3313 once E3301-E3306 pass
         out += check_gguf(prog, item)
+    if "vllm" in targets and not out and prog.ws.tensor_parallel > 1:  # E3307 once a split is asked for
+        out += check_tensor_parallel(prog, item, prog.ws.tensor_parallel)
     return out
 
 
