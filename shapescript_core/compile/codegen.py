@@ -412,7 +412,7 @@ class MethodGen:
 
     # ------------------------------------------------------------ statements
     def body(self) -> list:
-        if self.lm_entry and self.gen.flavor == "hf":
+        if self.lm_entry:
             lines = self.stages()
         else:
             lines = self.stmts(self.g.body)
@@ -426,6 +426,18 @@ class MethodGen:
         what comes after it, the others take and return the hidden states."""
         body = self.g.body
         pipe = self.gen.parallel.pipeline
+        if self.gen.flavor == "vllm":  # the native model: vLLM's stages (the ForCausalLM refuses others)
+            if pipe is None:
+                return self.stmts(body)
+            i = next(k for k, s in enumerate(body) if s is pipe.loop)
+            x = self.var(pipe.carried)
+            lines = ["if get_pp_group().is_first_rank:"]
+            lines += ["    " + line for line in (self.stmts(body[:i]) or ["pass"])]
+            lines += ["else:", f"    {x} = inputs_embeds  # the hidden states of the stage before"]
+            lines += self.stmts([pipe.loop])
+            lines += ["if not get_pp_group().is_last_rank:  # the hidden states, for the stage after",
+                      f'    return IntermediateTensors({{"hidden_states": {x}[0]}})']
+            return lines + self.stmts(body[i + 1:])
         if pipe is None:
             stack = next((fp.attr for (m, _), fp in self.gen.plan.fields.items()
                           if m == self.gen.plan.root and fp.kind == "stack"), None)
@@ -759,7 +771,7 @@ class MethodGen:
             if d is None:
                 raise CompileError(f"`{name}` has no size", n.where)
             return d
-        return PatternLowering(pat, size_of, self.size, self.gen.parallel.head_sizes)
+        return PatternLowering(pat, size_of, self.size, self.gen.parallel.local_sizes)
 
 
 def _default(builtin: str, param: str):

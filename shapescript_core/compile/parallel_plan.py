@@ -65,10 +65,24 @@ class Pipeline:
 class ParallelPlan:
     roles: dict = field(default_factory=dict)   # (model, field) -> Role
     packed: list = field(default_factory=list)  # [Packed]
-    head_sizes: set = field(default_factory=set)  # Sizes of the attentions' head axes
+    local_sizes: set = field(default_factory=set)  # Sizes a rank holds a share of: heads, a packed param's parts
     unsplit: list = field(default_factory=list)   # [(node, why)]: attentions a tp plan can't split
     pipeline: Optional[Pipeline] = None
     no_pipeline: Optional[str] = None  # why the function can't be cut into stages
+
+    def style(self, key) -> str:
+        """How the native vLLM model holds a linear: colwise, rowwise, replicate, or packed
+        (a MergedColumnParallelLinear shards each part); everything replicated when some
+        attention can't be split (its heads then disagree with vLLM's, which it reports)."""
+        if self.unsplit:
+            return REPLICATE
+        if any((p.model, p.field) == key for p in self.packed):
+            return "packed"
+        r = self.roles.get(key)
+        return r.style if r is not None else REPLICATE
+
+    def parts(self, key) -> int:
+        return next((p.parts for p in self.packed if (p.model, p.field) == key), 1)
 
     def tp_plan(self, paths: dict) -> dict:
         """`base_model_tp_plan`: module path pattern -> style, for every linear with a role
@@ -182,9 +196,16 @@ def _packed(prog, plan, out: ParallelPlan, node, env) -> bool:
     key = _weight(plan, src)
     if key is None:
         return False
+    pat = node.attrs.get("pattern")
+    k = getattr(pat, "split_k", 0) or 0
     if not any(p.model == key[0] and p.field == key[1] for p in out.packed):
-        pat = node.attrs.get("pattern")
-        out.packed.append(Packed(key[0], key[1], getattr(pat, "split_k", 0) or 0, node))
+        out.packed.append(Packed(key[0], key[1], k, node))
+    for it in pat.inputs[0].items if pat is not None else ():  # `(2 F)`: each rank holds a share of F
+        names = getattr(it, "items", None) or []
+        if len(names) >= 2 and getattr(names[0], "value", None) == k and getattr(names[1], "name", None):
+            a = pat.bind.get(names[1].name)
+            if a is not None:
+                out.local_sizes.add(a.size)
     return True
 
 
@@ -203,13 +224,13 @@ def _function(prog, plan, g, out: ParallelPlan):
 def _attention(prog, plan, out, n, env):
     site = plan.attention.sites.get(id(n))
     q = n.attrs["args"]["q"]
-    out.head_sizes.add(q.type.axes[-3].size)
+    out.local_sizes.add(q.type.axes[-3].size)
     for arg, role in (("q", "query"), ("k", "key"), ("v", "value")):
         a = n.attrs["args"][arg]
         stored = site.stored.get(arg) if site is not None else None
         src = stored.source if stored is not None and stored.source is not None else a
         if len(getattr(src.type, "axes", ())) >= 3:
-            out.head_sizes.add(src.type.axes[-3].size)  # the keys' and values' own heads
+            out.local_sizes.add(src.type.axes[-3].size)  # the keys' and values' own heads
         o, o_env = _origin(prog, a, env)
         if _packed(prog, plan, out, o, o_env):
             continue
@@ -238,12 +259,12 @@ def _reader(prog, plan, out, lin, env):
         if act:
             p, p_env = _origin(prog, p.attrs["args"]["x"], p_env)
         if _packed(prog, plan, out, p, p_env):
-            return
+            continue  # its parts are split as colwise linears are
         k = _weight(plan, p)
         if k is None:
             return
         found.append((k, "gate" if act and len(parts) == 2 else "up", p))
-    if not found:
+    if not found and not parts:
         return
     for k, role, node in found:
         _assign(out, k, Role(role, COLWISE, node))
