@@ -45,6 +45,8 @@ ROLE_WORDS = {
     "ATTN_V": "the value projection", "ATTN_QKV": "the fused q/k/v projection",
     "ATTN_OUT": "the attention output projection", "ATTN_Q_NORM": "the per-head query norm",
     "ATTN_K_NORM": "the per-head key norm", "FFN_NORM": "the MLP norm", "FFN_GATE": "the MLP gate",
+    "ATTN_POST_NORM": "the norm after attention", "FFN_PRE_NORM": "the MLP norm",
+    "FFN_POST_NORM": "the norm after the MLP",
     "FFN_UP": "the MLP up projection", "FFN_DOWN": "the MLP down projection",
 }
 
@@ -248,13 +250,13 @@ def plan_for_import(ws, request, resolved, label: str):
         tr = trace(ws, request.path, resolved.fn_item.name, resolved.dims)
     except CompileError as e:
         raise ExportError(f"can't follow `{resolved.fn_item.name}` to match it with {label}: {e}") from None
-    plan = match(tr)
+    plan = match(tr, any_window=True)  # a window changes no role (Mistral's is llama's layout)
     if isinstance(plan, Departure):
         span = resolved.fn_item.span(resolved.fn_item.name_pos)
         raise ExportError("not exported: the checkpoint can't be matched to the source", diagnostics=[e3314(
             f"`{resolved.fn_item.name}` is no architecture the importer knows, so {label} can't be matched to it",
             span, "the exported function", [f"the closest is {plan.arch}: {plan.reason}"],
-            "the importer reads llama, qwen2, qwen3 and gpt2 models by their roles; for another model, "
+            "the importer reads llama, qwen2, qwen3, gpt2 and gemma3 models by their roles; for another model, "
             "give --weights-map a file that maps each param to its checkpoint tensor")])
     return plan
 
@@ -476,16 +478,23 @@ def _e3315(resolved, ckpt, specs, path, name, want, steps):
 
 def _constants(plan, ckpt, resolved) -> list:
     hp = plan.hparams
-    ours = {"theta": hp.get("freq_base"), "eps": hp.get("rms_eps", hp.get("ln_eps"))}
-    words = {"theta": "rotary theta", "eps": "norm eps"}
-    where = {"theta": "rope theta", "eps": "norm eps"}
+    ours = {"theta": hp.get("freq_base"), "eps": hp.get("rms_eps", hp.get("ln_eps")),
+            "theta_swa": hp.get("freq_base_swa"), "window": hp.get("sliding_window")}
+    words = {"theta": "rotary theta", "eps": "norm eps", "theta_swa": "rotary theta of the windowed layers",
+             "window": "sliding window"}
+    where = {"theta": "rope theta", "eps": "norm eps", "theta_swa": "rope.freq_base_swa",
+             "window": "attention.sliding_window"}
     if ckpt.kind == "hf":
         where = {"theta": "config.json rope_theta", "eps": "config.json " +
-                 ("layer_norm_epsilon" if plan.arch == "gpt2" else "rms_norm_eps")}
+                 ("layer_norm_epsilon" if plan.arch == "gpt2" else "rms_norm_eps"),
+                 "theta_swa": "config.json rope_parameters.sliding_attention", "window": "config.json sliding_window"}
     out = []
     for k, v in ckpt.constants().items():
         o = ours.get(k)
-        if o is not None and not math.isclose(float(o), v, rel_tol=1e-6):
+        if o is None and k == "window":  # the source attends to every earlier position
+            out.append(e3316(words[k], "none (full attention)", _num(v), where[k],
+                             resolved.fn_item.span(resolved.fn_item.name_pos)))
+        elif o is not None and not math.isclose(float(o), v, rel_tol=1e-6):
             out.append(e3316(words[k], _num(o), _num(v), where[k],
                              resolved.fn_item.span(resolved.fn_item.name_pos)))
     return out
