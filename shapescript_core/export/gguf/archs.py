@@ -49,7 +49,7 @@ SHAPE = {
         "bias": "no biases (qwen2 has them on q, k and v only)",
         "output": "rms_norm(x) into the output layer",
         "scale": "the default 1/sqrt(Dh)",
-        "window": "full attention (no sliding window)",
+        "window": "full attention (llama.cpp runs a sliding window only as gemma3)",
     },
     "gpt2": {
         "stream": "adds each sublayer's output to the residual stream and nothing else",
@@ -63,7 +63,7 @@ SHAPE = {
         "bias": "biases on every projection",
         "output": "layer_norm(x) into the output layer",
         "scale": "the default 1/sqrt(Dh)",
-        "window": "full attention (no sliding window)",
+        "window": "full attention (llama.cpp runs a sliding window only as gemma3)",
     },
     "gemma3": {
         "stream": "adds each sublayer's normalized output to the residual stream and nothing else",

@@ -261,13 +261,13 @@ class ArchMatcher(Projections, Sublayers):
         for group, what in ((swa, "sliding-window"), (full, "full-attention")):
             for theta, _, att in group[1:]:
                 if theta != group[0][0]:
-                    raise Depart(att, f"this {what} layer's rope theta is {theta:g}{line_of(att)}, where the first "
-                                      f"{what} layer's is {group[0][0]:g}: gemma3 has one theta for each kind "
-                                      f"of layer")
+                    raise Depart(att, f"this {what} layer's rope theta is {_num(theta)}{line_of(att)}, where the "
+                                      f"first {what} layer's is {_num(group[0][0])}: gemma3 has one theta for "
+                                      f"each kind of layer")
         for _, w, att in swa[1:]:
             if w != swa[0][1]:
-                raise Depart(att, f"this attention's window is {w:g}{line_of(att)}, where the first's is "
-                                  f"{swa[0][1]:g}: gemma3 has one sliding window")
+                raise Depart(att, f"this attention's window is {_num(w)}{line_of(att)}, where the first's is "
+                                  f"{_num(swa[0][1])}: gemma3 has one sliding window")
         if not swa:
             return {"freq_base": full[0][0]}
         return {"freq_base": (full or swa)[0][0], "freq_base_swa": swa[0][0], "sliding_window": int(swa[0][1]),
@@ -285,8 +285,8 @@ class ArchMatcher(Projections, Sublayers):
             tensors: list = []
             a_post = m_post = None
             if gemma:
-                a_branch, a_post = self.post_norm(a_branch, "block's first sublayer")
-                m_branch, m_post = self.post_norm(m_branch, "block's second sublayer")
+                a_branch, a_post = self.post_norm(a_add, a_branch, "block's first sublayer")
+                m_branch, m_post = self.post_norm(m_add, m_branch, "block's second sublayer")
             if not self.has_attention(a_branch, a_res):
                 self.depart(a_add, "block", "the block's first sublayer has no attention")
             if self.has_attention(m_branch, m_res):
@@ -318,10 +318,10 @@ class ArchMatcher(Projections, Sublayers):
         return TensorPlan(tp.name, tp.block, tp.suffix, tp.source, tp.shape,
                           tp.steps + (RopePermute(rope_heads, ROPE_STYLE[self.arch]),), tp.kind)
 
-    def post_norm(self, branch, what: str) -> tuple:
-        """(the sublayer, its norm) of gemma3's x + rms_norm(sublayer(...))."""
+    def post_norm(self, add, branch, what: str) -> tuple:
+        """(the sublayer, its norm) of gemma3's x + rms_norm(sublayer(...)); departs at the `+`."""
         if branch.op != "rms_norm":
-            self.depart(branch, "block", f"the {what}'s output is added to the residual stream without a norm")
+            self.depart(add, "block", f"the {what}'s output is added to the residual stream without a norm")
         return self.arg(branch, "x"), branch
 
     def has_attention(self, branch, res) -> bool:
@@ -374,6 +374,11 @@ class ArchMatcher(Projections, Sublayers):
         if want == "layer_norm":
             b = self.param(self.arg(n, "b"), "norm bias")
             tensors.append(TensorPlan(name.upper(), blk, "bias", b, (D,), kind="vector"))
+
+def _num(x) -> str:
+    x = float(x)
+    return str(int(x)) if x.is_integer() else f"{x:g}"
+
 
 def match(tr, any_window: bool = False):
     """A GGUFPlan for the trace, or the Departure E3313 reports. `any_window`: the

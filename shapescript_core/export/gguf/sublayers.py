@@ -117,6 +117,9 @@ class Sublayers:
                 if r.attrs.get("style", "half") != q.rope.attrs.get("style", "half"):
                     raise Depart(r, f"the keys' rope style differs from the queries'{line_of(r)}")
             if gemma:
+                bound = self.positions_bound(self.arg(q.rope, "pos"), hp)
+                if window is not None and bound is not None and window >= bound:
+                    window = None  # it drops no key of any sequence the model takes: full attention
                 self.layer_attn.append((theta, window, att))  # checked across layers by `windows`
             else:
                 hp["theta"] = theta
@@ -168,6 +171,18 @@ class Sublayers:
         if gpt2:
             self.bias(wo, "ATTN_OUT", (D,), tensors, blk)
         return ({"bias"} if any(biases) else set()) | ({"qk_norm"} if q.norm is not None else set())
+
+    def positions_bound(self, pos, hp):
+        """P when the positions are `Index[P]` (no sequence is longer: gemma3's context
+        length), else None. A window of at least P is full attention, as the Hugging Face
+        export says (compile/windows.py)."""
+        dt = getattr(getattr(pos, "type", None), "dtype", None)
+        if dt is None or dt.name != "Index" or getattr(dt, "index", None) is None:
+            return None
+        P = self.prog.value_of(dt.index)
+        if P is not None:
+            hp["context_length"] = P
+        return P
 
     def folded_scale(self, scale, Dh: int, hp) -> tuple:
         """gemma3: (Scale(r),) for the query norm when the source's attention scale isn't the
