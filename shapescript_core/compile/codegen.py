@@ -32,7 +32,7 @@ from .prelude import HELPERS
 
 TORCH_DTYPES = {d.name: torch_name(d.name) for d in TABLE if d.language}
 OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "eq": "==", "ne": "!=",
-             "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|"}
+             "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|", "floordiv": "//", "mod": "%"}
 ATTENTION_KWARGS = "attention_mask=attention_mask, past_key_values=past_key_values, **kwargs"
 
 
@@ -57,7 +57,7 @@ def atom(code: str) -> str:
 # Python's binding of the operators the generated code writes (higher binds tighter);
 # `&` and `|` bind tighter than comparisons, so a comparison under them keeps its parentheses
 PRECEDENCE = {"==": 1, "!=": 1, "<": 1, "<=": 1, ">": 1, ">=": 1, "|": 2, "&": 3,
-              "+": 4, "-": 4, "*": 5, "/": 5, "@": 5, "**": 7}
+              "+": 4, "-": 4, "*": 5, "/": 5, "//": 5, "%": 5, "@": 5, "**": 7}
 UNARY = 6
 
 
@@ -415,7 +415,10 @@ class MethodGen:
             elif isinstance(s, Loop):
                 it = self.ex(s.iter)
                 out += self.flush()
-                out.append(f"for {self.var(s.var)} in {it}:")
+                if s.index is not None:  # the copy's index: a plain int, as the source's
+                    out.append(f"for {self.var(s.index)}, {self.var(s.var)} in enumerate({it}):")
+                else:
+                    out.append(f"for {self.var(s.var)} in {it}:")
                 out.extend("    " + line for line in self.stmts(s.body))
             elif isinstance(s, Ret):
                 lines = self.ret(s)
@@ -498,6 +501,9 @@ class MethodGen:
             return self.matmul(n, n.inputs[0], n.inputs[1])
         if op in OPERATORS:
             return self.elementwise(n, OPERATORS[op], n.inputs[0], n.inputs[1])
+        if op == "if":  # a compile-time condition: a plain Python conditional
+            c, a, b = (self.ex(i) for i in n.inputs)
+            return f"({a} if {c} else {b})"
         if op == "call":
             return self.call(n)
         if op in BUILTINS:
@@ -659,6 +665,9 @@ class MethodGen:
         (attention_plan.py), through the site's attention module and the KV cache."""
         if not self.lm:
             return None
+        if self.arg(n, "window") is not None:
+            raise CompileError("a sliding window (`window=`) can't be exported as a language model's attention yet",
+                               n.where)
         q, k, v = self.arg(n, "q"), self.arg(n, "k"), self.arg(n, "v")
         self.gen.helpers.add("attend")
         ks, vs = self._kv(k), self._kv(v)
@@ -724,4 +733,6 @@ def _loop_vars(body):
     for s in body:
         if isinstance(s, Loop):
             yield s.var
+            if s.index is not None:
+                yield s.index
             yield from _loop_vars(s.body)

@@ -42,6 +42,15 @@ def causal(rows, cols, device):
     """The mask `causal[rows cols]`: true where a query at i may see the key at j <= i."""
     return torch.ones(rows, cols, dtype=torch.bool, device=device).tril()
 ''',
+    "window_mask": '''
+def window_mask(mask, window):
+    """A causal mask narrowed to a sliding window: a query at i sees the keys at j with
+    i - window < j <= i (the mask's last two axes are the queries' and the keys')."""
+    rows, cols = mask.shape[-2], mask.shape[-1]
+    i = torch.arange(rows, device=mask.device)[:, None]
+    j = torch.arange(cols, device=mask.device)[None, :]
+    return mask & (j > i - window)
+''',
     "attend": '''
 def eager_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """Attention in plain PyTorch, for attn_implementation="eager"."""

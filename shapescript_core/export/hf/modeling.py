@@ -78,7 +78,7 @@ def modeling_source(gen: Generator, names: Names, source_name: str) -> str:
                         "def set_input_embeddings(self, value):", f"    self.{table} = value", ""])
         root += indent(_lm_forward(gen, source_name))
         tail = ["", ""] + _causal_lm(gen, names, source_name)
-    helpers = [HELPERS[h].strip("\n") for h in ("rms_norm", "layer_norm", "rope", "causal", "attend", "mask")
+    helpers = [HELPERS[h].strip("\n") for h in ("rms_norm", "layer_norm", "rope", "causal", "window_mask", "attend", "mask")
                if h in gen.helpers or (h == "mask" and lm is not None)]
     imports = ["import dataclasses", "import inspect", "import math", "", "import torch", "from torch import nn",
                "from transformers import GenerationMixin, PreTrainedModel" if lm else "from transformers import PreTrainedModel"]
