@@ -90,17 +90,18 @@ def py_number(value, what: str = "a number") -> str:
     return py_float(value, what)
 
 
-def py_literal(value) -> str:
-    """A Python literal of strings, numbers, lists and dicts of them (a config's plans)."""
+def py_value(value, what: str = "a value") -> str:
+    """A config value as a Python literal: numbers (finite), strings (escaped), None, and
+    lists and dicts of those (layer_types, rope_parameters)."""
+    if value is None:
+        return "None"
     if isinstance(value, str):
         return py_str(value)
-    if isinstance(value, (bool, int, float)):
-        return py_number(value)
     if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(py_literal(v) for v in value) + "]"
+        return "[" + ", ".join(py_value(v, what) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{py_literal(k)}: {py_literal(v)}" for k, v in value.items()) + "}"
-    raise EscapeError(f"{type(value).__name__} isn't a literal a generated file can hold")
+        return "{" + ", ".join(f"{py_str(str(k))}: {py_value(v, what)}" for k, v in value.items()) + "}"
+    return py_number(value, what)
 
 
 def toml_str(value: str) -> str:
