@@ -161,7 +161,7 @@ def check_run(r, heads, model):
     return [rank["layers"] / r["total"] for rank in ranks]
 
 
-BACKEND = "vllm.model_executor.models.transformers.causal.TransformersForCausalLM"
+BACKEND = "vllm.model_executor.models.transformers.TransformersForCausalLM"
 
 
 def test_backend_tensor_parallel_with_one_key_value_head(served):

@@ -96,8 +96,8 @@ def module_paths(gen) -> dict:
 
 def parallel_plans(gen) -> dict:
     """`base_model_tp_plan` and `base_model_pp_plan` (compile/parallel_plan.py), where the
-    model has them: what vLLM's Transformers backend and transformers' `tp_plan="auto"`
-    split it by."""
+    model has them: what vLLM's Transformers backend splits it by (transformers' own
+    `tp_plan="auto"` reads the same keys; only vLLM's use is tested)."""
     out: dict = {}
     par, plan = gen.parallel, gen.plan
     tp = par.tp_plan(module_paths(gen))
