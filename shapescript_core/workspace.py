@@ -32,7 +32,7 @@ from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
 from .syntax import ast as A
 from .syntax import parse_cache
 from .syntax.parser import changed_range, parse_file, reparse_file
-from .syntax.source import LineIndex, decode_source, normalize_newlines
+from .syntax.source import LineIndex, decode_source, normalize_newlines, shifted
 from .targets import export_targets, exported, unknown_targets
 
 
@@ -107,8 +107,7 @@ def _lines_after(old: str, lines: LineIndex, text: str) -> LineIndex:
     delta = new_end - old_end
     starts = lines.starts
     if delta:
-        k = bisect.bisect_right(starts, p)
-        starts = starts[:k] + [x + delta for x in starts[k:]]
+        starts = shifted(starts, bisect.bisect_right(starts, p), delta)
     out = LineIndex.__new__(LineIndex)
     out.text, out.starts = text, starts
     return out
@@ -693,20 +692,22 @@ class Workspace:
             imp = (lists, ivisible, *_declared(ivisible))
             self._imported[f.path] = imp
         ivisible = imp[1]
-        shadowed = len(ivisible) + len(own) != len(ivisible.keys() | own.keys())  # an own name hides an import's
+        # an own name hides an import's (looked up from the smaller map: no set of all the names)
+        small, large = (ivisible, own) if len(ivisible) <= len(own) else (own, ivisible)
+        shadowed = any(n in large for n in small)
         if ivisible:
             visible = dict(ivisible)
             visible.update(own)
         else:  # nothing imported: this file's own map, not a copy of it
             visible = own
         if shadowed:
-            dim_items, broken_kinds, models_declared = _declared(visible)
-        else:  # the same lists in the same order as from `visible`: the imports' first, then this file's
-            own_dims, own_broken, own_models = _declared(own)
-            dim_items, broken_kinds, models_declared = imp[2] + own_dims, {**imp[3], **own_broken}, imp[4] | own_models
-        # dims
-        # a dim that didn't parse is still a dim (of unknown size): its uses raise nothing
-        dims = DimTable(dim_items, self._dim_overrides)
+            broken_kinds, models_declared = _declared(visible)
+        else:  # the same as from `visible`: the imports' first, then this file's
+            own_broken, own_models = _declared(own)
+            broken_kinds, models_declared = {**imp[2], **own_broken}, imp[3] | own_models
+        # dims: a view over `visible` (a dim that didn't parse is still a dim, of unknown
+        # size: its uses raise nothing)
+        dims = DimTable(visible, self._dim_overrides)
         if dims.diags:
             for it in own.values():
                 diags.extend(dims.diags.get(id(it), []))
@@ -902,13 +903,11 @@ def _first_of_each_name(items: list) -> dict:
 
 
 def _declared(visible: dict) -> tuple:
-    """([dim items], {broken name: declared kind}, {model names}) of a name -> item map,
-    in its order. A dim that didn't parse is still a dim (of unknown size)."""
-    dim_items = [it for it in visible.values() if isinstance(it, A.DimItem)
-                 or (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")]
+    """({broken name: declared kind}, {model names}) of a name -> item map, in its order
+    (its dims: DimTable's view of it)."""
     broken_kinds = {n: it.declared_kind for n, it in visible.items() if isinstance(it, A.BrokenItem)}
     model_names = {n for n, it in visible.items() if isinstance(it, A.ModelItem)}
-    return dim_items, broken_kinds, model_names
+    return broken_kinds, model_names
 
 
 def _reaches(fns: dict, name: str) -> bool:
