@@ -262,6 +262,7 @@ class Item(Anchor):
     # dict for their other attributes; a dim has none (see DimItem)
     __slots__ = ("text", "path", "offset", "name", "_name_pos", "__weakref__")
     kind = "item"
+    cheap = False  # DimItem.cheap
     doc = ""
     syntax_errors = ()  # Diagnostics (a list when there are some)
     layout_errors = ()
@@ -346,6 +347,12 @@ class DimItem(Item):
         own symbol, needing no evaluation. Known without building the literal's node."""
         v = self._value
         return v is LITERAL_IN_TEXT or v is None or (type(v) is SInt and 0 < v.value < 10 ** 18)
+
+    @property
+    def cheap(self) -> bool:
+        """Made by the parser's fast path, its literal still in the text: parsing it again
+        costs what reading it back would (parse_cache.py doesn't keep it)."""
+        return self._value is LITERAL_IN_TEXT and self._name_pos is None
 
     def literal_size(self) -> Optional[int]:
         """A plain dim's value (None when it has none), without building a node."""
