@@ -20,7 +20,7 @@ from typing import Optional
 
 from .diagnostics import error, warning
 from .files import Access, ReadRefused, Refusal, check_path, read_bytes
-from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature, model_cycles
+from .check.env import DimTable, is_dim_item as _is_dim, ModelInfo, Signature, build_model, build_signature, model_cycles
 from .check.function import FnResult, check_function
 from .check.graphs import components as _components, shortest_path as _path
 from .check.messages import defined_twice, import_missing, import_not_utf8, import_outside, import_unreadable
@@ -815,7 +815,7 @@ class Workspace:
                 if it.name is None or _is_dim(it):
                     return None
                 changed.add(it.name)
-        ivisible, broken, declared = dict(imp[1]), dict(imp[3]), set(imp[4])
+        ivisible, broken, declared = dict(imp[1]), dict(imp[2]), set(imp[3])
         maps = [e[3] for e in map(self._interface_entry, closure) if e[1] is not None]
         if len(maps) != len(lists):
             return None
@@ -845,7 +845,7 @@ class Workspace:
                     order.setdefault(n, it)
             ivisible = order
             broken = {n: broken[n] for n in ivisible if n in broken}
-        return (lists, ivisible, imp[2], broken, declared), tuple(sorted(changed))
+        return (lists, ivisible, broken, declared), tuple(sorted(changed))
 
     def _declare(self, names, models: dict, sigs: dict, meanings: Meanings, dims, model_names, own: dict,
                  diags: list):
@@ -994,10 +994,6 @@ def _differing(old: list, new: list, limit: int):
         j += 1
     region = old[i:len(old) - j] + new[i:len(new) - j]
     return region if len(region) <= limit else None
-
-
-def _is_dim(it) -> bool:
-    return isinstance(it, A.DimItem) or (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")
 
 
 def _is_model(it) -> bool:
