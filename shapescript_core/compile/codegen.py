@@ -29,6 +29,7 @@ from .layout import PatternLowering, align, dims_arg, match_positions, permute_c
 from .names import Scope, py_ident
 from .plan import Plan, attr_name, models_in_order, py_name, walk_nodes
 from .prelude import HELPERS
+from .windows import rope_parameters, window_plan
 
 TORCH_DTYPES = {d.name: torch_name(d.name) for d in TABLE if d.language}
 OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "eq": "==", "ne": "!=",
@@ -125,8 +126,12 @@ class Generator:
         self._site_scales = None  # id(attention call) -> the scales its traced calls fold to
         self._attention_runs: dict = {}  # (id(attention call), model path) -> runs per forward
         self._assign_methods()
+        self.windows = None  # the layers' sliding windows (windows.py), for a language model
+        self.rope_parameters = None  # config.json's rope_parameters, where one theta per layer type
         if self.lm:
             self.check_attention_runs()
+            self.windows = window_plan(self, self._trace)
+            self.rope_parameters = rope_parameters(self, self._trace, self.windows)
 
     # ------------------------------------------------------------ naming
     def _dim_names(self) -> dict:
@@ -230,7 +235,7 @@ class Generator:
         if self._site_scales is not None:
             return
         self._site_scales = {}
-        tr = trace_program(self.prog)
+        tr = self._trace = trace_program(self.prog)
         for t in tr.nodes:
             if t.op == "scaled_dot_product_attention":
                 self._site_scales.setdefault(id(t.ast), set()).add(t.attrs.get("scale"))
@@ -665,9 +670,6 @@ class MethodGen:
         (attention_plan.py), through the site's attention module and the KV cache."""
         if not self.lm:
             return None
-        if self.arg(n, "window") is not None:
-            raise CompileError("a sliding window (`window=`) can't be exported as a language model's attention yet",
-                               n.where)
         q, k, v = self.arg(n, "q"), self.arg(n, "k"), self.arg(n, "v")
         self.gen.helpers.add("attend")
         ks, vs = self._kv(k), self._kv(v)

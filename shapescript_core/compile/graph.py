@@ -71,7 +71,8 @@ class CompileError(Exception):
         self.where = where
 
 
-FINITE_KEYWORDS = ("eps", "theta", "scale")  # `value` may be ±inf (masked_fill), written float("inf")
+FINITE_KEYWORDS = ("eps", "theta", "scale")
+UNFOLDED = "not known at export"  # a scalar keyword whose value the trace can't fold  # `value` may be ±inf (masked_fill), written float("inf")
 
 
 def finite_scalar(name: str, value, where):
@@ -422,6 +423,10 @@ class Trace:
     # (id of an attention call's syntax, the path of the model whose method runs it) ->
     # how many times one forward runs it: a KV cache has one slot per such pair
     attention_runs: dict = field(default_factory=dict)
+    # (id of an attention call's syntax, owner path) -> its `window=` folded (an int; None
+    # without one; UNFOLDED when the call passes one not known at export)
+    attention_windows: dict = field(default_factory=dict)
+    rope_thetas: dict = field(default_factory=dict)  # owner path -> {rope's theta folded}
 
     def users(self) -> dict:
         """id(node) -> [nodes that take it as an input]."""
@@ -465,6 +470,8 @@ class _Tracer:
         self.nodes: list = []
         self.owners: list = [""]  # the path of the model whose method is running (the root: "")
         self.attention_runs: dict = {}
+        self.attention_windows: dict = {}
+        self.rope_thetas: dict = {}
         self.params: dict = {}
         self.depth = 0
 
@@ -592,6 +599,13 @@ class _Tracer:
         if n.op == "scaled_dot_product_attention":
             key = (id(n.ast), self.owners[-1])
             self.attention_runs[key] = self.attention_runs.get(key, 0) + 1
+            window = None
+            if attrs["args"].get("window") is not None:
+                window = attrs.get("window", UNFOLDED)
+            self.attention_windows[key] = window
+        elif n.op == "rope":
+            theta = attrs.get("theta", UNFOLDED) if attrs["args"].get("theta") is not None else 10000.0
+            self.rope_thetas.setdefault(self.owners[-1], set()).add(theta)
         return self.emit(out)
 
 
@@ -652,4 +666,4 @@ def trace_program(prog: Program, unroll: Optional[int] = None) -> Trace:
         else:
             args[name] = inputs[name] = tr.emit(Node("input", [], {"name": name}, t, (g.path, g.item and 0)))
     out = tr.run(g, args)
-    return Trace(tr.nodes, inputs, out, prog, tr.params, tr.attention_runs)
+    return Trace(tr.nodes, inputs, out, prog, tr.params, tr.attention_runs, tr.attention_windows, tr.rope_thetas)

@@ -12,14 +12,15 @@ from ...compile.codegen import MethodGen
 from ...compile.names import py_ident
 from ...compile.plan import walk_nodes
 from ...dtypes import BY_NAME, STORED
-from ...escape import py_docstring, py_number, py_str, shown
+from ...escape import py_docstring, py_str, py_value, shown
 
 # names a config already has or that we write: a dim called so is stored as `dim_<name>`
 CONFIG_ATTRS = {"dtype", "torch_dtype", "architectures", "auto_map", "model_type", "name_or_path",
                 "use_cache", "vocab_size", "hidden_size", "num_attention_heads", "num_key_value_heads",
                 "head_dim", "num_hidden_layers", "tie_word_embeddings", "max_position_embeddings",
                 "transformers_version", "is_encoder_decoder", "pad_token_id", "bos_token_id",
-                "eos_token_id", "return_dict", "output_attentions", "output_hidden_states"}
+                "eos_token_id", "return_dict", "output_attentions", "output_hidden_states",
+                "sliding_window", "layer_types", "rope_parameters"}
 
 TORCH_DTYPE_NAMES = {n: BY_NAME[n].torch for n in STORED}
 
@@ -66,6 +67,11 @@ def conventional(gen) -> dict:
         if isinstance(pt, TensorT) and pt.dtype.name == "Index":
             out["max_position_embeddings"] = prog.value_of(pt.dtype.index)
     out["tie_word_embeddings"] = lm.tied
+    if gen.windows is not None:  # as transformers writes Mistral, Gemma 2/3: one window, a type per layer
+        out["sliding_window"] = gen.windows.sliding_window
+        out["layer_types"] = gen.windows.layer_types
+    if gen.rope_parameters is not None:
+        out["rope_parameters"] = gen.rope_parameters
     return out
 
 
@@ -96,7 +102,7 @@ def config_json(gen, names, dtype: str, source_name: str) -> dict:
 def configuration_source(gen, names, cfg: dict, source_name: str) -> str:
     skip = {"architectures", "auto_map", "model_type", "dtype", "torch_dtype", "shapescript"}
     fields = [(k, v) for k, v in cfg.items() if k not in skip]
-    args = ", ".join(f"{k}={py_number(v)}" for k, v in fields)
+    args = ", ".join(f"{k}={py_value(v)}" for k, v in fields)
     sets = "\n".join(f"        self.{k} = {k}" for k, v in fields if k != "tie_word_embeddings")
     tie = cfg.get("tie_word_embeddings")
     lines = [
