@@ -33,7 +33,7 @@ def unknown_architecture(resolved, label: str, departure):
     return e3314(
         f"`{name}` is no architecture the importer knows, so {label} can't be matched to it",
         _fn_span(resolved), "the exported function", [f"the closest is {departure.arch}: {departure.reason}"],
-        "the importer reads llama, qwen2, qwen3 and gpt2 models by their roles; for another model, "
+        "the importer reads llama, qwen2, qwen3, gpt2 and gemma3 models by their roles; for another model, "
         "give --weights-map a file that maps each param to its checkpoint tensor")
 
 
@@ -125,18 +125,25 @@ def map_gaps(ws, sites, ckpt, map_file: str, unmapped: list, missing: list):
 
 
 def constant_warnings(plan, ckpt, resolved) -> list:
-    """An E3316 per constant (rotary theta, norm eps) the checkpoint's config contradicts."""
+    """An E3316 per constant (rotary theta, norm eps, the windowed layers' theta, the
+    sliding window) the checkpoint's config contradicts."""
     hp = plan.hparams
-    ours = {"theta": hp.get("freq_base"), "eps": hp.get("rms_eps", hp.get("ln_eps"))}
-    words = {"theta": "rotary theta", "eps": "norm eps"}
-    where = {"theta": "rope theta", "eps": "norm eps"}
+    ours = {"theta": hp.get("freq_base"), "eps": hp.get("rms_eps", hp.get("ln_eps")),
+            "theta_swa": hp.get("freq_base_swa"), "window": hp.get("sliding_window")}
+    words = {"theta": "rotary theta", "eps": "norm eps", "theta_swa": "rotary theta of the windowed layers",
+             "window": "sliding window"}
+    where = {"theta": "rope theta", "eps": "norm eps", "theta_swa": "rope.freq_base_swa",
+             "window": "attention.sliding_window"}
     if ckpt.kind == "hf":
         where = {"theta": "config.json rope_theta", "eps": "config.json " +
-                 ("layer_norm_epsilon" if plan.arch == "gpt2" else "rms_norm_eps")}
+                 ("layer_norm_epsilon" if plan.arch == "gpt2" else "rms_norm_eps"),
+                 "theta_swa": "config.json rope_parameters.sliding_attention", "window": "config.json sliding_window"}
     out = []
     for k, v in ckpt.constants().items():
         o = ours.get(k)
-        if o is not None and not math.isclose(float(o), v, rel_tol=1e-6):
+        if o is None and k == "window":  # the source attends to every earlier position
+            out.append(e3316(words[k], "none (full attention)", _num(v), where[k], _fn_span(resolved)))
+        elif o is not None and not math.isclose(float(o), v, rel_tol=1e-6):
             out.append(e3316(words[k], _num(o), _num(v), where[k], _fn_span(resolved)))
     return out
 

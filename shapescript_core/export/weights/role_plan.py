@@ -17,7 +17,7 @@ def plan_for_import(ws, request, resolved, label: str):
         tr = trace(ws, request.path, resolved.fn_item.name, resolved.dims)
     except CompileError as e:
         raise ExportError(f"can't follow `{resolved.fn_item.name}` to match it with {label}: {e}") from None
-    plan = match(tr)
+    plan = match(tr, any_window=True)  # a window changes no role (Mistral's is llama's layout)
     if isinstance(plan, Departure):
         raise ExportError("not exported: the checkpoint can't be matched to the source",
                           diagnostics=[unknown_architecture(resolved, label, plan)])

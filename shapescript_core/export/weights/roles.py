@@ -11,6 +11,8 @@ ROLE_WORDS = {
     "ATTN_V": "the value projection", "ATTN_QKV": "the fused q/k/v projection",
     "ATTN_OUT": "the attention output projection", "ATTN_Q_NORM": "the per-head query norm",
     "ATTN_K_NORM": "the per-head key norm", "FFN_NORM": "the MLP norm", "FFN_GATE": "the MLP gate",
+    "ATTN_POST_NORM": "the norm after attention", "FFN_PRE_NORM": "the MLP norm",
+    "FFN_POST_NORM": "the norm after the MLP",
     "FFN_UP": "the MLP up projection", "FFN_DOWN": "the MLP down projection",
 }
 
