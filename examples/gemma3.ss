@@ -14,8 +14,8 @@ dim G   = H / Hkv
 dim Dh  = 256
 dim F   = 6912
 dim L   = 26
-dim W   = 512    # the sliding window of the local layers
-dim Q   = 256    # query_pre_attn_scalar: attention scales by 1/sqrt(Q)
+dim W   = 512  # the sliding window of the local layers
+dim Q   = 256  # query_pre_attn_scalar: attention scales by 1/sqrt(Q)
 dim P   = 32768  # positions: max_position_embeddings
 
 model Attention:

@@ -9,7 +9,7 @@ dim G   = H / Hkv
 dim Dh  = D / H
 dim F   = 14336
 dim L   = 32
-dim W   = 4096   # the sliding window
+dim W   = 4096  # the sliding window
 dim P   = 32768  # positions: max_position_embeddings
 
 model Attention:
