@@ -92,3 +92,21 @@ def test_a_gemma3_checkpoint_runs_in_the_hf_export_as_in_transformers(tmp_path):
     print(f"gemma3 --hf vs transformers, {len(PROMPT)} tokens: max |logit diff| {diff:.2e}")
     assert diff < 1e-4
     assert greedy(ours, True) == greedy(ours, False) == greedy(model, True)
+
+
+def test_a_rope_scaling_the_source_lacks_is_an_e3316_warning(tmp_path):
+    """Gemma 3 from 4B up scales its global layers' positions (linear, factor 8): a source's
+    rope has no scaling, so the export says its outputs differ."""
+    import json
+    from test_gguf_gemma3 import DIMS, gemma3
+    ckpt = save_checkpoint(gemma3(DIMS["W"]), str(tmp_path / "ckpt"))
+    cfg_file = os.path.join(ckpt, "config.json")
+    cfg = json.load(open(cfg_file, encoding="utf-8"))
+    cfg["rope_parameters"]["full_attention"] = {"rope_type": "linear", "factor": 8.0, "rope_theta": 1000000.0}
+    json.dump(cfg, open(cfg_file, "w", encoding="utf-8"))
+    r = run_cli("export", GEMMA3, "--gguf", "-o", str(tmp_path / "g.gguf"), "--weights", ckpt, "--force")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert [x for x in (r.stdout + r.stderr).splitlines() if "E3316" in x] == [
+        "shapescript: warning: [E3316] the source's rope scaling is none, but the checkpoint's config.json "
+        "rope_parameters says linear, factor 8: the export keeps the source's, and its outputs will differ "
+        "from the original model's"]

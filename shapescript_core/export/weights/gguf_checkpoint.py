@@ -89,6 +89,14 @@ class GGUFCheckpoint:
                 out["theta_swa"] = float(swa) if isinstance(swa, (int, float)) else GEMMA3_SWA_THETA
         return out
 
+    def rope_scaling(self) -> str | None:
+        """`rope.scaling.type` (with its factor) when it isn't "none": a source's `rope` has none."""
+        kind = self.string(f"{self.arch}.rope.scaling.type")
+        if kind in (None, "none"):
+            return None
+        factor = self.field(f"{self.arch}.rope.scaling.factor")
+        return kind + (f", factor {factor:g}" if isinstance(factor, (int, float)) else "")
+
     def block_count(self) -> int | None:
         v = self.field(f"{self.arch}.block_count")
         return int(v) if isinstance(v, int) and v > 0 else None

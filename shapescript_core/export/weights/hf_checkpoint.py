@@ -100,6 +100,22 @@ class HFCheckpoint:
             found["window"] = c.get("sliding_window")
         return {k: float(v) for k, v in found.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
+    def rope_scaling(self) -> str | None:
+        """The config's rope scaling ("linear, factor 8" for Gemma 3's global layers from
+        4B up), or None: a source's `rope` has none."""
+        rope = self.config.get("rope_parameters")
+        kinds = [rope] if isinstance(rope, dict) and "rope_type" in rope else \
+            [v for v in rope.values() if isinstance(v, dict)] if isinstance(rope, dict) else []
+        legacy = self.config.get("rope_scaling")
+        if isinstance(legacy, dict):
+            kinds.append({"rope_type": legacy.get("rope_type", legacy.get("type")), **legacy})
+        for k in kinds:
+            kind = k.get("rope_type")
+            if isinstance(kind, str) and kind != "default":
+                factor = k.get("factor")
+                return kind + (f", factor {factor:g}" if isinstance(factor, (int, float)) else "")
+        return None
+
     def block_count(self) -> int | None:
         for k in ("num_hidden_layers", "n_layer"):
             v = self.config.get(k)

@@ -145,6 +145,10 @@ def constant_warnings(plan, ckpt, resolved) -> list:
             out.append(e3316(words[k], "none (full attention)", _num(v), where[k], _fn_span(resolved)))
         elif o is not None and not math.isclose(float(o), v, rel_tol=1e-6):
             out.append(e3316(words[k], _num(o), _num(v), where[k], _fn_span(resolved)))
+    scaling = ckpt.rope_scaling()
+    if scaling:  # the source's rope has none: positions are rotated unscaled
+        out.append(e3316("rope scaling", "none", scaling, "config.json rope_parameters" if ckpt.kind == "hf"
+                         else "rope.scaling.type", _fn_span(resolved)))
     return out
 
 
