@@ -80,7 +80,7 @@ def test_a_mistral_checkpoint_into_gguf_is_one_e3313(mistral, tmp_path):
 
 
 def test_a_gemma3_checkpoint_runs_in_the_hf_export_as_in_transformers(tmp_path):
-    from test_gguf_gemma3 import DIMS, gemma3
+    from test_gguf_gemma import DIMS, gemma3
     model = gemma3(DIMS["W"])
     ckpt = save_checkpoint(model, str(tmp_path / "ckpt"))
     out = str(tmp_path / "hf")
@@ -98,7 +98,7 @@ def test_a_rope_scaling_the_source_lacks_is_an_e3316_warning(tmp_path):
     """Gemma 3 from 4B up scales its global layers' positions (linear, factor 8): a source's
     rope has no scaling, so the export says its outputs differ."""
     import json
-    from test_gguf_gemma3 import DIMS, gemma3
+    from test_gguf_gemma import DIMS, gemma3
     ckpt = save_checkpoint(gemma3(DIMS["W"]), str(tmp_path / "ckpt"))
     cfg_file = os.path.join(ckpt, "config.json")
     cfg = json.load(open(cfg_file, encoding="utf-8"))

@@ -20,9 +20,11 @@ log = logging.getLogger(__name__)
 
 
 def llama_cpp_scale(arch: str, blocks, D: int, H: int, Dh: int) -> float:
-    """The query scale llama.cpp's gemma3 uses (it reads none from the file): 1/sqrt(Dh),
-    or 1/sqrt(D / H) for 62 layers, the size it knows as Gemma 3 27B."""
-    return 1 / math.sqrt(D // H) if arch == "gemma3" and blocks == 62 else 1 / math.sqrt(Dh)
+    """The query scale llama.cpp's gemma2 and gemma3 use (they read none from the file):
+    1/sqrt(Dh), or 1/sqrt(D / H) at the size llama.cpp knows as their 27B (46 layers for
+    Gemma 2, 62 for Gemma 3)."""
+    big = {"gemma2": 46, "gemma3": 62}.get(arch)
+    return 1 / math.sqrt(D // H) if blocks == big else 1 / math.sqrt(Dh)
 
 
 class Sublayers:
@@ -46,7 +48,7 @@ class Sublayers:
         """Adds the block's attention tensors; the features that tell the llama family's
         members apart: "bias" (q/k/v biases: qwen2), "qk_norm" (per-head norms: qwen3)."""
         gpt2 = self.arch == "gpt2"
-        gemma = self.arch == "gemma3"
+        gemma = self.arch == "gemma3"  # gemma2 too: told apart when every block is read
         wo = branch
         if not is_projection(wo):
             raise Depart(wo, f"the attention's output goes through `{wo.op}`{line_of(wo)}, where "
@@ -120,7 +122,7 @@ class Sublayers:
                 bound = self.positions_bound(self.arg(q.rope, "pos"), hp)
                 if window is not None and bound is not None and window >= bound:
                     window = None  # it drops no key of any sequence the model takes: full attention
-                self.layer_attn.append((theta, window, att))  # checked across layers by `windows`
+                self.layer_attn.append((theta, window, att, q.norm is None))  # checked by `windows`
             else:
                 hp["theta"] = theta
             hp.setdefault("rope_style", q.rope.attrs.get("style", "half"))
@@ -133,8 +135,10 @@ class Sublayers:
             raise Depart(n, f"only the {'queries' if q.norm is not None else 'keys'} are normalized per head"
                             f"{line_of(n)}, where " + ("gemma3 normalizes both" if gemma else
                                                        f"qwen3 normalizes both and {self.arch} neither"))
-        if gemma and q.norm is None:
-            self.depart(q.lin, "qk", "the queries and keys are not normalized per head")
+        if gemma and self.layer_attn and (q.norm is None) != self.layer_attn[0][3]:
+            raise Depart(q.lin, f"the queries and keys are {'not ' if q.norm is None else ''}normalized per head"
+                                f"{line_of(q.lin)}, where the first layer's are{'' if q.norm is None else ' not'}: "
+                                f"gemma3 normalizes them in every layer, gemma2 in none")
         if gemma and any(biases):
             p = next(p for p, b in zip((q, k, v), biases) if b)
             self.depart(p.lin, "bias", "the projections have biases")
@@ -148,8 +152,10 @@ class Sublayers:
                 raise Depart(wo, f"the attention's output projection has a bias{line_of(wo)}, where "
                                   f"{self.arch} has {has(self.arch, 'bias')}")
             style = hp.get("rope_style", "half")
+            # gemma3 scales the query norm's weights, gemma2 (no per-head norm) the query rows
+            folded = self.folded_scale(scale, Dh, hp, "gemma3" if q.norm is not None else "gemma2") if gemma else ()
             for p, name, heads in ((q, "ATTN_Q", H), (k, "ATTN_K", Hkv), (v, "ATTN_V", Hkv)):
-                rows = p.steps + (regroup if p is q else ())
+                rows = p.steps + (regroup if p is q else ()) + (folded if p is q and q.norm is None else ())
                 tp = TensorPlan(name, blk, "weight", self.param(p.W, "weight"), tuple(p.W.shape), rows)
                 tensors.append((tp, heads, style) if name != "ATTN_V" else tp)
                 if any(biases):  # qwen2: zeros where the source has no bias
@@ -157,7 +163,6 @@ class Sublayers:
                                     kind="vector") if p.b is not None
                          else TensorPlan(name, blk, "bias", None, (heads * Dh,), kind="vector"))
                     tensors.append((b, heads, style) if name != "ATTN_V" else b)
-            folded = self.folded_scale(scale, Dh, hp) if gemma else ()
             for p, name in ((q, "ATTN_Q_NORM"), (k, "ATTN_K_NORM")):
                 if p.norm is not None:
                     self.head_norm_eps(p.norm, hp)
@@ -184,11 +189,11 @@ class Sublayers:
             hp["context_length"] = P
         return P
 
-    def folded_scale(self, scale, Dh: int, hp) -> tuple:
-        """gemma3: (Scale(r),) for the query norm when the source's attention scale isn't the
-        one llama.cpp uses, 1/sqrt(Dh) (1/sqrt(D / H) for 62 layers, its 27B); () if it is."""
+    def folded_scale(self, scale, Dh: int, hp, arch: str) -> tuple:
+        """(Scale(r),) for the query norm (gemma3) or rows (gemma2) when the source's
+        attention scale isn't the one llama.cpp uses (`llama_cpp_scale`); () if it is."""
         want = float(scale) if scale is not None else 1 / math.sqrt(Dh)
-        r = want / llama_cpp_scale(self.arch, hp.get("blocks"), hp["embedding_length"], hp["heads"], Dh)
+        r = want / llama_cpp_scale(arch, hp.get("blocks"), hp["embedding_length"], hp["heads"], Dh)
         return () if math.isclose(r, 1.0, rel_tol=1e-9) else (Scale(r),)
 
     def head_norm_eps(self, n, hp):

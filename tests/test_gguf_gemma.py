@@ -1,4 +1,4 @@
-"""Gemma 3 through `--gguf` (issue 21): transformers' own `Gemma3ForCausalLM` (6 layers, a
+"""Gemma 3 (and Gemma 2) through `--gguf` (issue 21): transformers' own `Gemma3ForCausalLM` (6 layers, a
 sliding window of 8 on five of every six, rope base 1e4 there and 1e6 on the sixth, a head
 width of 64 where D / H is 32, query_pre_attn_scalar 48, tied embeddings), random weights,
 saved with `save_pretrained`; imported by role into a Gemma-3 source (norm weights w used
@@ -140,3 +140,61 @@ def test_the_gguf_imports_back_into_the_source(exported, tmp_path):
     b = {x.name: np.asarray(x.data) for x in gguf.GGUFReader(again).tensors}
     assert a.keys() == b.keys()
     assert max(max_diff(a[k], b[k]) for k in a) < 1e-6
+
+
+# ---------------------------------------------------------------- gemma2
+GEMMA2 = program("gemma2.ss")
+
+
+def gemma2(caps=(None, None)):
+    """transformers' Gemma2ForCausalLM at the size above, every other layer with the window,
+    one rope base; `caps` (attention, logits): Gemma 2's softcapping (a source has none)."""
+    import torch
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+    d = DIMS
+    cfg = Gemma2Config(
+        vocab_size=d["V"], hidden_size=d["D"], intermediate_size=d["F"], num_hidden_layers=d["L"],
+        num_attention_heads=d["H"], num_key_value_heads=d["Hkv"], head_dim=d["Dh"], sliding_window=d["W"],
+        query_pre_attn_scalar=d["Q"], max_position_embeddings=256, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        attn_logit_softcapping=caps[0], final_logit_softcapping=caps[1], pad_token_id=0, bos_token_id=2,
+        eos_token_id=1)
+    cfg._attn_implementation = "eager"
+    model = Gemma2ForCausalLM(cfg).eval()
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for _, p in model.named_parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * (0.3 if p.dim() == 1 else 0.08))
+    return model
+
+
+def test_a_gemma2_checkpoint_runs_in_llama_cpp_as_in_transformers(tmp_path):
+    """No per-head norms: the scale 1/sqrt(48) sits in the query rows; llama.cpp's caps,
+    which it always applies, are written too large to change anything."""
+    model = gemma2()
+    ckpt = str(tmp_path / "hf")
+    model.save_pretrained(ckpt)
+    out = str(tmp_path / "gemma2.gguf")
+    r = run_cli("export", GEMMA2, "--gguf", "-o", out, "--weights", ckpt, "--force")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(gguf: gemma2," in r.stdout + r.stderr and "E3316" not in r.stdout + r.stderr
+    f = gguf.GGUFReader(out)
+    assert f.get_field("gemma2.attention.sliding_window_pattern").contents() == [True, False] * 3
+    ref = hf_logits(model, PROMPT)
+    logits, tokens = run_llama_cpp(out, PROMPT)
+    diff = max_diff(ref, logits)
+    print(f"gemma2 llama.cpp vs transformers, {len(PROMPT)} tokens: max |logit diff| {diff:.2e}")
+    assert diff < TOLERANCE
+    assert tokens == greedy_hf(model, PROMPT, use_cache=True)
+
+
+def test_gemma2_softcapping_the_source_lacks_is_an_e3316_warning(tmp_path):
+    ckpt = str(tmp_path / "hf")
+    gemma2(caps=(50.0, 30.0)).save_pretrained(ckpt)
+    r = run_cli("export", GEMMA2, "--gguf", "-o", str(tmp_path / "g.gguf"), "--weights", ckpt, "--force")
+    assert r.returncode == 0, r.stdout + r.stderr
+    said = [x for x in (r.stdout + r.stderr).splitlines() if "E3316" in x]
+    assert [x.split(": the export keeps")[0] for x in said] == [
+        "shapescript: warning: [E3316] the source's attention logit softcapping is none, but the checkpoint's "
+        "config.json attn_logit_softcapping says 50",
+        "shapescript: warning: [E3316] the source's final logit softcapping is none, but the checkpoint's "
+        "config.json final_logit_softcapping says 30"]
