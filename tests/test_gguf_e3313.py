@@ -137,7 +137,7 @@ def test_a_window_llama_cpp_runs_only_as_gemma3_is_never_dropped(tmp_path):
     src = LLAMA.replace("scaled_dot_product_attention(q, k, v, attn_mask=causal[n n])",
                         "scaled_dot_product_attention(q, k, v, attn_mask=causal[n n], window=4096)")
     words = ("the attention has a sliding window of 4096 (line 42), where llama has full attention "
-             "(llama.cpp runs a sliding window only as gemma3)")
+             "(llama.cpp runs a sliding window only as gemma2 or gemma3)")
     (d,) = errors("/tmp/shapescript-gguf/llama_window.ss", src)
     assert d.code == "E3313" and d.message == HEAD + words
     path = tmp_path / "mistral.ss"

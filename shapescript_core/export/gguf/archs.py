@@ -31,7 +31,7 @@ Each architecture is told apart by what its graph computes, never by names:
   written. A real Gemma 2 caps at 50 and 30: no source says that (see docs).
 
 Every llama.cpp architecture multiplies by a norm's stored weight, so a norm weight used as
-`c + w` is written as c + w in any of them. Only gemma3 runs a sliding window: a window in
+`c + w` is written as c + w in any of them. Only gemma2 and gemma3 run a sliding window: a window in
 another architecture is a departure, never dropped.
 
 `SHAPE` says, for E3313, what each architecture has at each place a model can depart.
@@ -55,7 +55,7 @@ SHAPE = {
         "bias": "no biases (qwen2 has them on q, k and v only)",
         "output": "rms_norm(x) into the output layer",
         "scale": "the default 1/sqrt(Dh)",
-        "window": "full attention (llama.cpp runs a sliding window only as gemma3)",
+        "window": "full attention (llama.cpp runs a sliding window only as gemma2 or gemma3)",
     },
     "gpt2": {
         "stream": "adds each sublayer's output to the residual stream and nothing else",
@@ -69,7 +69,7 @@ SHAPE = {
         "bias": "biases on every projection",
         "output": "layer_norm(x) into the output layer",
         "scale": "the default 1/sqrt(Dh)",
-        "window": "full attention (llama.cpp runs a sliding window only as gemma3)",
+        "window": "full attention (llama.cpp runs a sliding window only as gemma2 or gemma3)",
     },
     "gemma3": {
         "stream": "adds each sublayer's normalized output to the residual stream and nothing else",

@@ -133,7 +133,7 @@ class Sublayers:
         if (q.norm is None) != (k.norm is None) or (q.norm is not None and gpt2):
             n = q.norm or k.norm
             raise Depart(n, f"only the {'queries' if q.norm is not None else 'keys'} are normalized per head"
-                            f"{line_of(n)}, where " + ("gemma3 normalizes both" if gemma else
+                            f"{line_of(n)}, where " + ("gemma3 normalizes both and gemma2 neither" if gemma else
                                                        f"qwen3 normalizes both and {self.arch} neither"))
         if gemma and self.layer_attn and (q.norm is None) != self.layer_attn[0][3]:
             raise Depart(q.lin, f"the queries and keys are {'not ' if q.norm is None else ''}normalized per head"

@@ -34,7 +34,7 @@ def unknown_architecture(resolved, label: str, departure):
     return e3314(
         f"`{name}` is no architecture the importer knows, so {label} can't be matched to it",
         _fn_span(resolved), "the exported function", [f"the closest is {departure.arch}: {departure.reason}"],
-        "the importer reads llama, qwen2, qwen3, gpt2 and gemma3 models by their roles; for another model, "
+        "the importer reads llama, qwen2, qwen3, gpt2, gemma2 and gemma3 models by their roles; for another model, "
         "give --weights-map a file that maps each param to its checkpoint tensor")
 
 
