@@ -70,7 +70,7 @@ fn block(blk: Block, x: [b n D], pos: [b n] Index[P], theta: [], window: []) -> 
     x = x + norm(attention(blk.attn, norm(x, blk.attn_norm), pos, theta, window), blk.post_attn_norm)
     return x + norm(mlp(blk.mlp, norm(x, blk.mlp_norm)), blk.post_mlp_norm)
 
-@export(hf, vllm)
+@export(hf, vllm, gguf)
 fn forward(m: Gemma3, ids: [b n] Index[V], pos: [b n] Index[P]) -> [b n V]:
     x = embedding(ids, m.embed) * sqrt(D)
     for i, layer in m.layers:
