@@ -81,6 +81,11 @@ class Sublayers:
             window = fold(self.arg(att, "window"), self.prog)
             if window is None:
                 raise Depart(att, f"the attention's window is computed{line_of(att)}; llama.cpp stores one number")
+        bound = self.positions_bound(self.arg(q.rope, "pos")) if q.rope is not None else None
+        if window is not None and bound is not None and window >= bound:
+            window = None  # it drops no key of any sequence the model takes: full attention
+        if gemma and bound is not None:
+            hp["context_length"] = bound  # no sequence is longer
         if window is not None and not gemma:
             if not self.any_window:
                 self.depart(att, "window", f"the attention has a sliding window of {window}")
@@ -119,9 +124,6 @@ class Sublayers:
                 if r.attrs.get("style", "half") != q.rope.attrs.get("style", "half"):
                     raise Depart(r, f"the keys' rope style differs from the queries'{line_of(r)}")
             if gemma:
-                bound = self.positions_bound(self.arg(q.rope, "pos"), hp)
-                if window is not None and bound is not None and window >= bound:
-                    window = None  # it drops no key of any sequence the model takes: full attention
                 self.layer_attn.append((theta, window, att, q.norm is None))  # checked by `windows`
             else:
                 hp["theta"] = theta
@@ -177,17 +179,13 @@ class Sublayers:
             self.bias(wo, "ATTN_OUT", (D,), tensors, blk)
         return ({"bias"} if any(biases) else set()) | ({"qk_norm"} if q.norm is not None else set())
 
-    def positions_bound(self, pos, hp):
-        """P when the positions are `Index[P]` (no sequence is longer: gemma3's context
-        length), else None. A window of at least P is full attention, as the Hugging Face
-        export says (compile/windows.py)."""
+    def positions_bound(self, pos):
+        """P when the positions are `Index[P]` (no sequence is longer), else None. A window
+        of at least P is full attention, as the Hugging Face export says (compile/windows.py)."""
         dt = getattr(getattr(pos, "type", None), "dtype", None)
         if dt is None or dt.name != "Index" or getattr(dt, "index", None) is None:
             return None
-        P = self.prog.value_of(dt.index)
-        if P is not None:
-            hp["context_length"] = P
-        return P
+        return self.prog.value_of(dt.index)
 
     def folded_scale(self, scale, Dh: int, hp, arch: str) -> tuple:
         """(Scale(r),) for the query norm (gemma3) or rows (gemma2) when the source's
