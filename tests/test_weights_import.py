@@ -88,11 +88,11 @@ def test_head_counts_the_source_leaves_open_come_from_the_checkpoints_config(che
     f = tmp_path / "q3.gguf"
     r = run_cli("export", SOURCES["qwen3"][0], "--gguf", "-o", f, "--weights", ckpt)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "dims read from the checkpoint: L=2, H=4, Hkv=2, V=300, D=64, Dh=16, F=128" in r.stderr
+    assert "dims read from the checkpoint: L=2, V=300, D=64, Dh=16, F=128, H=4, Hkv=2" in r.stderr
     out = tmp_path / "hf"
     r = run_cli("export", SOURCES["qwen3"][0], "--hf", "-o", out, "--weights", f)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "dims read from the checkpoint: L=2, H=4, Hkv=2, V=300, D=64, Dh=16, F=128" in r.stderr
+    assert "dims read from the checkpoint: L=2, V=300, D=64, Dh=16, F=128, H=4, Hkv=2" in r.stderr
     cfg = json.loads((out / "config.json").read_text())
     assert (cfg["H"], cfg["Hkv"], cfg["Dh"]) == (4, 2, 16)
     assert max_diff(logits(load_export(str(out))), logits(ref)) < 1e-4

@@ -72,10 +72,6 @@ def infer_dims(ws, request, path: str, fn_item, ckpt) -> dict:
         except ExportError:
             return found
         hp = plan.hparams
-        for short, (theirs, _) in ckpt.heads().items():  # a head count the source writes as an open dim
-            n = next((d for d, v in probes.items() if v == hp.get(short) and d not in found), None)
-            if n is not None:
-                found[n] = theirs
         ckpt.index(ckpt.family or plan.arch, hp["block_count"], hp["head_count"], hp["head_count_kv"])
         for t in plan.tensors:
             name = metadata.tensor_name(plan.arch, t)
@@ -89,6 +85,12 @@ def infer_dims(ws, request, path: str, fn_item, ckpt) -> dict:
                 j, factor = source_axis(i, len(want), t.steps)
                 if j < len(axes) and axes[j] in probes and axes[j] not in found:
                     found[axes[j]] = size * factor
+        # a head count the source writes as an open dim, read from the config: after the
+        # shapes, so a dim a shape gives is never taken for one
+        for short, (theirs, _) in ckpt.heads().items():
+            n = next((d for d, v in probes.items() if v == hp.get(short) and d not in found), None)
+            if n is not None:
+                found[n] = theirs
     finally:
         ckpt.names, ckpt.unknown = {}, []
         ws.set_dim_overrides(saved)
