@@ -9,7 +9,7 @@ from lsprotocol import types as T
 
 from shapescript_core.workspace import Cancelled
 
-from . import convert
+from . import convert, memory
 from .guard import guarded
 
 if TYPE_CHECKING:
@@ -152,9 +152,16 @@ def _save_later(ls: ShapeScriptServer, uri: str, path: str):
     def save():
         if ls.docs.version(uri) != version:
             return _save_later(ls, uri, path)  # still typing: later
-        ls.submit("save the parse cache", lambda: ls.ws.save_parse_cache(path) if ls.docs.get(uri) else None)
+        ls.submit("save the parse cache", lambda: _save(ls, uri, path))
 
     ls.loop.call_later(SAVE_AFTER, save)
+
+
+def _save(ls: ShapeScriptServer, uri: str, path: str):
+    """On the core thread: the file's parsed items on disk, and the pickler's memory back
+    to the system (memory.py)."""
+    if ls.docs.get(uri) is not None and ls.ws.save_parse_cache(path):
+        memory.release()
 
 
 def refresh_pull(ls: ShapeScriptServer):

@@ -84,6 +84,20 @@ def test_a_cache_that_is_not_this_files_is_no_cache(cache, tmp_path, damage):
     assert _diags(ws, path) == _diags(fresh, path)
 
 
+def test_simple_dims_are_parsed_again_not_kept(cache, tmp_path):
+    """A file of a million `dim X = 1` lines pickles none of them (a memo entry per object
+    took 460 MB more than the check): they parse again as fast as they unpickle."""
+    path = str(tmp_path / "m.ss")
+    text = "dim A = 1\ndim B = 0\ndim C = 2 * A\n" + SRC
+    ws = _open(path, text)
+    assert ws.save_parse_cache(path)
+    kept = [it for items in parse_cache.load(path).values() for it in items]
+    assert sorted(it.text.split("\n")[0] for it in kept if it.kind == "dim") == ["dim B = 0", "dim C = 2 * A"]
+    assert len(kept) == len(ws.file(path).items) - 2  # all but `dim A = 1` and `dim D = 4`
+    again = _open(path, text)
+    assert _diags(again, path) == _diags(ws, path) and len(again.file(path).items) == len(ws.file(path).items)
+
+
 def test_another_parser_reads_another_cache(cache, tmp_path, monkeypatch):
     path = str(tmp_path / "m.ss")
     _open(path, SRC).save_parse_cache(path)

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from shapescript_core.check.sizes import Size
+from shapescript_core.syntax import ast as A
 from shapescript_core.syntax import parser
 from shapescript_core.workspace import Workspace
 
@@ -31,14 +32,43 @@ def test_the_simple_dim_path_builds_the_parsers_item(text, monkeypatch):
     assert _shape(fast) == _shape(slow)
 
 
-def test_a_simple_dim_keeps_no_dict_and_no_tuple_of_its_own():
-    """What a million dims cost (bench/scale.py dims): each item's attributes are slots,
-    its name's span is found when asked, and its value's span is one shared tuple."""
+def test_a_simple_dim_keeps_no_dict_no_tuple_and_no_node_of_its_own():
+    """What a million dims cost (bench/scale.py dims): a dim's attributes are slots (no
+    dict at all), its name's span is found when asked, and its literal stays in the text
+    until asked for: then one node, kept, whose span is one shared tuple."""
     a = parser.parse_item("dim X1 = 10\n", "/x.ss", 0)
     b = parser.parse_item("dim X2 = 20\n", "/x.ss", 12)
-    assert vars(a) == {} and vars(b) == {}
+    assert not hasattr(a, "__dict__") and not hasattr(b, "__dict__")
+    assert a._value is A.LITERAL_IN_TEXT and a.plain and a.literal_size() == 10
     assert (a.name, a.name_pos, a.pos) == ("X1", (4, 6), (0, 11))
     assert a.value.pos == (9, 11) and a.value.pos is b.value.pos
+    assert a.value is a.value and a.value.value == 10 and a.literal_size() == 10
+    a.doc = "the doc"
+    assert (a.doc, b.doc, a.layout_errors) == ("the doc", "", ())
+
+
+@pytest.mark.parametrize("text, plain", [("dim X = 1\n", True), ("dim X\n", True), ("dim X = 0\n", False),
+                                         ("dim X = 999999999999999999\n", True),
+                                         ("dim X = 1000000000000000000\n", False), ("dim X = 2 * 3\n", False)])
+def test_only_a_valid_literal_or_no_value_is_plain(text, plain):
+    fast = parser.parse_item(text, "/x.ss", 0)
+    assert fast.plain is plain
+
+
+def test_plain_dims_get_no_dim_info_until_asked_and_the_table_reads_as_before():
+    ws = Workspace({"Z": 9})
+    ws.set_text("/s.ss", "dim Y = X + 1\ndim A = 3\ndim X = 4\ndim B\nmodel M:\n    w: [A]\n"
+                         "dim Z = 5\ndim C = 0\ndim M = 2\n")
+    a = ws.analyze("/s.ss")
+    dims = a.env.dims
+    # resolved up front: a dim with a value to evaluate, its dependencies, an override, a bad literal
+    assert list(dims._info) == ["X", "Y", "Z", "C"]
+    assert list(dims.items) == ["Y", "A", "X", "B", "Z", "C"]  # `M` is the model's
+    assert list(dims.info) == ["X", "Y", "A", "B", "Z", "C"]  # each dim after those it names
+    assert dims.values == {"X": 4, "A": 3, "Z": 9} and list(dims.values) == ["X", "A", "Z"]
+    assert [dims.info[n].value for n in "YB"] == [5, None] and dims.info["C"].canon is None
+    assert dims.is_dim("B") and not dims.is_dim("M") and "M" not in dims.info
+    assert [d.code for d in a.diags] == ["E0203", "E0208"]  # `M` twice, `C` not positive
 
 
 def test_a_dims_own_symbol_names_it_and_a_dim_defined_as_it_does_not_take_its_name():

@@ -9,6 +9,16 @@ from ..diagnostics import Anchor, Span
 
 Pos = tuple[int, int]  # (start, end) relative to the item
 _DIM_NAME = re.compile(r"dim[ \t]+([A-Za-z_][A-Za-z0-9_]*)")
+_DIM_LITERAL = re.compile(r"dim[ \t]+[A-Za-z_][A-Za-z0-9_]*[ \t]*=[ \t]*([0-9]+)")
+_SHARED_POS: dict = {}
+
+
+def shared_pos(pos: Pos) -> Pos:
+    """One tuple for each short span (a dim's value sits at one of a few dozen places on
+    its line): a million dims keep no million position tuples."""
+    if pos[1] >= 256:
+        return pos
+    return _SHARED_POS.setdefault(pos, pos)
 
 
 class Node:
@@ -258,10 +268,12 @@ class Item(Anchor):
     """A top-level item: the anchor of every span inside it."""
 
     # slots for what every item has (a file of a million `dim` lines holds no million
-    # instance dicts); the rest are class-level defaults, set on an item (in its dict) only
-    # when it has its own: no million empty lists
-    __slots__ = ("text", "path", "offset", "name", "_name_pos")
+    # instance dicts); the rest are class-level defaults, set on an item only when it has
+    # its own: no million empty lists. Models, functions, imports and broken items keep a
+    # dict for their other attributes; a dim has none (see DimItem)
+    __slots__ = ("text", "path", "offset", "name", "_name_pos", "__weakref__")
     kind = "item"
+    cheap = False  # DimItem.cheap
     doc = ""
     syntax_errors = ()  # Diagnostics (a list when there are some)
     layout_errors = ()
@@ -310,18 +322,73 @@ class ImportItem(Item):
     target_pos: Pos = (0, 0)
 
 
+LITERAL_IN_TEXT = False  # DimItem.value not built yet: a literal the parser checked, in the text
+
+
 class DimItem(Item):
-    __slots__ = ("value",)
+    """`dim NAME` or `dim NAME = size`. All slots, no dict: a file of a million dims.
+    The parser's fast path leaves a plain literal (1 to 18 digits, not 0: always a valid
+    size) in the text (`value` is LITERAL_IN_TEXT until asked for), so a million dims
+    keep no million nodes nor ints; `literal_size()` reads it without a node. The rare
+    doc comment and layout problems go in one slot (`_more`, a dict, or None)."""
+
+    __slots__ = ("_value", "_more")
     kind = "dim"
 
     def __init__(self, text: str, path: str, offset: int):
         super().__init__(text, path, offset)
-        self.value: Optional[SizeExpr] = None
+        self._value: object = None
+        self._more: Optional[dict] = None
+
+    @property
+    def value(self) -> Optional[SizeExpr]:
+        v = self._value
+        if v is LITERAL_IN_TEXT:
+            m = _DIM_LITERAL.match(self.text)
+            v = self._value = SInt(int(m.group(1)), shared_pos(m.span(1)))
+        return v
+
+    @value.setter
+    def value(self, v):
+        self._value = v
+
+    @property
+    def plain(self) -> bool:
+        """No value, or a literal that is a valid size (1 to 10^18 − 1): a dim that is its
+        own symbol, needing no evaluation. Known without building the literal's node."""
+        v = self._value
+        return v is LITERAL_IN_TEXT or v is None or (type(v) is SInt and 0 < v.value < 10 ** 18)
+
+    @property
+    def cheap(self) -> bool:
+        """Made by the parser's fast path, its literal still in the text: parsing it again
+        costs what reading it back would (parse_cache.py doesn't keep it)."""
+        return self._value is LITERAL_IN_TEXT and self._name_pos is None
+
+    def literal_size(self) -> Optional[int]:
+        """A plain dim's value (None when it has none), without building a node."""
+        v = self._value
+        if v is LITERAL_IN_TEXT:
+            return int(_DIM_LITERAL.match(self.text).group(1))
+        return v.value if type(v) is SInt else None
 
     def _derived_name_pos(self) -> Pos:
         # the parser's fast path for `dim NAME = 123` leaves the name's span to be found here
         m = _DIM_NAME.match(self.text)
         return m.span(1) if m else (0, 0)
+
+    def _extra(self, key: str, default):
+        more = self._more
+        return default if more is None else more.get(key, default)
+
+    def _set_extra(self, key: str, value):
+        if self._more is None:
+            self._more = {}
+        self._more[key] = value
+
+    doc = property(lambda self: self._extra("doc", ""), lambda self, v: self._set_extra("doc", v))
+    layout_errors = property(lambda self: self._extra("layout_errors", ()),
+                             lambda self, v: self._set_extra("layout_errors", v))
 
 
 class ModelItem(Item):

@@ -394,24 +394,17 @@ def _lex_problem(item: A.Item, p: LexProblem) -> Diagnostic:
 _SIMPLE_DIM = re.compile(r"dim[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*([0-9]+)[ \t]*(?:#[^\n]*)?\n*\Z")
 
 
-_SHARED_POS: dict = {}
-
-
-def _shared_pos(pos: A.Pos) -> A.Pos:
-    """One tuple for each short span (a dim's value sits at one of a few dozen places on
-    its line): a million dims keep no million position tuples."""
-    if pos[1] >= 256:
-        return pos
-    return _SHARED_POS.setdefault(pos, pos)
-
-
 def parse_item(text: str, path: str, offset: int) -> A.Item:
     """Parse one item's text. Never raises: a broken item carries its diagnostics."""
     m = _SIMPLE_DIM.match(text)
     if m is not None and m.group(1) not in KEYWORDS:
         item = A.DimItem(text, path, offset)
         item.name = m.group(1)  # its span is derived when asked (DimItem.name_pos): no tuple kept
-        item.value = A.SInt(int_literal(m.group(2)), _shared_pos(m.span(2)))
+        digits = m.group(2)
+        if len(digits) <= 18 and digits.lstrip("0"):  # a valid size (not 0): its node is built when asked
+            item.value = A.LITERAL_IN_TEXT
+        else:  # 0 or too large: checked now, E0208
+            item.value = A.SInt(int_literal(m.group(2)), A.shared_pos(m.span(2)))
         return item
     try:
         tokens, problems = tokenize(text)
