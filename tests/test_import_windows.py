@@ -110,3 +110,18 @@ def test_a_rope_scaling_the_source_lacks_is_an_e3316_warning(tmp_path):
         "shapescript: warning: [E3316] the source's rope scaling is none, but the checkpoint's config.json "
         "rope_parameters says linear, factor 8: the export keeps the source's, and its outputs will differ "
         "from the original model's"]
+
+
+def test_a_mistral_gguf_imports_into_the_windowed_source(mistral, tmp_path):
+    """llama.cpp holds a Mistral as a llama (no window in the file): its .gguf, here written
+    by --gguf from a window-less llama source, imports by role into examples/mistral.ss,
+    whose window makes it transformers' Mistral again."""
+    model, ckpt = mistral
+    gguf_file = str(tmp_path / "mistral.gguf")
+    r = run_cli("export", LLAMA, "--gguf", "-o", gguf_file, "--weights", ckpt, "--force", *dims())
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = str(tmp_path / "hf")
+    r = run_cli("export", MISTRAL, "--hf", "-o", out, "--weights", gguf_file, "--force", *dims(W=W))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "E3316" in r.stdout + r.stderr  # the file's rope base is llama.ss's 500000: the source keeps 10000
+    assert max_diff(logits(model, PROMPT), logits(load_export(out), PROMPT)) < 1e-4
