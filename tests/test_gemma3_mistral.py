@@ -181,8 +181,8 @@ if __name__ == "__main__":
 
 
 def test_vllm_gives_transformers_tokens_through_both_model_implementations(tmp_path):
-    """Both models in one script: vLLM's Transformers backend on the --vllm directory, and
-    the native model of its plugin (pip-installed into a directory of its own)."""
+    """Both models in one script: the native model of the --vllm directory's plugin
+    (pip-installed into a directory of its own), and vLLM's Transformers backend."""
     from envs import require_vllm, run_in_env
     python = require_vllm()
     site = tmp_path / "site"
@@ -204,7 +204,9 @@ def test_vllm_gives_transformers_tokens_through_both_model_implementations(tmp_p
                 logp = model(seq).logits.log_softmax(-1)[0]
             new = seq[0, len(p):].tolist()
             want[kind].append((new, [logp[len(p) - 1 + k, t].item() for k, t in enumerate(new)]))
-        runs += [(kind, out, "transformers"), (kind, out, "native")]
+        # the native model for both; vLLM's Transformers backend for Gemma 3, whose mixed
+        # layer types it reads from config.json (one engine fewer: each starts in ~30 s)
+        runs += [(kind, out, "native")] + ([(kind, out, "transformers")] if kind == "gemma3" else [])
     got = run_in_env(python, SERVE, json.dumps(prompts), json.dumps(runs), timeout=900,
                      env={"PYTHONPATH": str(site)}).result
     for kind, _, impl in runs:
