@@ -98,3 +98,24 @@ def test_the_params_of_a_long_stack_come_in_order(tmp_path):
     assert [s.path for s in specs[:3]] == ["layers.0.n", "layers.0.attn.w", "layers.1.n"]
     assert [s.path for s in specs[-2:]] == ["layers.19999.attn.w", "out"]
     assert specs[1].shape == specs[-2].shape == (4, 4) and specs[0].init == ("ones",)
+
+
+def test_a_simple_dims_text_is_the_files_and_follows_its_edits():
+    """A fast-path dim keeps no string of its own: its text is a slice of the file's text,
+    and after an edit every dim points at the new text (no older version kept alive)."""
+    import pickle
+    ws = Workspace()
+    text = "dim A = 1\ndim B = 2 * A\n\ndim C = 3  # c\n"
+    ws.set_text("/s.ss", text)
+    f = ws.file("/s.ss")
+    a, b, c = f.items
+    assert [it.text for it in f.items] == ["dim A = 1\n", "dim B = 2 * A\n", "dim C = 3  # c\n"]
+    assert a._src is f.text and c._src is f.text and b._src == b.text  # the parser's own dim keeps its text
+    ws.set_text("/s.ss", "dim Z = 7\n" + text.replace("dim C = 3", "dim C = 4"))
+    f = ws.file("/s.ss")
+    assert f.items[1] is a and a.offset == 10 and a.text == "dim A = 1\n" and a._src is f.text
+    assert [it.text for it in f.items] == ["dim Z = 7\n", "dim A = 1\n", "dim B = 2 * A\n", "dim C = 4  # c\n"]
+    assert all(it._src is f.text for it in f.items if it is not f.items[2])
+    assert [d.code for d in ws.diagnostics("/s.ss")] == []
+    copy = pickle.loads(pickle.dumps(a))
+    assert copy._src == "dim A = 1\n" and copy.text == a.text and copy.offset == a.offset

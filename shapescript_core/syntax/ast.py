@@ -269,21 +269,21 @@ class Item(Anchor):
 
     # slots for what every item has (a file of a million `dim` lines holds no million
     # instance dicts); the rest are class-level defaults, set on an item only when it has
-    # its own: no million empty lists. Models, functions, imports and broken items keep a
-    # dict for their other attributes; a dim has none (see DimItem)
-    __slots__ = ("text", "path", "offset", "name", "_name_pos", "__weakref__")
+    # its own: no million empty lists. Models, functions, imports and broken items keep
+    # their text and other attributes in a dict; a dim has none (see DimItem)
+    __slots__ = ("path", "offset", "name", "__weakref__")
     kind = "item"
     cheap = False  # DimItem.cheap
     doc = ""
     syntax_errors = ()  # Diagnostics (a list when there are some)
     layout_errors = ()
+    _name_pos = None  # the name's span when the parser gave it (else derived)
 
     def __init__(self, text: str, path: str, offset: int):
         self.text = text
         self.path = path
         self.offset = offset
         self.name: Optional[str] = None
-        self._name_pos = None
 
     @property
     def pos(self) -> Pos:
@@ -327,18 +327,51 @@ LITERAL_IN_TEXT = False  # DimItem.value not built yet: a literal the parser che
 
 class DimItem(Item):
     """`dim NAME` or `dim NAME = size`. All slots, no dict: a file of a million dims.
-    The parser's fast path leaves a plain literal (1 to 18 digits, not 0: always a valid
-    size) in the text (`value` is LITERAL_IN_TEXT until asked for), so a million dims
-    keep no million nodes nor ints; `literal_size()` reads it without a node. The rare
-    doc comment and layout problems go in one slot (`_more`, a dict, or None)."""
 
-    __slots__ = ("_value", "_more")
+    Its text is a slice of a source string (`_src[_start:_start + _len]`): the file's
+    text for a dim the parser's fast path made (no string of its own: `parser.rebase`
+    points it at each new version of the file), else its own text. The fast path also
+    leaves a plain literal (1 to 18 digits, not 0: always a valid size) in the text
+    (`value` is LITERAL_IN_TEXT until asked for), so a million dims keep no million
+    strings, nodes nor ints; `literal_size()` reads it without a node. The rare doc
+    comment, layout problems and name span go in one slot (`_more`, a dict, or None)."""
+
+    __slots__ = ("_src", "_start", "_len", "_value", "_more")
     kind = "dim"
 
     def __init__(self, text: str, path: str, offset: int):
         super().__init__(text, path, offset)
         self._value: object = None
         self._more: Optional[dict] = None
+
+    @classmethod
+    def in_source(cls, src: str, start: int, end: int, path: str) -> "DimItem":
+        """The item of src[start:end], its text left in src."""
+        item = cls.__new__(cls)
+        item._src, item._start, item._len = src, start, end - start
+        item.path, item.offset, item.name = path, start, None
+        item._value = item._more = None
+        return item
+
+    @property
+    def text(self) -> str:
+        s, a = self._src, self._start
+        return s if a == 0 and self._len == len(s) else s[a:a + self._len]
+
+    @text.setter
+    def text(self, text: str):
+        self._src, self._start, self._len = text, 0, len(text)
+
+    def rebase(self, src: str):
+        """The same text, found in `src` at the item's offset (a newer version of the
+        file): the older version is not kept alive by it."""
+        if self._src is not src and self._len != len(self._src):
+            self._src, self._start = src, self.offset
+
+    def __getstate__(self):
+        # its own text, not the file's (a pickled item never holds the whole file)
+        return None, {"path": self.path, "offset": self.offset, "name": self.name, "_src": self.text,
+                      "_start": 0, "_len": self._len, "_value": self._value, "_more": self._more}
 
     @property
     def value(self) -> Optional[SizeExpr]:
@@ -389,6 +422,8 @@ class DimItem(Item):
     doc = property(lambda self: self._extra("doc", ""), lambda self, v: self._set_extra("doc", v))
     layout_errors = property(lambda self: self._extra("layout_errors", ()),
                              lambda self, v: self._set_extra("layout_errors", v))
+    _name_pos = property(lambda self: self._extra("name_pos", None),
+                         lambda self, v: self._set_extra("name_pos", v))
 
 
 class ModelItem(Item):
