@@ -3,7 +3,8 @@
 config.json carries every dim's value, `auto_map` and `architectures`, and the
 conventional names engines read where they apply (`vocab_size`, `hidden_size`,
 `num_attention_heads`, `num_key_value_heads`, `head_dim`, `num_hidden_layers`,
-`tie_word_embeddings`, `max_position_embeddings`).
+`tie_word_embeddings`, `max_position_embeddings`), and `rope_parameters` when the model's
+rotary positions are one table (compile/rotary_plan.py: its `rotary_emb` reads them).
 """
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ CONFIG_ATTRS = {"dtype", "torch_dtype", "architectures", "auto_map", "model_type
                 "use_cache", "vocab_size", "hidden_size", "num_attention_heads", "num_key_value_heads",
                 "head_dim", "num_hidden_layers", "tie_word_embeddings", "max_position_embeddings",
                 "transformers_version", "is_encoder_decoder", "pad_token_id", "bos_token_id",
-                "eos_token_id", "return_dict", "output_attentions", "output_hidden_states"}
+                "eos_token_id", "return_dict", "output_attentions", "output_hidden_states", "rope_parameters",
+                "rope_scaling", "rope_theta", "partial_rotary_factor"}
 
 TORCH_DTYPE_NAMES = {n: BY_NAME[n].torch for n in STORED}
 
@@ -55,18 +57,24 @@ def conventional(gen) -> dict:
     out["hidden_size"] = prog.value_of(table.axes[1].size)
     site = next((c.sites[0] for c in gen.classes.values() if c.sites), None)
     if site is not None:
-        q = site.attrs["args"]["q"]
         attention = plan.attention.site(site)  # heads and groups, decided once by the plan
         out["num_attention_heads"] = attention.heads
         out["num_key_value_heads"] = attention.kv_heads
-        out["head_dim"] = prog.value_of(q.type.axes[-1].size)
+        out["head_dim"] = gen.head_dim()
     out["num_hidden_layers"] = gen.attention_count(plan.root)
     if lm.positions:
         pt = next(t for n, t, _ in entry.params if n == lm.positions)
         if isinstance(pt, TensorT) and pt.dtype.name == "Index":
             out["max_position_embeddings"] = prog.value_of(pt.dtype.index)
     out["tie_word_embeddings"] = lm.tied
+    if gen.rotary is not None:
+        out["rope_parameters"] = rope_parameters(gen.rotary)
     return out
+
+
+def rope_parameters(rotary) -> dict:
+    """transformers' `rope_parameters` of the model's rotary table (plain RoPE)."""
+    return {"rope_type": "default", "rope_theta": rotary.theta}
 
 
 def config_json(gen, names, dtype: str, source_name: str) -> dict:
@@ -93,11 +101,19 @@ def config_json(gen, names, dtype: str, source_name: str) -> dict:
     return cfg
 
 
+def _py_dict(d: dict) -> str:
+    """A dict literal of string keys and string or number values."""
+    return "{" + ", ".join(f"{py_str(k)}: {py_str(v) if isinstance(v, str) else py_number(v)}"
+                           for k, v in d.items()) + "}"
+
+
 def configuration_source(gen, names, cfg: dict, source_name: str) -> str:
     skip = {"architectures", "auto_map", "model_type", "dtype", "torch_dtype", "shapescript"}
     fields = [(k, v) for k, v in cfg.items() if k not in skip]
-    args = ", ".join(f"{k}={py_number(v)}" for k, v in fields)
-    sets = "\n".join(f"        self.{k} = {k}" for k, v in fields if k != "tie_word_embeddings")
+    args = ", ".join(f"{k}={'None' if isinstance(v, dict) else py_number(v)}" for k, v in fields)
+    sets = "\n".join(f"        self.{k} = {k}" if not isinstance(v, dict) else
+                     f"        self.{k} = {k} if {k} is not None else {_py_dict(v)}"
+                     for k, v in fields if k != "tie_word_embeddings")
     tie = cfg.get("tie_word_embeddings")
     lines = [
         py_docstring(f"Configuration of the model ShapeScript exported from `{shown(source_name)}`, "
