@@ -119,6 +119,9 @@ def write(ctx) -> str:
     summary += f"; converted in {seconds:.0f} s)"
     if not bundle:
         ctx.notes.append("no model.litertlm: the LiteRT-LM bundle needs a tokenizer (--tokenizer DIR)")
+    elif o.split_cache:
+        ctx.notes.append("model.litertlm holds the split-cache model: LiteRT-LM runs it on an NPU backend "
+                         "(its CPU backend refuses it: no input positions)")
     return summary
 
 
