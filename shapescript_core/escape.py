@@ -90,6 +90,20 @@ def py_number(value, what: str = "a number") -> str:
     return py_float(value, what)
 
 
+def py_value(value, what: str = "a value") -> str:
+    """A config value as a Python literal: numbers (finite), strings (escaped), None, and
+    lists and dicts of those (layer_types, rope_parameters)."""
+    if value is None:
+        return "None"
+    if isinstance(value, str):
+        return py_str(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(py_value(v, what) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{py_str(str(k))}: {py_value(v, what)}" for k, v in value.items()) + "}"
+    return py_number(value, what)
+
+
 def toml_str(value: str) -> str:
     """A TOML basic string whose value is `value` (JSON's escapes are TOML's, but TOML
     refuses raw control characters and DEL, which json.dumps leaves in)."""

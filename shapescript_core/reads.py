@@ -199,16 +199,20 @@ class Meanings:
         if moved:
             memo.pop(ALL_MODELS, None)
 
-    def carry_full(self, prev: "Meanings | None"):
+    def carry_full(self, prev: "Meanings | None", among=None):
         """Once models and signatures are built: take over the answers for the names
         whose model, signature, broken state and model-ness are the same objects as in the
-        last analysis."""
+        last analysis. `among`: the only names whose model or signature may differ (the
+        others were taken from the last analysis), else all are compared."""
         if prev is None or prev.dims.fingerprint != self.dims.fingerprint:
             return
         changed = prev.model_names ^ self.model_names
         for mine, theirs in ((self.models, prev.models), (self.sigs, prev.sigs)):
-            changed.update(n for n, v in mine.items() if theirs.get(n) is not v)
-            changed.update(n for n in theirs if n not in mine)
+            if among is None:
+                changed.update(n for n, v in mine.items() if theirs.get(n) is not v)
+                changed.update(n for n in theirs if n not in mine)
+            else:
+                changed.update(n for n in among if mine.get(n) is not theirs.get(n))
         changed.update(n for n, k in self.broken.items() if prev.broken.get(n) != k)
         changed.update(n for n in prev.broken if n not in self.broken)
         memo = self.full

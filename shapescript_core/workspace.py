@@ -438,15 +438,17 @@ class Workspace:
                 cache.pop(k, None)
 
     def work_counts(self) -> dict:
-        """{path: {"analyses": n, "items": n}}: how many times each file was analysed, and
-        how many item checks (a model's fields, a function's signature or body) its
-        analyses ran, since the workspace was made (for tests and benchmarks)."""
+        """{path: {"analyses": n, "items": n, "declarations": n}}: how many times each file
+        was analysed, how many item checks (a model's fields, a function's signature or
+        body) its analyses ran, and how many models and signatures, its own and its
+        imports', they looked up (built or found in the cache), since the workspace was
+        made (for tests and benchmarks)."""
         return {p: dict(w) for p, w in self._work.items()}
 
-    def _count(self, kind: str):
+    def _count(self, kind: str, n: int = 1):
         if self._analyzing:
-            w = self._work.setdefault(self._analyzing[-1], {"analyses": 0, "items": 0})
-            w[kind] += 1
+            w = self._work.setdefault(self._analyzing[-1], {"analyses": 0, "items": 0, "declarations": 0})
+            w[kind] += n
 
     def note_body_read(self, item):
         """An analysis under way read the result of a function of another file (the
@@ -619,7 +621,7 @@ class Workspace:
         items = f.items
         self._analyzing.append(path)
         self._reads_stack.append([])
-        w = self._work.setdefault(path, {"analyses": 0, "items": 0})
+        w = self._work.setdefault(path, {"analyses": 0, "items": 0, "declarations": 0})
         w["analyses"] += 1
         try:
             with _no_gc():
@@ -684,14 +686,22 @@ class Workspace:
         # what the imports declare, kept per version of their items: the visible names,
         # the dims, the broken names and the models among them
         imp = self._imported.get(f.path)
+        changed = None  # the imported names whose item may differ from the last analysis's
+        old_lists = imp[0] if imp is not None else ()
         if imp is None or len(imp[0]) != len(lists) or not all(map(operator.is_, imp[0], lists)):
-            ivisible: dict = {}
-            for items in lists:
-                for it in items:
-                    if it.name is not None:
-                        ivisible.setdefault(it.name, it)
-            imp = (lists, ivisible, *_declared(ivisible))
+            got = self._imported_since(imp, closure, lists)
+            if got is not None:
+                imp, changed = got
+            else:
+                ivisible: dict = {}
+                for items in lists:
+                    for it in items:
+                        if it.name is not None:
+                            ivisible.setdefault(it.name, it)
+                imp = (lists, ivisible, *_declared(ivisible))
             self._imported[f.path] = imp
+        else:
+            changed = ()
         ivisible = imp[1]
         shadowed = len(ivisible) + len(own) != len(ivisible.keys() | own.keys())  # an own name hides an import's
         if ivisible:
@@ -716,44 +726,44 @@ class Workspace:
                             lambda: (dims.fingerprint, tuple(sorted((n, it.kind) for n, it in visible.items()))))
         prev = self._meanings.get(f.path)
         meanings.carry_decl(prev)
-        models: dict = {}
-        sigs: dict = {}
-        decl = meanings.decl
         own_key = self._interface_entry(f.path)[2]
         last = self._decl_prev.get(f.path)
-        names = visible.items()
-        fast = False
-        if stamp is not None and last is not None and last[0] == own_key and last[1] == stamp[0] and not shadowed \
-                and last[4].keys() == stamp[1].keys() and all(map(operator.is_, last[4].values(), stamp[1].values())):
-            # neither this file's declarations nor any import's interface changed: every
-            # imported declaration means what it meant (same reads, same answers), so its
-            # model or signature is the last analysis's; only this file's items are looked at
-            models, sigs = dict(last[2]), dict(last[3])
-            for n, it in own.items():
-                models.pop(n, None)
-                sigs.pop(n, None)
-            names = own.items()
-            fast = True
-        for n, it in names:
-            if isinstance(it, A.ModelItem):
-                cache, build, into = self._model_cache, build_model, models
-            elif isinstance(it, A.FnItem):
-                cache, build, into = self._sig_cache, build_signature, sigs
-            else:
-                continue
-            e = cache.get(id(it))  # _cached's reuse, inline: this loop sees every item
-            if e is not None and e[0] is it and (e[1][0] is None or e[1][0](decl) == e[1][1]):
-                got = e[2]
-            else:
-                got = self._cached(cache, it, meanings, build, dims, model_names)
-            into[n] = got[0]
-            if got[1] and own.get(n) is it:
-                diags.extend(got[1])
-        meanings.models, meanings.sigs = models, sigs
-        if stamp is not None and not fast:
-            self._decl_prev[f.path] = (own_key, stamp[0], {n: m for n, m in models.items() if own.get(n) is None},
-                                       {n: g for n, g in sigs.items() if own.get(n) is None}, stamp[1])
-        meanings.carry_full(prev)
+        if stamp is not None and last is not None and last[0] == own_key and not shadowed \
+                and changed is not None and (last[1] == stamp[0] or changed) \
+                and tuple(last[4]) == tuple(stamp[1]) and all(map(operator.is_, last[4].values(), old_lists)):
+            # this file's declarations are the same, and of the imports only the names in
+            # `changed` (none: an edit in this file) have new items, none of them a dim or a
+            # model that became something else or the reverse (`_imported_since`): every
+            # other imported declaration reads dims and model names that mean what they
+            # meant, so its model or signature is the last analysis's. Only this file's
+            # items and the changed names are looked at (cutoff by name)
+            imodels, isigs = dict(last[2]), dict(last[3])
+            names = []
+            for n in changed:
+                it = ivisible.get(n)
+                if isinstance(it, (A.ModelItem, A.FnItem)):
+                    names.append((n, it))
+                else:
+                    imodels.pop(n, None)
+                    isigs.pop(n, None)
+            self._declare(names, imodels, isigs, meanings, dims, model_names, own, diags)
+            if any(n not in last[2] and n not in last[3] for n, _ in names):
+                # a name new to the imports: in the order of `visible`, as a whole analysis has them
+                imodels = {n: imodels[n] for n in ivisible if n in imodels}
+                isigs = {n: isigs[n] for n in ivisible if n in isigs}
+            models, sigs = dict(imodels), dict(isigs)
+            self._declare(own.items(), models, sigs, meanings, dims, model_names, own, diags)
+            meanings.models, meanings.sigs = models, sigs
+            meanings.carry_full(prev, (*changed, *own))
+        else:
+            models, sigs = {}, {}
+            self._declare(visible.items(), models, sigs, meanings, dims, model_names, own, diags)
+            imodels = {n: m for n, m in models.items() if own.get(n) is None}
+            isigs = {n: g for n, g in sigs.items() if own.get(n) is None}
+            meanings.models, meanings.sigs = models, sigs
+            meanings.carry_full(prev)
+        if stamp is not None:
+            self._decl_prev[f.path] = (own_key, stamp[0], imodels, isigs, stamp[1])
         self._meanings[f.path] = meanings
         env = FileEnv(dims, models, sigs, broken)
         diags.extend(self._model_cycles_of(f.path, models, own))
@@ -783,6 +793,82 @@ class Workspace:
         a = Analysis(f.path, f, env, diags, fns, own, visible, imports)
         a.diags.extend(export_diagnostics(self, a))
         return a
+
+    def _imported_since(self, imp, closure: list, lists: list):
+        """(what the imports declare now, the names whose item changed) from `imp`, what
+        they declared at the last analysis, when the only differences are a few items of
+        the same files (by identity: the items an edit left alone are the same objects)
+        and none of them is a dim, an item with no name, or a model that became something
+        else or the reverse (those change what every declaration may read: the caller
+        then builds it all again). None when it can't tell."""
+        if imp is None or len(imp[0]) != len(lists):
+            return None
+        changed: set = set()
+        for old, new in zip(imp[0], lists):
+            if old is new:
+                continue
+            region = _differing(old, new, CUTOFF_ITEMS - len(changed))
+            if region is None:
+                return None
+            for it in region:
+                if it.name is None or _is_dim(it):
+                    return None
+                changed.add(it.name)
+        ivisible, broken, declared = dict(imp[1]), dict(imp[3]), set(imp[4])
+        maps = [e[3] for e in map(self._interface_entry, closure) if e[1] is not None]
+        if len(maps) != len(lists):
+            return None
+        for n in list(changed):
+            before = ivisible.get(n)
+            now = next((it for m in maps if (it := m.get(n)) is not None), None)
+            if now is before:
+                changed.discard(n)
+                continue
+            if (before is not None and _is_dim(before)) or (now is not None and _is_dim(now)) or \
+                    _is_model(before) != _is_model(now):
+                return None
+            if now is None:
+                del ivisible[n]
+            else:
+                ivisible[n] = now
+            broken.pop(n, None)
+            declared.discard(n)
+            if isinstance(now, A.BrokenItem):
+                broken[n] = now.declared_kind
+            elif isinstance(now, A.ModelItem):
+                declared.add(n)
+        if any(n not in imp[1] for n in changed):  # a new name: in the order a whole pass gives
+            order: dict = {}
+            for m in maps:
+                for n, it in m.items():
+                    order.setdefault(n, it)
+            ivisible = order
+            broken = {n: broken[n] for n in ivisible if n in broken}
+        return (lists, ivisible, imp[2], broken, declared), tuple(sorted(changed))
+
+    def _declare(self, names, models: dict, sigs: dict, meanings: Meanings, dims, model_names, own: dict,
+                 diags: list):
+        """The model or signature of each (name, item) into `models` or `sigs` (from the
+        cache while what it read holds), and this file's declaration errors into `diags`."""
+        decl = meanings.decl
+        looked = 0
+        for n, it in names:
+            if isinstance(it, A.ModelItem):
+                cache, build, into = self._model_cache, build_model, models
+            elif isinstance(it, A.FnItem):
+                cache, build, into = self._sig_cache, build_signature, sigs
+            else:
+                continue
+            looked += 1
+            e = cache.get(id(it))  # _cached's reuse, inline: this loop sees every item
+            if e is not None and e[0] is it and (e[1][0] is None or e[1][0](decl) == e[1][1]):
+                got = e[2]
+            else:
+                got = self._cached(cache, it, meanings, build, dims, model_names)
+            into[n] = got[0]
+            if got[1] and own.get(n) is it:
+                diags.extend(got[1])
+        self._count("declarations", looked)
 
     def _cached(self, cache: dict, item, meanings: Meanings, build, dims, model_names):
         """A declaration's (fields, signature) build, reused while what it read holds."""
@@ -890,6 +976,31 @@ class Workspace:
     # ------------------------------------------------------------ queries
     def all_diagnostics(self, paths) -> dict:
         return {p: self.diagnostics(p) for p in paths}
+
+
+CUTOFF_ITEMS = 256  # an import's edit of more items than this: its importers are declared again whole
+
+
+def _differing(old: list, new: list, limit: int):
+    """The items of `old` and `new` outside their longest common prefix and suffix (by
+    identity), or None when there are more than `limit` of them."""
+    m = min(len(old), len(new))
+    i = 0
+    while i < m and old[i] is new[i]:
+        i += 1
+    j = 0
+    while j < m - i and old[-1 - j] is new[-1 - j]:
+        j += 1
+    region = old[i:len(old) - j] + new[i:len(new) - j]
+    return region if len(region) <= limit else None
+
+
+def _is_dim(it) -> bool:
+    return isinstance(it, A.DimItem) or (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")
+
+
+def _is_model(it) -> bool:
+    return isinstance(it, A.ModelItem) or (isinstance(it, A.BrokenItem) and it.declared_kind == "model")
 
 
 def _first_of_each_name(items: list) -> dict:

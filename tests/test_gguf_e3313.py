@@ -79,7 +79,8 @@ def test_only_where_gguf_was_asked_for():
 
 
 def test_supported_models_check_clean():
-    for name in ("llama_variant.ss", "llama_fused.ss", "llama_qkv.ss", "llama_interleaved_tied.ss", "qwen2.ss"):
+    for name in ("llama_variant.ss", "llama_fused.ss", "llama_qkv.ss", "llama_interleaved_tied.ss", "qwen2.ss",
+                 "gemma3.ss"):
         assert [(d.code, d.message) for d in errors(program(name))] == [], name
 
 
@@ -128,3 +129,54 @@ def test_departures_name_what_llama_has_there(old, new, words):
     assert old in LLAMA
     (d,) = errors("/tmp/shapescript-gguf/llama_edit.ss", LLAMA.replace(old, new))
     assert d.code == "E3313" and d.message.startswith(HEAD + words)
+
+
+def test_a_window_llama_cpp_runs_only_as_gemma3_is_never_dropped(tmp_path):
+    """A llama with a sliding window (Mistral): llama.cpp's llama has none, so the export
+    refuses it rather than writing a model that attends further."""
+    src = LLAMA.replace("scaled_dot_product_attention(q, k, v, attn_mask=causal[n n])",
+                        "scaled_dot_product_attention(q, k, v, attn_mask=causal[n n], window=4096)")
+    words = ("the attention has a sliding window of 4096 (line 42), where llama has full attention "
+             "(llama.cpp runs a sliding window only as gemma3)")
+    (d,) = errors("/tmp/shapescript-gguf/llama_window.ss", src)
+    assert d.code == "E3313" and d.message == HEAD + words
+    path = tmp_path / "mistral.ss"
+    path.write_text(src, encoding="utf-8")
+    r = run_cli("export", str(path), "--gguf", "-o", str(tmp_path / "m.gguf"), "--random-weights")
+    assert r.returncode == 1 and words in r.stdout + r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["mistral.ss"]
+
+
+GEMMA3 = open(program("gemma3.ss"), encoding="utf-8").read()
+GEMMA3_EDITS = [  # tests/programs/gguf/gemma3.ss changed in one place -> the words of its departure
+    ("(gelu_tanh(linear(x, p.w_gate))", "(silu(linear(x, p.w_gate))",
+     "the MLP's gate uses `silu` (line 61), where gemma3 has gelu_tanh(gate(h)) * up(h) into a down "
+     "projection (GeGLU)"),
+    ("x = embedding(ids, m.embed) * sqrt(D)", "x = embedding(ids, m.embed)",
+     "the residual stream starts from the token embedding unscaled (line 71), where gemma3 has the token "
+     "embedding times sqrt(D) at the start of the residual stream"),
+    ("    x = x + rms_norm(h, 1.0 + blk.post_attn_norm, over=D, eps=1e-6)", "    x = x + h",
+     "the block's first sublayer's output is added to the residual stream without a norm (line 65), where "
+     "gemma3 has attention then an MLP, each as x + rms_norm(sublayer(rms_norm(x)))"),
+    ("        window = W if local else P", "        window = W if i < 3 else 16 if local else P",
+     "this attention's window is 16 (line 57), where the first's is 8: gemma3 has one sliding window"),
+    ("        theta = 10000.0 if local else 1000000.0", "        theta = 10000.0 if i < 2 else 1000000.0",
+     "this sliding-window layer's rope theta is 1000000 (line 57), where the first sliding-window layer's is "
+     "10000: gemma3 has one theta for each kind of layer"),
+]
+
+
+@pytest.mark.parametrize("old,new,words", GEMMA3_EDITS,
+                         ids=["silu", "unscaled-embedding", "no-post-norm", "two-windows", "two-thetas"])
+def test_departures_from_gemma3_name_what_gemma3_has_there(old, new, words, tmp_path):
+    assert old in GEMMA3
+    src = GEMMA3.replace(old, new)
+    if "window" in words or "theta" in words:  # per-layer settings: the editor traces two layers, the export all
+        path = tmp_path / "gemma3.ss"
+        path.write_text(src, encoding="utf-8")
+        r = run_cli("export", str(path), "--gguf", "-o", str(tmp_path / "m.gguf"), "--random-weights")
+        assert r.returncode == 1 and HEAD + words in r.stdout + r.stderr
+        assert sorted(os.listdir(tmp_path)) == ["gemma3.ss"]
+        return
+    (d,) = errors("/tmp/shapescript-gguf/gemma3_edit.ss", src)
+    assert d.code == "E3313" and d.message == HEAD + words

@@ -276,4 +276,4 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     assert "Sending request" not in logs["main"], logs["main"][-3000:]
     assert "restarting the server" in logs["main"] and logs["main"].count("the server is running") == 2
     print(f"VS Code end to end: {elapsed:.1f} s in all, the UI steps {r['timings']}; "
-          f"Control+. pressed {r['quick_fix_attempts']}x, hover tries {r.get('hover_attempts')}")
+          f"Control+. pressed {r['quick_fix_attempts']}x (light bulb: {r.get('lightbulb')}), hover tries {r.get('hover_attempts')}")

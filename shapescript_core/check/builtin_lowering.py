@@ -209,7 +209,11 @@ def scaled_dot_product_attention(e: Emitter, n) -> str:
     mask = e.arg(n, "attn_mask")
     if mask is not None:
         scores = tuple(q.type.axes[:-1]) + (k.type.axes[-2],)
-        parts.append(f"attn_mask={e.aligned(mask, scores)}")
+        code = e.aligned(mask, scores)
+        if e.arg(n, "window") is not None:  # the causal mask narrowed to the window (v0.2)
+            e.use_helper("window_mask")
+            code = f"window_mask({code}, {e.scalar(n, 'window')})"
+        parts.append(f"attn_mask={code}")
     if e.arg(n, "scale") is not None:
         parts.append(f"scale={e.scalar(n, 'scale', number=True)}")
     if q.type.axes[-3].size != k.type.axes[-3].size:

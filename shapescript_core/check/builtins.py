@@ -13,6 +13,7 @@ from ..syntax import ast as A
 from . import builtin_lowering as L, messages as M, ops
 from .patterns import check_pattern_call
 from .sizes import Size
+from .static import value as static_value
 from .types import (BOOL, F32, I64, UNKNOWN, Axis, DType, DTypeValue, ScalarT, TensorT,
                     is_unknown)
 
@@ -297,7 +298,38 @@ def _sdpa(ck, call, b: Bound):
                 ck.add(M.mask_mismatch(ck.span(b.n("attn_mask").pos), ck.render(m), ck.render(scores),
                                        "the mask's axes must be the scores' axes"))
                 return UNKNOWN
+    if b.has("window") and not _window_ok(ck, call, b):
+        return UNKNOWN
     return TensorT(q.axes[:-1] + (v.axes[-1],), q.dtype)
+
+
+def _window_ok(ck, call, b: Bound) -> bool:
+    """`window=W` (v0.2): beside `attn_mask=causal[…]`, W a positive compile-time integer."""
+    if not b.has("attn_mask"):
+        ck.add(M.missing_argument(ck.span(A.op_pos(call)), "scaled_dot_product_attention", "attn_mask")).help(
+            "a sliding window narrows the causal mask: write `attn_mask=causal[n n], window=W`")
+        return False
+    mask = b.n("attn_mask")
+    if not isinstance(mask, A.Mask):
+        ck.add(M.must_be(ck.span(mask.pos), "attn_mask", "`causal[…]` beside `window=`",
+                         f"`{ops.operand_text(ck, mask)}`", "a sliding window narrows the causal mask"))
+        return False
+    node, t = b.n("window"), b.t("window")
+    # a number must be an integer; a scalar parameter (`window: []`) takes one at each call,
+    # its value checked where the call is compiled
+    integer = (isinstance(t, ScalarT) and t.num == "int") or (
+        isinstance(t, TensorT) and not t.axes and t.dtype.name != "bool")
+    if not integer or not ck.is_static(node):
+        found = "a value computed when the model runs" if integer else ck.kind_word(t)
+        ck.add(M.must_be(ck.span(node.pos), "window", "a positive compile-time integer", found,
+                         "the window's width in positions"))
+        return False
+    v = static_value(node, {}, ck.dim_value)
+    if v is not None and v <= 0:
+        ck.add(M.must_be(ck.span(node.pos), "window", "a positive compile-time integer", str(v),
+                         "a window holds at least the query itself"))
+        return False
+    return True
 
 
 def _is_integral(s: Size) -> bool:
@@ -462,9 +494,11 @@ def _build_table() -> dict:
                 "(rotate-half, as Hugging Face Llama) or \"interleaved\" (pairs, as GPT-J).", "rope",
                 lower=L.rope))
     add(Builtin("scaled_dot_product_attention",
-                [("q", REQUIRED), ("k", REQUIRED), ("v", REQUIRED), ("attn_mask", None), ("scale", None)], _sdpa,
+                [("q", REQUIRED), ("k", REQUIRED), ("v", REQUIRED), ("attn_mask", None), ("scale", None),
+                 ("window", None)], _sdpa,
                 "`q: [… Hq n Dh]`, `k: [… Hk m Dh]`, `v: [… Hk m Dv]` → `[… Hq n Dv]`; Hk may divide Hq "
-                "(grouped-query); `attn_mask` a bool mask over n and m; default scale 1/sqrt(Dh).",
+                "(grouped-query); `attn_mask` a bool mask over n and m; default scale 1/sqrt(Dh); "
+                "`window=W` with `attn_mask=causal[n n]`: a query at i sees the keys at i-W < j <= i.",
                 "F.scaled_dot_product_attention", lower=L.scaled_dot_product_attention))
     add(Builtin("masked_fill", [("x", REQUIRED), ("mask", REQUIRED), ("value", REQUIRED)], _masked_fill,
                 "`value` where `mask` (bool, axes ⊆ x's) is true.", "{x}.masked_fill({mask}, {value})",

@@ -52,6 +52,8 @@ class FnResult:
     patterns: dict  # id(call) -> Matcher
     ret: Type = UNKNOWN
     field_reads: set = field(default_factory=set)  # (model, field) read by this function
+    static: set = field(default_factory=set)  # id(node) of each expression known at compile time
+    loops: list = field(default_factory=list)  # [(For, stack count Size)] of each loop with an index
 
 
 class FnChecker:
@@ -71,6 +73,9 @@ class FnChecker:
         self.pattern_info: dict = {}
         self.all_locals: list[Local] = []
         self.field_reads: set = set()
+        self.static: set = set()  # id(node) of each expression known at compile time (v0.2)
+        self.static_names: set = set()  # the locals that hold compile-time values now
+        self.loops: list = []
 
     # ------------------------------------------------------------ utilities
     def err(self, code, message, pos, label="") -> Diagnostic:
@@ -107,6 +112,16 @@ class FnChecker:
 
     def evaluate(self, s: Size):
         return s.evaluate(self.env.dims.values)
+
+    def is_static(self, node) -> bool:
+        """Whether a checked expression is a compile-time value (LANGUAGE.md §5)."""
+        return id(node) in self.static
+
+    def dim_value(self, name: str):
+        """A dim's integer value, or None (no value, or not a dim)."""
+        d = self.env.dim(name)
+        v = self.evaluate(d) if d is not None else None
+        return int(v) if v is not None and v.denominator == 1 else None
 
     def render(self, t: Type, dtype: bool = False) -> str:
         return self.env.render(t, dtype)
@@ -196,6 +211,10 @@ class FnChecker:
         for p in sig.params:
             self.locals[p.name] = Local(p.name, p.type, p.node.name_pos, is_param=True)
             self.locals_at.append((p.name, p.node.name_pos, p.type))
+            if isinstance(p.type, TensorT) and not p.type.axes:
+                # a scalar parameter is a compile-time value at a call that passes one
+                # (LANGUAGE.md §5); the call's value is checked where it is computed
+                self.static_names.add(p.name)
         self.sig = sig
         self.param_svars = _param_svars(sig)
         for v in sorted(sig.svars):  # sorted: suggestions must not depend on set order
@@ -214,7 +233,8 @@ class FnChecker:
                     f"remove it, or name it `_{loc.name}` if that is intended").fix(
                     Fix.unsafe(f"Rename to `_{loc.name}`", Edit(item.span(loc.pos), f"_{loc.name}"))))
         return FnResult(item, self.diags, self.types, self.nodes, self.calls, self.callees, self.deps,
-                        self.locals_at, self.svars, self.pattern_info, sig.ret, self.field_reads)
+                        self.locals_at, self.svars, self.pattern_info, sig.ret, self.field_reads,
+                        self.static, self.loops)
 
     def _check_returns(self, body):
         rets = [s for s in A.walk_stmts(body) if isinstance(s, A.Return)]
@@ -237,7 +257,7 @@ class FnChecker:
                 t = self.expr(s.value)
                 if s.annotation is not None:
                     t = self._annotated(s, t)
-                self._bind(s.target, s.target_pos, t)
+                self._bind(s.target, s.target_pos, t, id(s.value) in self.static)
             elif isinstance(s, A.TupleAssign):
                 t = self.expr(s.value)
                 if isinstance(t, TupleT):
@@ -259,7 +279,11 @@ class FnChecker:
             elif isinstance(s, A.For):
                 yield from self._for(s)
 
-    def _bind(self, name, pos, t):
+    def _bind(self, name, pos, t, static: bool = False):
+        if static:
+            self.static_names.add(name)
+        else:
+            self.static_names.discard(name)
         loc = Local(name, t, pos)
         self.locals[name] = loc
         self.all_locals.append(loc)
@@ -320,6 +344,10 @@ class FnChecker:
                 self.add(M.kind(self.span(s.iter.pos), "a stack", self.kind_word(it), "`for` runs over a stack of models"))
             var_t = UNKNOWN
         before = {n: l.type for n, l in self.locals.items()}
+        if s.index is not None:  # the copy's index: a compile-time integer (v0.2)
+            self._bind(s.index, s.index_pos, ScalarT("int"), static=True)
+            if isinstance(it, StackT):
+                self.loops.append((s, it.count))
         self._bind(s.var, s.var_pos, var_t)
         yield self.block(s.body)
         for st in s.body:
@@ -351,7 +379,30 @@ class FnChecker:
         t = self._expr(e)
         self.types[id(e)] = t
         self.nodes[id(e)] = e
+        if self._is_static(e, t):
+            self.static.add(id(e))
         return t
+
+    def _is_static(self, e, t) -> bool:
+        """Whether e is a compile-time value (LANGUAGE.md §5, v0.2): literals, dims, loop
+        indices, scalar parameters, locals bound to one, and operators, conditionals and
+        scalar builtins over those. Its operands were checked first."""
+        if not (isinstance(t, ScalarT) or (isinstance(t, TensorT) and not t.axes)):
+            return False
+        if isinstance(e, (A.Number, A.Const)):
+            return True
+        if isinstance(e, A.Name):
+            if e.id in self.locals:
+                return e.id in self.static_names
+            return self.env.dim(e.id) is not None
+        if isinstance(e, A.Call):
+            info = self.calls.get(id(e))
+            if info is None or info.builtin is None or not isinstance(t, ScalarT):
+                return False
+            return all(a is not None and id(a.value) in self.static for _, a in info.args)
+        if isinstance(e, (A.Unop, A.Binop, A.IfExpr)):
+            return all(id(k) in self.static for k in _operands(e))
+        return False
 
     def _expr(self, e) -> Type:
         if isinstance(e, A.Name):
@@ -374,6 +425,33 @@ class FnChecker:
             return self._mask(e)
         if isinstance(e, A.TupleExpr):
             return TupleT(tuple(self.expr(x) for x in e.items))
+        if isinstance(e, A.IfExpr):
+            return self._if(e)
+        return UNKNOWN
+
+    def _if(self, e: A.IfExpr) -> Type:
+        """`A if C else B`: C known at compile time (E0413); A and B two scalars, or two
+        tensors of one type (E0401)."""
+        ct, at, bt = self.expr(e.cond), self.expr(e.then), self.expr(e.other)
+        if not is_unknown(ct):
+            if not (isinstance(ct, ScalarT) or (isinstance(ct, TensorT) and not ct.axes)):
+                self.add(M.condition_not_static(self.span(e.cond.pos), f"this is {self.kind_word(ct)}"))
+                return UNKNOWN
+            if id(e.cond) not in self.static:
+                self.add(M.condition_not_static(self.span(e.cond.pos), "computed when the model runs"))
+                return UNKNOWN
+        if is_unknown(at) or is_unknown(bt) or is_unknown(ct):
+            return UNKNOWN
+        if isinstance(at, ScalarT) and isinstance(bt, ScalarT):
+            return ScalarT("float" if "float" in (at.num, bt.num) else at.num)
+        if isinstance(at, TensorT) and isinstance(bt, TensorT) and self.same_shape(at, bt):
+            return at
+        scalar = (ScalarT, TensorT)
+        if isinstance(at, scalar) and isinstance(bt, scalar) and all(
+                isinstance(x, ScalarT) or not x.axes for x in (at, bt)):
+            return at if isinstance(at, TensorT) else bt  # a number and a scalar tensor
+        self.add(M.shape(self.span(e.other.pos), self.kind_word(at), self.kind_word(bt),
+                         "both branches must have one type"))
         return UNKNOWN
 
     def _name(self, e: A.Name) -> Type:
@@ -705,6 +783,8 @@ def _operands(e) -> list:
         return [e.obj]
     if isinstance(e, A.TupleExpr):
         return list(e.items)
+    if isinstance(e, A.IfExpr):
+        return [e.cond, e.then, e.other]
     return []  # names, literals, masks (their axes are not expressions)
 
 
@@ -768,4 +848,4 @@ def check_function(item: A.FnItem, sig: Signature, env) -> FnResult:
             raise
         ck.diags.append(internal_error(f"the check of `{item.name}`", item.span(item.name_pos), exc))
         return FnResult(item, ck.diags, ck.types, ck.nodes, ck.calls, ck.callees, ck.deps,
-                        ck.locals_at, ck.svars, ck.pattern_info)
+                        ck.locals_at, ck.svars, ck.pattern_info, static=ck.static, loops=ck.loops)

@@ -268,3 +268,11 @@ def destructure(span, what: str, names: int, label: str, gives: int | None = Non
 # ---------------------------------------------------------------- E0412 masks
 def mask_mismatch(span, mask: str, scores: str, label: str) -> Diagnostic:
     return error("E0412", f"the mask is {mask}, but the scores are {scores}", span, label)
+
+
+# ---------------------------------------------------------------- E0413 compile-time conditions
+def condition_not_static(span, label: str) -> Diagnostic:
+    """`A if C else B` with C computed when the model runs (LANGUAGE.md §5, v0.2)."""
+    return error("E0413", "this condition isn't known before the model runs", span, label).help(
+        "choose with literals, dims, loop indices and scalar parameters; pick between tensors "
+        "that the model computes with `where(mask, a, b)`")

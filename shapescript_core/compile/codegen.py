@@ -33,10 +33,11 @@ from .names import Scope, py_ident
 from .plan import Plan, attr_name, models_in_order, py_name, walk_nodes
 from .prelude import HELPERS
 from .rotary_plan import Rotary, rotary_plan
+from .windows import rope_parameters, window_plan
 
 TORCH_DTYPES = {d.name: torch_name(d.name) for d in TABLE if d.language}
 OPERATORS = {"add": "+", "sub": "-", "mul": "*", "div": "/", "pow": "**", "eq": "==", "ne": "!=",
-             "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|"}
+             "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "&", "or": "|", "floordiv": "//", "mod": "%"}
 ATTENTION_KWARGS = "attention_mask=attention_mask, past_key_values=past_key_values, **kwargs"
 
 
@@ -61,7 +62,7 @@ def atom(code: str) -> str:
 # Python's binding of the operators the generated code writes (higher binds tighter);
 # `&` and `|` bind tighter than comparisons, so a comparison under them keeps its parentheses
 PRECEDENCE = {"==": 1, "!=": 1, "<": 1, "<=": 1, ">": 1, ">=": 1, "|": 2, "&": 3,
-              "+": 4, "-": 4, "*": 5, "/": 5, "@": 5, "**": 7}
+              "+": 4, "-": 4, "*": 5, "/": 5, "//": 5, "%": 5, "@": 5, "**": 7}
 UNARY = 6
 
 
@@ -129,13 +130,19 @@ class Generator:
         self._attention_runs: dict = {}  # (id(attention call), model path) -> runs per forward
         self._trace = None  # the export's trace, once made
         self._assign_methods()
+        self.windows = None  # the layers' sliding windows (windows.py), for a language model
+        self.rope_parameters = None  # config.json's rope_parameters, where one theta per layer type
         # the model's one rotary table (Hugging Face flavour), or why it has none
         self.rotary_plan: object = "not a language model exported for transformers"
         if self.lm:
             self.check_attention_runs()
+            self.windows = window_plan(self, self._trace)
+            self.rope_parameters = rope_parameters(self, self._trace, self.windows)
             if flavor == "hf":
                 self.rotary_plan = rotary_plan(self._trace, self.lm.positions, self.head_dim())
         self.rotary: Optional[Rotary] = self.rotary_plan if isinstance(self.rotary_plan, Rotary) else None
+        if self.rotary is not None and self.rope_parameters is None:  # the table's one theta is the model's
+            self.rope_parameters = {"rope_type": "default", "rope_theta": self.rotary.theta}
         self.attention_fns = self._attention_fns() if self.lm else set()
 
     # ------------------------------------------------------------ naming
@@ -433,7 +440,10 @@ class MethodGen:
             elif isinstance(s, Loop):
                 it = self.ex(s.iter)
                 out += self.flush()
-                out.append(f"for {self.var(s.var)} in {it}:")
+                if s.index is not None:  # the copy's index: a plain int, as the source's
+                    out.append(f"for {self.var(s.index)}, {self.var(s.var)} in enumerate({it}):")
+                else:
+                    out.append(f"for {self.var(s.var)} in {it}:")
                 out.extend("    " + line for line in self.stmts(s.body))
             elif isinstance(s, Ret):
                 lines = self.ret(s)
@@ -516,6 +526,9 @@ class MethodGen:
             return self.matmul(n, n.inputs[0], n.inputs[1])
         if op in OPERATORS:
             return self.elementwise(n, OPERATORS[op], n.inputs[0], n.inputs[1])
+        if op == "if":  # a compile-time condition: a plain Python conditional
+            c, a, b = (self.ex(i) for i in n.inputs)
+            return f"({a} if {c} else {b})"
         if op == "call":
             return self.call(n)
         if op in BUILTINS:
@@ -750,4 +763,6 @@ def _loop_vars(body):
     for s in body:
         if isinstance(s, Loop):
             yield s.var
+            if s.index is not None:
+                yield s.index
             yield from _loop_vars(s.body)

@@ -25,7 +25,8 @@ Node ops:
   "causal_mask"  `causal[a b]` (attrs: axes, the two Axis of its type)
   "tuple"    a tuple of values; "getitem" picks one (attrs: index)         [getitem: trace]
   operators  "add" "sub" "mul" "div" "pow" "matmul" "neg" "not" "and" "or"
-             "eq" "ne" "lt" "le" "gt" "ge"
+             "eq" "ne" "lt" "le" "gt" "ge" "floordiv" "mod"
+  "if"       `A if C else B` (inputs: [C, A, B]); a trace keeps only the chosen branch
   builtins   the builtin's name ("linear", "rms_norm", "rope", "einsum", ...); attrs:
              args {param: Node} (positional and keyword arguments bound to the
              builtin's parameters), rest [Node] (variadic tensors), over [Size] (the
@@ -43,13 +44,13 @@ gives each axis's display name and `shape` its integer size where the dims fix i
 from __future__ import annotations
 
 import math
-import operator
 from dataclasses import dataclass, field
 from typing import Optional
 
 from ..check.builtins import BUILTINS
 from ..check.patterns import flat_names
 from ..check.sizes import Size
+from ..check.static import FUNCTIONS as STATIC_FUNCTIONS, OPERATORS as STATIC_OPERATORS
 from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
 from ..syntax import ast as A
 from ..targets import exported
@@ -57,8 +58,9 @@ from .reach import Reach
 
 BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "**": "pow", "@": "matmul",
           "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge",
-          "and": "and", "or": "or"}
-SCALAR_KEYWORDS = ("eps", "theta", "style", "scale", "value")
+          "and": "and", "or": "or", "//": "floordiv", "%": "mod"}
+OP_SOURCE = {op: src for src, op in BINOPS.items()}  # graph op -> its source operator
+SCALAR_KEYWORDS = ("eps", "theta", "style", "scale", "value", "window")
 
 
 class CompileError(Exception):
@@ -69,7 +71,8 @@ class CompileError(Exception):
         self.where = where
 
 
-FINITE_KEYWORDS = ("eps", "theta", "scale")  # `value` may be ±inf (masked_fill), written float("inf")
+FINITE_KEYWORDS = ("eps", "theta", "scale")
+UNFOLDED = "not known at export"  # a scalar keyword whose value the trace can't fold  # `value` may be ±inf (masked_fill), written float("inf")
 
 
 def finite_scalar(name: str, value, where):
@@ -134,6 +137,7 @@ class Loop:
     body: list
     line: int
     src: str
+    index: Optional[str] = None  # `for i, layer in …`: the copy's index (v0.2)
 
 
 @dataclass
@@ -226,7 +230,7 @@ class _Lowerer:
                 out.append(Ret(self.expr(s.value), self.line(s.pos), self.src_line(s.pos)))
             elif isinstance(s, A.For):
                 head = self.src_line((s.pos[0], s.iter.pos[1])) + ":"  # one line: it becomes a comment
-                out.append(Loop(s.var, self.expr(s.iter), self.body(s.body), self.line(s.pos), head))
+                out.append(Loop(s.var, self.expr(s.iter), self.body(s.body), self.line(s.pos), head, s.index))
         return out
 
     # -- expressions (iterative: a 1,000-term sum must not exhaust the stack)
@@ -275,6 +279,8 @@ class _Lowerer:
             return Node("causal_mask", [], {"axes": axes}, t, w, e)
         if isinstance(e, A.TupleExpr):
             return Node("tuple", [done[id(x)] for x in e.items], {}, t, w, e)
+        if isinstance(e, A.IfExpr):
+            return Node("if", [done[id(e.cond)], done[id(e.then)], done[id(e.other)]], {}, t, w, e)
         if isinstance(e, A.Call):
             return self._call(e, t, w, done)
         raise CompileError(f"can't compile `{self.item.src(e.pos)}`", w)
@@ -347,6 +353,8 @@ def _children(e) -> list:
         return [e.obj]
     if isinstance(e, A.TupleExpr):
         return list(e.items)
+    if isinstance(e, A.IfExpr):
+        return [e.cond, e.then, e.other]
     return []
 
 
@@ -415,6 +423,10 @@ class Trace:
     # (id of an attention call's syntax, the path of the model whose method runs it) ->
     # how many times one forward runs it: a KV cache has one slot per such pair
     attention_runs: dict = field(default_factory=dict)
+    # (id of an attention call's syntax, owner path) -> its `window=` folded (an int; None
+    # without one; UNFOLDED when the call passes one not known at export)
+    attention_windows: dict = field(default_factory=dict)
+    rope_thetas: dict = field(default_factory=dict)  # owner path -> {rope's theta folded}
 
     def users(self) -> dict:
         """id(node) -> [nodes that take it as an input]."""
@@ -458,6 +470,8 @@ class _Tracer:
         self.nodes: list = []
         self.owners: list = [""]  # the path of the model whose method is running (the root: "")
         self.attention_runs: dict = {}
+        self.attention_windows: dict = {}
+        self.rope_thetas: dict = {}
         self.params: dict = {}
         self.depth = 0
 
@@ -503,6 +517,8 @@ class _Tracer:
                 if not isinstance(st, _Stack):
                     raise CompileError("`for` runs over a stack", s.iter.where)
                 for i in range(st.count if self.unroll is None else min(st.count, self.unroll)):
+                    if s.index is not None:  # the copy's index, a compile-time integer
+                        env[s.index] = Node("const", [], {"value": i}, ScalarT("int"), s.iter.where)
                     env[s.var] = _Model(st.model, f"{st.prefix}.{i}")
                     self.stmts(s.body, env, g)
             elif isinstance(s, Ret):
@@ -523,7 +539,7 @@ class _Tracer:
             n, ready = stack.pop()
             if id(n) in done:
                 continue
-            kids = [] if n.op == "call" else n.inputs
+            kids = [] if n.op == "call" else n.inputs[:1] if n.op == "if" else n.inputs
             if not ready and kids:
                 stack.append((n, True))
                 stack.extend((k, False) for k in reversed(kids) if id(k) not in done)
@@ -532,6 +548,12 @@ class _Tracer:
         return done[id(root)]
 
     def _one(self, n: Node, done, env, g):
+        if n.op == "if":  # only the chosen branch is traced: its condition is known at export
+            c = fold(done[id(n.inputs[0])], self.prog)
+            if c is None or isinstance(c, str):
+                raise CompileError("error[E0413]: this condition isn't known before the model runs "
+                                   "(a scalar parameter given a value computed by the model?)", n.where)
+            return self.value(n.inputs[1] if c else n.inputs[2], env, g)
         if n.op == "local":
             if n.attrs["name"] not in env:
                 raise CompileError(f"`{n.attrs['name']}` has no value here", n.where)
@@ -577,15 +599,18 @@ class _Tracer:
         if n.op == "scaled_dot_product_attention":
             key = (id(n.ast), self.owners[-1])
             self.attention_runs[key] = self.attention_runs.get(key, 0) + 1
+            window = None
+            if attrs["args"].get("window") is not None:
+                window = attrs.get("window", UNFOLDED)
+            self.attention_windows[key] = window
+        elif n.op == "rope":
+            theta = attrs.get("theta", UNFOLDED) if attrs["args"].get("theta") is not None else 10000.0
+            self.rope_thetas.setdefault(self.owners[-1], set()).add(theta)
         return self.emit(out)
 
 
-_FOLD_BINOPS = {"add": operator.add, "sub": operator.sub, "mul": operator.mul, "div": operator.truediv,
-                "pow": operator.pow}
-_FOLD_FUNCTIONS = {"exp": math.exp, "log": math.log, "sqrt": math.sqrt, "rsqrt": lambda x: 1 / math.sqrt(x),
-                   "tanh": math.tanh, "sigmoid": lambda x: 1 / (1 + math.exp(-x)), "abs": abs,
-                   "neg": operator.neg, "square": lambda x: x * x, "sin": math.sin, "cos": math.cos,
-                   "relu": lambda x: max(x, 0.0), "silu": lambda x: x / (1 + math.exp(-x))}
+_FOLD_BINOPS = {op: STATIC_OPERATORS[src] for op, src in OP_SOURCE.items() if src in STATIC_OPERATORS}
+_FOLD_FUNCTIONS = STATIC_FUNCTIONS
 
 
 def fold(node, prog) -> Optional[object]:
@@ -599,10 +624,17 @@ def fold(node, prog) -> Optional[object]:
         return prog.value_of(node.attrs["size"])
     if not isinstance(node.type, ScalarT) and not (isinstance(node.type, TensorT) and not node.type.axes):
         return None  # a tensor with axes: known only when the model runs
+    if node.op == "if":
+        c = fold(node.inputs[0], prog)
+        return None if c is None or isinstance(c, str) else fold(node.inputs[1] if c else node.inputs[2], prog)
     vals = [fold(i, prog) for i in node.inputs]
-    if any(v is None or isinstance(v, (str, bool)) for v in vals):
+    if any(v is None or isinstance(v, str) for v in vals):
+        return None
+    if any(isinstance(v, bool) for v in vals) and node.op not in ("and", "or", "not", "eq", "ne"):
         return None
     try:
+        if node.op == "not" and len(vals) == 1:
+            return not vals[0]
         if node.op in _FOLD_BINOPS and len(vals) == 2:
             return _FOLD_BINOPS[node.op](*vals)
         if node.op == "neg" and len(vals) == 1:
@@ -634,4 +666,4 @@ def trace_program(prog: Program, unroll: Optional[int] = None) -> Trace:
         else:
             args[name] = inputs[name] = tr.emit(Node("input", [], {"name": name}, t, (g.path, g.item and 0)))
     out = tr.run(g, args)
-    return Trace(tr.nodes, inputs, out, prog, tr.params, tr.attention_runs)
+    return Trace(tr.nodes, inputs, out, prog, tr.params, tr.attention_runs, tr.attention_windows, tr.rope_thetas)

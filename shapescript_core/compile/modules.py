@@ -134,7 +134,11 @@ def site_decls(gen: Generator, cls, root: bool) -> list:
         groups = gen.plan.attention.site(n).groups
         index = (str(k) if root else ("layer_idx" if k == 0 else f"layer_idx + {k}"))
         attr = cls.site_attrs[id(n)]
-        out.append(f"self.{attr} = CausalAttention(config, {index}, {heads}, {groups}, {scaling}, {width})"
+        window = ""
+        if gen.windows is not None:  # this layer's window, by its type in config.json (windows.py)
+            window = (f", sliding_window=config.sliding_window if config.layer_types[{index}] == "
+                      f"\"sliding_attention\" else None")
+        out.append(f"self.{attr} = CausalAttention(config, {index}, {heads}, {groups}, {scaling}, {width}{window})"
                    f"  # line {n.where[1]}: {heads} query heads, each key/value head serving {groups}")
     return out
 

@@ -71,6 +71,15 @@ def causal(rows, cols, device):
     """The mask `causal[rows cols]`: true where a query at i may see the key at j <= i."""
     return torch.ones(rows, cols, dtype=torch.bool, device=device).tril()
 ''',
+    "window_mask": '''
+def window_mask(mask, window):
+    """A causal mask narrowed to a sliding window: a query at i sees the keys at j with
+    i - window < j <= i (the mask's last two axes are the queries' and the keys')."""
+    rows, cols = mask.shape[-2], mask.shape[-1]
+    i = torch.arange(rows, device=mask.device)[:, None]
+    j = torch.arange(cols, device=mask.device)[None, :]
+    return mask & (j > i - window)
+''',
     "attend": '''
 def eager_attention(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
     """Attention in plain PyTorch, for attn_implementation="eager"."""
@@ -83,7 +92,10 @@ def eager_attention(module, query, key, value, attention_mask, scaling=None, dro
         scores = scores + attention_mask[:, :, :, : key.shape[-2]]
     elif query.shape[2] > 1:
         q, k = query.shape[2], key.shape[2]
-        scores = scores.masked_fill(~torch.ones(q, k, dtype=torch.bool, device=query.device).tril(k - q), float("-inf"))
+        keep = torch.ones(q, k, dtype=torch.bool, device=query.device).tril(k - q)
+        if getattr(module, "sliding_window", None):  # a query sees the last `sliding_window` keys
+            keep = keep & ~torch.ones(q, k, dtype=torch.bool, device=query.device).tril(k - q - module.sliding_window)
+        scores = scores.masked_fill(~keep, float("-inf"))
     weights = scores.float().softmax(-1).to(query.dtype)
     return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
 
@@ -95,7 +107,7 @@ class CausalAttention(nn.Module):
     attention function repeats each `num_key_value_groups` times. Takes and returns
     [b H n Dh] tensors, as the source's `scaled_dot_product_attention` does."""
 
-    def __init__(self, config, layer_idx, num_heads, num_key_value_groups, scaling, head_dim):
+    def __init__(self, config, layer_idx, num_heads, num_key_value_groups, scaling, head_dim, sliding_window=None):
         super().__init__()
         self.config = config
         self.layer_idx = layer_idx
@@ -104,8 +116,13 @@ class CausalAttention(nn.Module):
         self.scaling = scaling
         self.head_dim = head_dim
         self.is_causal = True
+        self.sliding_window = sliding_window  # a query sees the last `sliding_window` keys (None: all)
 
     def forward(self, query, key, value, attention_mask=None, past_key_values=None, **kwargs):
+        if isinstance(attention_mask, dict):  # one mask per layer type, as transformers' hybrid models
+            attention_mask = attention_mask["sliding_attention" if self.sliding_window else "full_attention"]
+        if self.sliding_window:
+            kwargs["sliding_window"] = self.sliding_window  # flash attention reads it; sdpa has the mask
         if past_key_values is not None:
             key, value = past_key_values.update(key, value, self.layer_idx)
         attention_interface = eager_attention
@@ -124,16 +141,17 @@ class CausalAttention(nn.Module):
 _MASK_PARAMETERS = set(inspect.signature(create_causal_mask).parameters)
 
 
-def causal_mask(config, inputs_embeds, attention_mask, cache, position_ids):
-    """create_causal_mask, called with the keywords this transformers version takes
-    (5.24 renamed `past_key_values` to `cache`; 5.0 also took `cache_position`)."""
+def causal_mask(config, inputs_embeds, attention_mask, cache, position_ids, make=create_causal_mask):
+    """create_causal_mask (or `make`, taking the same keywords: the sliding-window mask),
+    called with the keywords this transformers version takes (5.24 renamed
+    `past_key_values` to `cache`; 5.0 also took `cache_position`)."""
     kwargs = {"config": config, "attention_mask": attention_mask, "position_ids": position_ids}
     kwargs["inputs_embeds" if "inputs_embeds" in _MASK_PARAMETERS else "input_embeds"] = inputs_embeds
     kwargs["cache" if "cache" in _MASK_PARAMETERS else "past_key_values"] = cache
     if "cache_position" in _MASK_PARAMETERS:
         past = cache.get_seq_length() if cache is not None else 0
         kwargs["cache_position"] = torch.arange(past, past + inputs_embeds.shape[1], device=inputs_embeds.device)
-    return create_causal_mask(**kwargs)
+    return make(**kwargs)
 
 
 def with_cache(output_class, cache, **fields):
@@ -159,13 +177,15 @@ class CausalAttention(nn.Module):
     [b H n Dh] tensors, as the source's `scaled_dot_product_attention` does; vLLM's
     tokens come as a batch of one."""
 
-    def __init__(self, config, layer_idx, num_heads, num_key_value_groups, scaling, head_dim):
+    def __init__(self, config, layer_idx, num_heads, num_key_value_groups, scaling, head_dim, sliding_window=None):
         super().__init__()
         vllm_config = get_current_vllm_config()
         self.layer_idx = layer_idx
+        # the layer's own window (None: full attention; vLLM then takes the cache config's,
+        # which it sets only when every layer of config.json's `layer_types` slides)
         self.attn = PagedAttention(num_heads, head_dim, scaling, num_kv_heads=num_heads // num_key_value_groups,
                               cache_config=vllm_config.cache_config, quant_config=vllm_config.quant_config,
-                              prefix=f"layers.{layer_idx}.attention")
+                              per_layer_sliding_window=sliding_window, prefix=f"layers.{layer_idx}.attention")
 
     def forward(self, query, key, value, attention_mask=None, past_key_values=None, **kwargs):
         batch, heads, tokens = query.shape[0], query.shape[1], query.shape[2]

@@ -186,6 +186,8 @@ class Evaluator:
             elif isinstance(s, A.For):
                 stack = self.expr(frame, s.iter)
                 for i in range(stack.count):
+                    if s.index is not None:
+                        frame.locals[s.index] = i  # the copy's index: a compile-time integer
                     frame.locals[s.var] = ModelRef(stack.model, f"{stack.prefix}.{i}")
                     self.block(frame, s.body)
         return None
@@ -213,6 +215,8 @@ class Evaluator:
             return self.mask(frame, e)
         if isinstance(e, A.TupleExpr):
             return tuple(self.expr(frame, i) for i in e.items)
+        if isinstance(e, A.IfExpr):
+            return self.if_expr(frame, e)
         if isinstance(e, A.Call):
             return self.call(frame, e)
         raise EvaluateError(f"can't evaluate `{frame.fn.res.item.src(e.pos)}`")
@@ -257,6 +261,10 @@ class Evaluator:
             r = lv / rv
         elif op == "**":
             r = lv ** rv
+        elif op == "//":
+            r = lv // rv
+        elif op == "%":
+            r = lv % rv
         elif op == "==":
             r = lv == rv
         elif op == "!=":
@@ -280,6 +288,15 @@ class Evaluator:
             if list(r.shape) != shape:
                 r = r.expand(shape)
         return r
+
+    def if_expr(self, frame: Frame, e: A.IfExpr):
+        """`A if C else B`: C is a compile-time value (a number, or a scalar parameter's
+        tensor); only the chosen branch is computed."""
+        import torch  # torch is not a dependency of the core: imported only when evaluating
+        c = self.expr(frame, e.cond)
+        if isinstance(c, torch.Tensor):
+            c = bool(c.item())
+        return self.expr(frame, e.then if c else e.other)
 
     def field(self, frame: Frame, e: A.FieldRead):
         obj = self.expr(frame, e.obj)

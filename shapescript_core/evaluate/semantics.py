@@ -236,6 +236,13 @@ def _sdpa(c):
         qt, kt = c.t("q"), c.t("k")
         score_names = _names(qt)[:-1] + [kt.axes[-2].name]
         mask = align(mask, _names(c.t("attn_mask")), score_names)
+        window = c.v("window")
+        if window is not None:  # a query at i sees the keys at i - W < j <= i
+            w = int(window.item()) if isinstance(window, t.Tensor) else int(window)
+            rows, cols = scores.shape[-2], scores.shape[-1]
+            i = t.arange(rows).unsqueeze(1)
+            j = t.arange(cols).unsqueeze(0)
+            mask = mask & (j > i - w)
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = scores.softmax(-1)
     return weights @ v

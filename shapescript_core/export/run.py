@@ -112,7 +112,8 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
     inferred_note = None
     if resolved.diagnostics and request.weights and not request.random_weights and not request.weights_map:
         # dims the source leaves open: read from a checkpoint's shapes (docs/importing-weights.md)
-        from .weights.importer import infer_dims, open_weights  # deferred: numpy and gguf
+        from .weights.dims_from_checkpoint import infer_dims  # deferred: numpy and gguf
+        from .weights.recognise import open_weights  # deferred: numpy and gguf
         _, ckpt = open_weights(request.weights, resolved.specs)
         inferred = infer_dims(ws, request, path, fn_item, ckpt) if ckpt is not None else {}
         if inferred:
@@ -135,7 +136,9 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
         for spec in resolved.specs:
             check_init(spec)
     else:
-        from .weights.importer import import_checkpoint, import_mapped, open_weights  # deferred: numpy and gguf
+        from .weights.match_by_map import import_mapped  # deferred: numpy and gguf
+        from .weights.match_by_role import import_checkpoint  # deferred: numpy and gguf
+        from .weights.recognise import open_weights  # deferred: numpy and gguf
         source, ckpt = open_weights(request.weights, resolved.specs, request.weights_map)
         if ckpt is not None and request.weights_map is not None:
             step(f"reading {ckpt.label()} through {request.weights_map}")

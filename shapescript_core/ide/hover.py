@@ -9,6 +9,7 @@ from typing import Optional
 
 from .. import explain
 from ..check.builtins import BUILTINS
+from ..check.static import loop_values, value as static_value
 from ..check.types import DTYPE_NAMES, ModelT, TensorT, is_unknown
 from ..diagnostics import doc_url
 from ..syntax import ast as A
@@ -196,6 +197,89 @@ def _local_type(res, pos):
     return None
 
 
+def _static_note(env, res, name: str, pos) -> str:
+    """For a compile-time local bound at `pos` (a loop index, or a local bound to a
+    compile-time value): its value, per layer where it varies (LANGUAGE.md §4-5)."""
+    if res is None:
+        return ""
+    binding = _static_binding(res, pos)
+    if binding is None:
+        return ""
+
+    def dim_value(n):
+        d = env.dim(n)
+        v = d.evaluate(env.dims.values) if d is not None else None
+        return int(v) if v is not None and v.denominator == 1 else None
+    for loop, count in res.loops:
+        if loop.pos[0] <= pos[0] <= loop.pos[1]:
+            n = count.evaluate(env.dims.values)
+            if n is None or n.denominator != 1 or not 0 < n <= MAX_LAYERS_SHOWN:
+                return ""
+            if isinstance(binding, A.For):
+                return f"\n\ncompile-time value: the layer's index, `0` … `{int(n) - 1}`"
+            values = loop_values(res, loop, int(n), dim_value, pos)
+            return _per_layer(name, values)
+    if isinstance(binding, A.Assign):  # before any loop: one value
+        v = static_value(binding.value, _names_before(res, binding, dim_value), dim_value)
+        return f"\n\ncompile-time value: `{name} = {_shown(v)}`" if v is not None else ""
+    return ""
+
+
+MAX_LAYERS_SHOWN = 4096  # a hover lists the layers of a stack up to this many
+
+
+def _static_binding(res, pos):
+    """The For (index) or Assign that binds a compile-time local at pos, else None."""
+    for s in A.walk_stmts(res.item.body):
+        if isinstance(s, A.For) and s.index is not None and s.index_pos == pos:
+            return s
+        if isinstance(s, A.Assign) and s.target_pos == pos and id(s.value) in res.static:
+            return s
+    return None
+
+
+def _names_before(res, stop, dim_value) -> dict:
+    names: dict = {}
+    for s in res.item.body:
+        if s is stop:
+            break
+        if isinstance(s, A.Assign):
+            if id(s.value) in res.static:
+                names[s.target] = static_value(s.value, names, dim_value)
+            else:
+                names.pop(s.target, None)
+    return names
+
+
+def _shown(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return repr(v)
+
+
+def _per_layer(name: str, values: list) -> str:
+    """`name` per layer: one value, or each value with the layers that have it."""
+    if not values or any(v is None for v in values):
+        return ""
+    groups: dict = {}
+    for i, v in enumerate(values):
+        groups.setdefault(_shown(v), []).append(i)
+    if len(groups) == 1:
+        return f"\n\ncompile-time value: `{name} = {next(iter(groups))}` in every layer"
+    lines = [f"- `{v}` in layer{'s' if len(ls) > 1 else ''} {_ranges(ls)}" for v, ls in groups.items()]
+    return f"\n\n`{name}` per layer:\n\n" + "\n".join(lines)
+
+
+def _ranges(ls: list) -> str:
+    """0, 1, 2, 3, 5 -> `0–3, 5`."""
+    parts, start = [], ls[0]
+    for a, b in zip(ls, ls[1:] + [None]):
+        if b != a + 1:
+            parts.append(str(start) if start == a else f"{start}–{a}")
+            start = b
+    return ", ".join(parts)
+
+
 def _node_hover(a, env, here, item, res, node, parent, rel):
     types = res.types if res is not None else {}
     if isinstance(node, A.Param) and inside(node.name_pos, rel):
@@ -210,13 +294,17 @@ def _node_hover(a, env, here, item, res, node, parent, rel):
         fi = m.fields.get(node.name) if m is not None and m.item is item else None
         return _code(f"{item.name}.{node.name}: {render_type(env, fi.type if fi else None)}"), node.name_pos
     if isinstance(node, A.Assign) and inside(node.target_pos, rel):
-        return _local_markdown(env, node.target, _local_type(res, node.target_pos)), node.target_pos
+        return _local_markdown(env, node.target, _local_type(res, node.target_pos)) + \
+            _static_note(env, res, node.target, node.target_pos), node.target_pos
     if isinstance(node, A.TupleAssign):
         for name, pos in node.targets:
             if inside(pos, rel):
                 return _local_markdown(env, name, _local_type(res, pos)), pos
     if isinstance(node, A.For) and inside(node.var_pos, rel):
         return _local_markdown(env, node.var, _local_type(res, node.var_pos)), node.var_pos
+    if isinstance(node, A.For) and node.index is not None and inside(node.index_pos, rel):
+        return _local_markdown(env, node.index, _local_type(res, node.index_pos)) + \
+            _static_note(env, res, node.index, node.index_pos), node.index_pos
     if isinstance(node, A.Arg) and node.name and rel <= node.pos[0] + len(node.name):
         pos = (node.pos[0], node.pos[0] + len(node.name))
         if isinstance(parent, A.Call) and isinstance(parent.func, A.Name):
@@ -285,7 +373,7 @@ def _name_hover(a, env, here, res, node: A.Name, parent, types):
     t = types.get(id(node))
     b = binding_of(res, name, node.pos[0])
     if b is not None:
-        return _local_markdown(env, name, t if t is not None else b[2]), node.pos
+        return _local_markdown(env, name, t if t is not None else b[2]) + _static_note(env, res, name, b[1]), node.pos
     text = dim_markdown(env, name, here)
     if text is None and res is not None and name in res.svars:
         text = f"size variable `{name}`"

@@ -56,7 +56,8 @@ def roots(item: A.Item) -> list:
     return []
 
 
-_SCALAR = {"pos", "name_pos", "target_pos", "var_pos", "axes_pos", "op_pos", "args_pos", "name", "id", "op",
+_SCALAR = {"pos", "name_pos", "target_pos", "var_pos", "index_pos", "index", "axes_pos", "op_pos", "args_pos",
+           "name", "id", "op",
            "text", "is_int", "piped", "target"}
 _CHILD_FIELDS: dict = {}  # node class -> the fields that may hold nodes
 

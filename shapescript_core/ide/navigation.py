@@ -87,6 +87,8 @@ def _node_definition(a, item, res, types, node, parent, rel) -> Optional[Locatio
                 return _at(item, pos)
     if isinstance(node, A.For) and inside(node.var_pos, rel):
         return _at(item, node.var_pos)
+    if isinstance(node, A.For) and node.index is not None and inside(node.index_pos, rel):
+        return _at(item, node.index_pos)
     if isinstance(node, A.Arg) and node.name and rel <= node.pos[0] + len(node.name):
         if isinstance(parent, A.Call) and isinstance(parent.func, A.Name):
             sig = env.sig(parent.func.id)

@@ -137,6 +137,8 @@ def item_occurrences(a, item: A.Item) -> list:
             for name, pos in n.targets:
                 add(pos, local + (name,), name, True)
         elif isinstance(n, A.For):
+            if n.index is not None:
+                add(n.index_pos, local + (n.index,), n.index, True)
             add(n.var_pos, local + (n.var,), n.var, True)
         elif isinstance(n, A.FieldRead):
             m = _model_of(env, types.get(id(n.obj)))

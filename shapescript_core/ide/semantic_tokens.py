@@ -15,12 +15,13 @@ from dataclasses import dataclass
 from ..check.builtins import BUILTINS
 from ..check.types import DTYPE_NAMES
 from ..syntax import ast as A
+from ..syntax.lexer import CONTEXTUAL, KEYWORDS as LEXER_KEYWORDS
 from .locate import binding_of, fn_result, walk
 
 TYPES = ["keyword", "comment", "string", "number", "type", "parameter", "variable", "property",
          "function", "typeParameter", "decorator"]
 MODIFIERS = ["declaration", "readonly", "defaultLibrary"]
-KEYWORDS = {"dim", "model", "fn", "import", "return", "for", "in", "and", "or", "not", "true", "false", "inf"}
+KEYWORDS = set(LEXER_KEYWORDS) | set(CONTEXTUAL)  # the language's keywords: the lexer's lists
 _LEX = re.compile(r'(?P<comment>#[^\n]*)|(?P<string>"[^"\n]*"?)|(?P<number>\d+(?:\.\d*)?(?:[eE][-+]?\d+)?)'
                   r'|(?P<name>[A-Za-z_][A-Za-z0-9_]*)')
 _CACHE: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # item -> (check, dims, tokens)
@@ -63,6 +64,8 @@ def _names(a, item) -> dict:
             for _, pos in n.targets:
                 put(pos, "variable", "declaration")
         elif isinstance(n, A.For):
+            if n.index is not None:
+                put(n.index_pos, "variable", "declaration")
             put(n.var_pos, "variable", "declaration")
         elif isinstance(n, A.FieldRead):
             put(n.name_pos, "property")

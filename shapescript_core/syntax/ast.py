@@ -179,7 +179,16 @@ class TupleExpr(Node):
     pos: Pos
 
 
-Expr = Union[Name, Number, String, Const, Unop, Binop, Call, FieldRead, Mask, TupleExpr]
+@dataclass(eq=False, slots=True)
+class IfExpr(Node):
+    """`then if cond else other` (v0.2): cond must be known at compile time (E0413)."""
+    then: "Expr"
+    cond: "Expr"
+    other: "Expr"
+    pos: Pos
+
+
+Expr = Union[Name, Number, String, Const, Unop, Binop, Call, FieldRead, Mask, TupleExpr, IfExpr]
 
 
 # ---- statements
@@ -212,6 +221,8 @@ class For(Node):
     iter: Expr
     body: list
     pos: Pos
+    index: Optional[str] = None  # `for i, layer in m.layers:` binds i, the copy's index (v0.2)
+    index_pos: Pos = (0, 0)
 
 
 Stmt = Union[Assign, TupleAssign, Return, For]
@@ -362,6 +373,8 @@ def walk_expr(e):
             kids = [n.obj]
         elif isinstance(n, TupleExpr):
             kids = list(n.items)
+        elif isinstance(n, IfExpr):
+            kids = [n.then, n.cond, n.other]
         stack.extend(reversed(kids))
 
 

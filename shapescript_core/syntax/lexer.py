@@ -17,19 +17,25 @@ KEYWORDS = {
     "in": "IN", "import": "IMPORT", "true": "TRUE", "false": "FALSE", "inf": "INF",
     "or": "OR", "and": "AND", "not": "NOT",
 }
+# `A if C else B` (v0.2): `if` and `else` are keywords only between two operands, so that
+# they stay names everywhere else (a field called `else`, `m.if`): LANGUAGE.md §1 does not
+# reserve them
+CONTEXTUAL = {"if": "IF", "else": "ELSE"}
+_OPERAND_END = {"NAME", "INT", "FLOAT", "STRING", "RPAR", "RSQB", "TRUE", "FALSE", "INF"}
+_OPERAND_START = {"NAME", "INT", "FLOAT", "STRING", "LPAR", "MINUS", "BANG", "NOT", "TRUE", "FALSE", "INF"}
 OPS = {
     "|>": "PIPE", "->": "ARROW", "**": "POW", "==": "COMPOP", "!=": "COMPOP",
     "<=": "COMPOP", ">=": "COMPOP", "<": "COMPOP", ">": "COMPOP",
     "(": "LPAR", ")": "RPAR", "[": "LSQB", "]": "RSQB", ",": "COMMA", ":": "COLON",
     ".": "DOT", "=": "EQUAL", "@": "AT", "+": "PLUS", "-": "MINUS", "*": "STAR",
-    "/": "SLASH", "!": "BANG",
+    "/": "SLASH", "!": "BANG", "//": "DSLASH", "%": "PERCENT",
 }
 TOKEN_RE = re.compile(
     r"""[ \t\r\f]*(?:(?P<NL>\n)|(?P<COMMENT>\#[^\n]*)
       |(?P<FLOAT>\d+\.\d*(?:[eE][-+]?\d+)?|\d+[eE][-+]?\d+|\.\d+(?:[eE][-+]?\d+)?)
       |(?P<INT>\d+)|(?P<NAME>[A-Za-z_][A-Za-z0-9_]*)
       |(?P<STRING>"[^"\n]*")|(?P<USTRING>"[^"\n]*)
-      |(?P<OP>\|>|->|\*\*|==|!=|<=|>=|[-+*/@()\[\],:.=<>!])
+      |(?P<OP>\|>|->|\*\*|==|!=|<=|>=|//|[-+*/%@()\[\],:.=<>!])
       |(?P<BAD>.)|$)""",
     re.VERBOSE,
 )
@@ -160,7 +166,18 @@ def tokenize(text: str) -> tuple[list[Token], list[LexProblem]]:
     while len(indents) > 1:
         indents.pop()
         out.append(_tok("_DEDENT", "", end, end))
-    return _mark_patterns(out), problems
+    return _mark_patterns(_mark_conditionals(out)), problems
+
+
+def _mark_conditionals(toks: list[Token]) -> list[Token]:
+    """`if` and `else` between the end of an operand and the start of another are the
+    conditional's keywords; anywhere else they are names."""
+    for i in range(1, len(toks) - 1):
+        t = toks[i]
+        if t.type == "NAME" and t.value in CONTEXTUAL and toks[i - 1].type in _OPERAND_END \
+                and toks[i + 1].type in _OPERAND_START:
+            t.type = CONTEXTUAL[t.value]
+    return toks
 
 
 def _mark_patterns(toks: list[Token]) -> list[Token]:

@@ -143,6 +143,9 @@ class _Build(Transformer):
     def binop(self, c):
         return A.Binop(str(c[1]), c[0], c[2], _join(c[0], c[2]), _pos(c[1]))
 
+    def if_expr(self, c):
+        return A.IfExpr(c[0], c[2], c[4], _join(c[0], c[4]))
+
     def field_read(self, c):
         return A.FieldRead(c[0], str(c[2]), _pos(c[2]), _join(c[0], c[2]))
 
@@ -201,6 +204,9 @@ class _Build(Transformer):
         return A.Return(c[1], _join(c[0], c[1]))
 
     def for_stmt(self, c):
+        if c[2].type == "COMMA":  # `for i, layer in ...`: the index, then the copy
+            body = [x for x in c[7:] if not isinstance(x, Token)]
+            return A.For(str(c[3]), _pos(c[3]), c[5], body, _join(c[0], body[-1]), str(c[1]), _pos(c[1]))
         body = [x for x in c[5:] if not isinstance(x, Token)]
         return A.For(str(c[1]), _pos(c[1]), c[3], body, _join(c[0], body[-1]))
 

@@ -70,6 +70,8 @@ class TokenFlow(TokenRules):
                 for _ in range(4):  # a stack's iterations, to a fixpoint
                     cur = dict(state)
                     cur[s.var] = CLEAN
+                    if s.index is not None:
+                        cur[s.index] = CLEAN  # the copy's index: a compile-time integer
                     yield self.block(ctx, s.body, cur)
                     new = dict(state)
                     for k, v in cur.items():

@@ -13,6 +13,20 @@ Each architecture is told apart by what its graph computes, never by names:
   from one fused projection or separate ones (stacked into one attn_qkv), no rope, an MLP
   proj(gelu_tanh(fc(h))), biases everywhere (zeros are written where the source has
   none); a final layer_norm.
+- `gemma3`: the token embedding times sqrt(D); per block x + rms_norm(attn(rms_norm(x)))
+  then x + rms_norm(mlp(rms_norm(x))) (a norm before and after each sublayer); queries
+  and keys normalized per head before rope (`attn_q_norm`, `attn_k_norm`), a head width of
+  its own (`key_length`), an MLP down(gelu_tanh(gate(h)) * up(h)), no biases. Norm weights
+  may be used as (1 + w): the file stores 1 + w, as llama.cpp's converter does. Layers
+  with a sliding window share one window and one rope base (`rope.freq_base_swa`), the
+  others another (`rope.freq_base`); `sliding_window_pattern` says which layer is which.
+  llama.cpp scales the queries by 1/sqrt(Dh) (1/sqrt(D/H) at 62 layers, its 27B): another
+  scale (`query_pre_attn_scalar`) is folded into the query norm's weights. llama.cpp
+  rotates halves (NEOX).
+
+Every llama.cpp architecture multiplies by a norm's stored weight, so a norm weight used as
+`c + w` is written as c + w in any of them. Only gemma3 runs a sliding window: a window in
+another architecture is a departure, never dropped.
 
 `SHAPE` says, for E3313, what each architecture has at each place a model can depart.
 """
@@ -20,7 +34,7 @@ from __future__ import annotations
 
 # rope style llama.cpp applies per architecture: "interleaved" (LLAMA_ROPE_TYPE_NORM)
 # or "half" (LLAMA_ROPE_TYPE_NEOX)
-ROPE_STYLE = {"llama": "interleaved", "qwen2": "half", "qwen3": "half"}
+ROPE_STYLE = {"llama": "interleaved", "qwen2": "half", "qwen3": "half", "gemma3": "half"}
 
 SHAPE = {
     "llama": {
@@ -35,6 +49,7 @@ SHAPE = {
         "bias": "no biases (qwen2 has them on q, k and v only)",
         "output": "rms_norm(x) into the output layer",
         "scale": "the default 1/sqrt(Dh)",
+        "window": "full attention (llama.cpp runs a sliding window only as gemma3)",
     },
     "gpt2": {
         "stream": "adds each sublayer's output to the residual stream and nothing else",
@@ -48,6 +63,21 @@ SHAPE = {
         "bias": "biases on every projection",
         "output": "layer_norm(x) into the output layer",
         "scale": "the default 1/sqrt(Dh)",
+        "window": "full attention (llama.cpp runs a sliding window only as gemma3)",
+    },
+    "gemma3": {
+        "stream": "adds each sublayer's normalized output to the residual stream and nothing else",
+        "embedding": "the token embedding times sqrt(D) at the start of the residual stream",
+        "norm": "rms_norm",
+        "block": "attention then an MLP, each as x + rms_norm(sublayer(rms_norm(x)))",
+        "mlp": "gelu_tanh(gate(h)) * up(h) into a down projection (GeGLU)",
+        "qk": "rope(rms_norm(linear(h))) split into heads, each head normalized",
+        "v": "linear(h) split into heads, not normalized",
+        "positions": "rope on the queries and keys",
+        "bias": "no biases",
+        "output": "rms_norm(x) into the output layer",
+        "scale": "one number per layer",
+        "window": "one sliding window for the windowed layers",
     },
 }
 SHAPE["qwen2"] = SHAPE["llama"]

@@ -1,9 +1,9 @@
 """What the architecture matcher hands the GGUF writer: no numpy here, only numbers.
 
-A `GGUFPlan` is an architecture (`llama`, `qwen2`, `gpt2`), its hyperparameters, and one
-`TensorPlan` per GGUF tensor: which param it is read from and the layout changes applied
-on the way (`Transpose`, `Gather` of rows or columns, `RopePermute`). `layout.apply` carries the
-changes out on arrays.
+A `GGUFPlan` is an architecture (`llama`, `qwen2`, `qwen3`, `gpt2`, `gemma3`), its
+hyperparameters, and one `TensorPlan` per GGUF tensor: which param it is read from and the
+changes applied on the way: layout (`Transpose`, `Gather` of rows or columns,
+`RopePermute`) and values (`Offset`, `Scale`). `layout.apply` carries them out on arrays.
 """
 from __future__ import annotations
 
@@ -35,6 +35,22 @@ class RopePermute:
 
 
 @dataclass(frozen=True)
+class Offset:
+    """A constant added to every value: a norm weight the source uses as `c + w` (Gemma's
+    `1 + w`). llama.cpp multiplies by the stored weight, so the file stores `c + w`, as
+    llama.cpp's own converter does for Gemma."""
+    value: float
+
+
+@dataclass(frozen=True)
+class Scale:
+    """Every value times a factor: an attention scale llama.cpp doesn't compute itself
+    (Gemma's `query_pre_attn_scalar`), folded into the query norm's weights. rms_norm and
+    rope are linear in that weight, so the scores come out scaled as the source says."""
+    factor: float
+
+
+@dataclass(frozen=True)
 class Transpose:
     """A [in, out] weight read by `x @ W` into PyTorch's and llama.cpp's [out, in]."""
 
@@ -47,7 +63,7 @@ class TensorPlan:
     source: str          # the param path the values come from ("layers.0.attn.wq")
     shape: tuple         # the source param's shape, PyTorch order ([out, in]); with no
                          # source (zeros written for a bias the source lacks), the tensor's
-    steps: tuple = ()    # Transpose / Gather / RopePermute, in order
+    steps: tuple = ()    # Transpose / Gather / RopePermute / Offset / Scale, in order
     kind: str = "matrix"  # "matrix" (may be f16/bf16/q8_0) or "vector" (norms, biases: stay f32)
     parts: tuple = ()    # ((param path or None, its shape, steps), ...) stacked along rows into
                          # one tensor of `shape` (gpt2's attn_qkv from separate q, k, v)
@@ -55,7 +71,7 @@ class TensorPlan:
 
 @dataclass
 class GGUFPlan:
-    arch: str                        # "llama", "qwen2", "gpt2"
+    arch: str                        # "llama", "qwen2", "qwen3", "gpt2", "gemma3"
     hparams: dict                    # see metadata.py for the names
     tensors: list = field(default_factory=list)
     notes: list = field(default_factory=list)  # said in the export's summary

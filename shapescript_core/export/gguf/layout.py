@@ -5,13 +5,15 @@
   slice of a fused projection (q, k or v out of one `w_qkv`);
 - `RopePermute`: Q/K rows between the rotate-half layout (Hugging Face Llama, our `rope`
   default) and the interleaved one (llama.cpp's `llama`). See
-  ../shared/reference/export-consumers.md: unpermuted rows give wrong logits silently.
+  ../shared/reference/export-consumers.md: unpermuted rows give wrong logits silently;
+- `Offset`, `Scale`: values changed in float32, as llama.cpp's converter changes them
+  (Gemma's norm weights stored as 1 + w; an attention scale folded into the query norm).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .gguf_plan import Gather, RopePermute, Transpose
+from .gguf_plan import Gather, Offset, RopePermute, Scale, Transpose
 
 
 def apply(arr: np.ndarray, steps) -> np.ndarray:
@@ -22,7 +24,11 @@ def apply(arr: np.ndarray, steps) -> np.ndarray:
             arr = _gather(arr, s)
         elif isinstance(s, RopePermute):
             arr = rope_permute(arr, s.heads, s.to)
-        else:  # a plan built by this package only holds the two
+        elif isinstance(s, Offset):
+            arr = np.asarray(arr, dtype=np.float32) + np.float32(s.value)
+        elif isinstance(s, Scale):
+            arr = np.asarray(arr, dtype=np.float32) * np.float32(s.factor)
+        else:  # a plan built by this package only holds these
             raise TypeError(f"unknown layout step {s!r}")
     return np.ascontiguousarray(arr)
 

@@ -5,8 +5,11 @@
 into helpers, do not matter; what the nodes compute does.
 
 The walk: the output layer and the final norm at the end; the residual stream back from
-there (`x = x + sublayer(norm(x))`, one add per sublayer) to the embedding; then each
-sublayer forward, attention and MLP in turn. Q, K and V may come from separate
+there (`x = x + sublayer(norm(x))`, or gemma3's `x + norm(sublayer(norm(x)))`, one add per
+sublayer) to the embedding (gemma3's times sqrt(D)); then each sublayer forward, attention
+and MLP in turn. Norm weights used as `c + w` are stored as c + w (`Offset`); gemma3's
+layers may differ by rope theta and window, which `windows` checks against what llama.cpp
+can say (one window, one theta per kind of layer). Q, K and V may come from separate
 projections or from one fused projection split by a pattern, in any factor order;
 `Gather` steps put the rows in the order llama.cpp reads. Every mismatch becomes a
 departure at its node; the one earliest in the graph (the order the model runs) is the
@@ -17,9 +20,10 @@ from __future__ import annotations
 
 import math
 
+from ...compile.graph import fold
 from .archs import ROPE_STYLE, has
 from .departure import Depart, line_of
-from .gguf_plan import Departure, GGUFPlan, RopePermute, TensorPlan
+from .gguf_plan import Departure, GGUFPlan, Offset, RopePermute, TensorPlan
 from .projections import UNARY, Projections
 from .sublayers import Sublayers
 
@@ -27,13 +31,15 @@ DEFAULT_CONTEXT = 4096  # llama-family sources take positions as a tensor; see d
 
 
 class ArchMatcher(Projections, Sublayers):
-    def __init__(self, tr):
+    def __init__(self, tr, any_window: bool = False):
         self.tr = tr
+        self.any_window = any_window  # the importer's roles: a window is no departure in any architecture
         self.prog = tr.program
         self.index = {id(n): i for i, n in enumerate(tr.nodes)}
         self.found: list = []  # [_Depart] collected along the residual stream
         self.arch = "llama"
         self.attention_plan = None  # the compiler's AttentionPlan, made at the first attention
+        self.layer_attn: list = []  # gemma3: (rope theta, window or None, attention node) per block
 
     # ------------------------------------------------------------ helpers
     def depart(self, node, place: str, what: str):
@@ -73,6 +79,35 @@ class ArchMatcher(Projections, Sublayers):
     def width(self, n) -> int | None:
         return n.shape[-1] if n.shape else None
 
+    def number(self, n):
+        """A compile-time number (a literal, a dim, arithmetic of them), or None."""
+        v = fold(n, self.prog) if n is not None else None
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    def norm_weight(self, n, role: str) -> tuple:
+        """(param path, steps) of a norm's weight: a param, or `c + w` with c a number,
+        stored as c + w (`Offset`): llama.cpp multiplies by the stored weight."""
+        w = self.arg(n, "w")
+        if w is not None and w.op == "add" and len(w.inputs) == 2:
+            for c, p in (w.inputs, w.inputs[::-1]):
+                v = self.number(c)
+                if p.op == "param" and v is not None:
+                    return p.attrs["path"], ((Offset(v),) if v else ())
+        return self.param(w, role), ()
+
+    def scaled_embedding(self, n):
+        """(the embedding, its factor, the scaling node) for `embedding(...) * c` or
+        `scale(embedding(...), c)` with c a number; None for anything else."""
+        if n.op == "scale" and len(n.inputs) == 2 and n.inputs[0].op == "embedding":
+            v = self.number(n.inputs[1])
+            return (n.inputs[0], v, n) if v is not None else None
+        if n.op == "mul" and len(n.inputs) == 2:
+            for e, c in (n.inputs, n.inputs[::-1]):
+                v = self.number(c)
+                if e.op == "embedding" and v is not None:
+                    return e, v, n
+        return None
+
     # ------------------------------------------------------------ the whole model
     def run(self) -> GGUFPlan:
         tr = self.tr
@@ -101,6 +136,8 @@ class ArchMatcher(Projections, Sublayers):
                     subs.append((stream, b, a))
                     stream = b
                     continue
+            if self.scaled_embedding(stream) is not None:
+                break
             if stream.op == "add" and not self.embeddings_sum(stream):
                 raise Depart(stream, f"this `+`{line_of(stream)} joins sublayers that don't feed one another "
                                       f"(a parallel block), where {self.arch} has {has(self.arch, 'block')}")
@@ -111,17 +148,25 @@ class ArchMatcher(Projections, Sublayers):
                 continue
             break
         subs.reverse()
+        if self.arch == "llama" and any(b.op == "rms_norm" for _, _, b in subs):
+            self.arch = "gemma3"  # a norm after the sublayers
+        scaled = self.scaled_embedding(stream)
+        if scaled is not None:
+            stream = scaled[0]
         embeds = self.embeddings(stream)
         if len(embeds) == 2:
             self.arch = "gpt2"
         plan_t: list = []
         try:
             hp = self.start(embeds, plan_t)
+            self.embedding_scale(embeds[0][0], scaled, hp)
             if len(subs) % 2 or not subs:
                 raise Depart(subs[-1][0] if subs else stream,
                               f"the blocks have {len(subs)} sublayers{line_of(subs[-1][0] if subs else stream)}, "
                               f"where {self.arch} has {has(self.arch, 'block')}")
             self.blocks(subs, hp, plan_t)
+            if self.arch == "gemma3":
+                hp["windows"] = self.windows()
             self.norm(final, "output_norm", hp, plan_t, None, stream_check=False)
         except Depart as d:
             self.found.append(d)
@@ -134,6 +179,20 @@ class ArchMatcher(Projections, Sublayers):
         if tied:
             plan.notes.append("output layer tied to the token embedding")
         return plan
+
+    def embedding_scale(self, tok, scaled, hp):
+        """gemma3's token embedding times sqrt(D); no other architecture scales it."""
+        D = hp["embedding_length"]
+        if self.arch != "gemma3":
+            if scaled is not None:
+                node, v = scaled[2], scaled[1]
+                raise Depart(node, f"the token embedding is scaled by {v:g}{line_of(node)}, where {self.arch} "
+                                   f"has {has(self.arch, 'embedding')}")
+            return
+        if scaled is None:
+            self.depart(tok, "embedding", "the residual stream starts from the token embedding unscaled")
+        if not math.isclose(scaled[1], math.sqrt(D), rel_tol=1e-6):
+            self.depart(scaled[2], "embedding", f"the token embedding is scaled by {scaled[1]:g}")
 
     def embeddings_sum(self, n) -> bool:
         return n.op == "add" and all(i.op == "embedding" for i in n.inputs)
@@ -187,19 +246,47 @@ class ArchMatcher(Projections, Sublayers):
             out["rms_eps"] = hp["eps"]
             out["rope_dim"] = hp["head_width"]
             out["freq_base"] = hp["theta"]
-        if hp["heads"] * hp["head_width"] != hp["embedding_length"]:
+        if hp["heads"] * hp["head_width"] != hp["embedding_length"] or self.arch == "gemma3":
             out["key_length"] = out["value_length"] = hp["head_width"]
+        out.update(hp.get("windows", {}))
         return out
+
+    def windows(self) -> dict:
+        """gemma3's per-layer settings as llama.cpp reads them: one window for the layers
+        that have one (`sliding_window`, which layers: `sliding_window_pattern`), one rope
+        theta for those (`rope.freq_base_swa`) and one for the others (`rope.freq_base`)."""
+        layers = self.layer_attn
+        swa = [x for x in layers if x[1] is not None]
+        full = [x for x in layers if x[1] is None]
+        for group, what in ((swa, "sliding-window"), (full, "full-attention")):
+            for theta, _, att in group[1:]:
+                if theta != group[0][0]:
+                    raise Depart(att, f"this {what} layer's rope theta is {_num(theta)}{line_of(att)}, where the "
+                                      f"first {what} layer's is {_num(group[0][0])}: gemma3 has one theta for "
+                                      f"each kind of layer")
+        for _, w, att in swa[1:]:
+            if w != swa[0][1]:
+                raise Depart(att, f"this attention's window is {_num(w)}{line_of(att)}, where the first's is "
+                                  f"{_num(swa[0][1])}: gemma3 has one sliding window")
+        if not swa:
+            return {"freq_base": full[0][0]}
+        return {"freq_base": (full or swa)[0][0], "freq_base_swa": swa[0][0], "sliding_window": int(swa[0][1]),
+                "sliding_window_pattern": [w is not None for _, w, _ in layers]}
 
     # ------------------------------------------------------------ blocks
     def blocks(self, subs, hp, plan_t):
         hp["blocks"] = len(subs) // 2
         features: set = set()
         per_block = []
+        gemma = self.arch == "gemma3"
         for i in range(0, len(subs), 2):
             (a_add, a_res, a_branch), (m_add, m_res, m_branch) = subs[i], subs[i + 1]
             blk = i // 2
             tensors: list = []
+            a_post = m_post = None
+            if gemma:
+                a_branch, a_post = self.post_norm(a_add, a_branch, "block's first sublayer")
+                m_branch, m_post = self.post_norm(m_add, m_branch, "block's second sublayer")
             if not self.has_attention(a_branch, a_res):
                 self.depart(a_add, "block", "the block's first sublayer has no attention")
             if self.has_attention(m_branch, m_res):
@@ -207,9 +294,13 @@ class ArchMatcher(Projections, Sublayers):
             h = self.norm_of(a_branch, a_res)
             self.norm(h, "attn_norm", hp, tensors, blk)
             features |= self.attention(a_branch, h, hp, tensors, blk)
+            if a_post is not None:
+                self.norm(a_post, "attn_post_norm", hp, tensors, blk)
             h2 = self.norm_of(m_branch, m_res)
-            self.norm(h2, "ffn_norm", hp, tensors, blk)
+            self.norm(h2, "ffn_pre_norm" if gemma else "ffn_norm", hp, tensors, blk)
             self.mlp(m_branch, h2, hp, tensors, blk)
+            if m_post is not None:
+                self.norm(m_post, "ffn_post_norm", hp, tensors, blk)
             per_block.append(tensors)
         if self.arch == "llama" and features:
             self.arch = "qwen3" if "qk_norm" in features else "qwen2"
@@ -226,6 +317,12 @@ class ArchMatcher(Projections, Sublayers):
             return tp
         return TensorPlan(tp.name, tp.block, tp.suffix, tp.source, tp.shape,
                           tp.steps + (RopePermute(rope_heads, ROPE_STYLE[self.arch]),), tp.kind)
+
+    def post_norm(self, add, branch, what: str) -> tuple:
+        """(the sublayer, its norm) of gemma3's x + rms_norm(sublayer(...)); departs at the `+`."""
+        if branch.op != "rms_norm":
+            self.depart(add, "block", f"the {what}'s output is added to the residual stream without a norm")
+        return self.arg(branch, "x"), branch
 
     def has_attention(self, branch, res) -> bool:
         stack, seen = [branch], set()
@@ -272,15 +369,22 @@ class ArchMatcher(Projections, Sublayers):
         if [self.prog.value_of(s) for s in n.attrs.get("over", [])] != [D]:
             raise Depart(n, f"the norm works over {', '.join(n.attrs.get('over_names', []))}{line_of(n)}, "
                              f"where {self.arch} normalizes the model width")
-        w = self.param(self.arg(n, "w"), "norm weight")
-        tensors.append(TensorPlan(name.upper(), blk, "weight", w, (D,), kind="vector"))
+        w, steps = self.norm_weight(n, "norm weight")
+        tensors.append(TensorPlan(name.upper(), blk, "weight", w, (D,), steps, kind="vector"))
         if want == "layer_norm":
             b = self.param(self.arg(n, "b"), "norm bias")
             tensors.append(TensorPlan(name.upper(), blk, "bias", b, (D,), kind="vector"))
 
-def match(tr):
-    """A GGUFPlan for the trace, or the Departure E3313 reports."""
-    m = ArchMatcher(tr)
+def _num(x) -> str:
+    x = float(x)
+    return str(int(x)) if x.is_integer() else f"{x:g}"
+
+
+def match(tr, any_window: bool = False):
+    """A GGUFPlan for the trace, or the Departure E3313 reports. `any_window`: the
+    importer's matching, where a sliding window changes no role (Mistral is llama's
+    layout): recorded in the hparams, never a departure."""
+    m = ArchMatcher(tr, any_window)
     try:
         return m.run()
     except Depart as d:

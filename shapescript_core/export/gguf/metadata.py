@@ -25,6 +25,10 @@ HPARAM_KEYS = {
     "value_length": ("Attention", "VALUE_LENGTH", "add_uint32"),
     "rope_dim": ("Rope", "DIMENSION_COUNT", "add_uint32"),
     "freq_base": ("Rope", "FREQ_BASE", "add_float32"),
+    # gemma3's layers of two kinds: with a sliding window (which ones: one bool per layer) and without
+    "freq_base_swa": ("Rope", "FREQ_BASE_SWA", "add_float32"),
+    "sliding_window": ("Attention", "SLIDING_WINDOW", "add_uint32"),
+    "sliding_window_pattern": ("Attention", "SLIDING_WINDOW_PATTERN", "add_array"),
 }
 
 FILE_TYPE = {**{n: getattr(gguf.LlamaFileType, BY_NAME[n].gguf_file_type) for n in STORED},

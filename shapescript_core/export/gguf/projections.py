@@ -206,15 +206,16 @@ class Projections:
                                       f"{p.heads} out of their projection{line_of(rp or p.lin)}")
 
     def head_norm(self, nrm, p: Proj, role: str, ropes):
-        """qwen3's rms_norm of each query/key head over its width, before rope."""
+        """qwen3's (and gemma3's) rms_norm of each query/key head over its width, before rope."""
         if role not in ("queries", "keys"):
             self.depart(nrm, "v", f"the {role} are normalized")
         over = [self.prog.value_of(s) for s in nrm.attrs.get("over", [])]
         if over != [p.width]:
             raise Depart(nrm, f"the {role}' norm works over {', '.join(nrm.attrs.get('over_names', []))}"
-                              f"{line_of(nrm)}, where qwen3 normalizes each head's width")
+                              f"{line_of(nrm)}, where {'gemma3' if self.arch == 'gemma3' else 'qwen3'} normalizes "
+                              f"each head's width")
         if ropes and self.index[id(ropes[0])] < self.index[id(nrm)]:
-            raise Depart(nrm, f"the {role} are normalized after rope{line_of(nrm)}, where qwen3 "
-                              f"normalizes them before")
-        self.param(self.arg(nrm, "w"), f"{role}' norm weight")
+            raise Depart(nrm, f"the {role} are normalized after rope{line_of(nrm)}, where "
+                              f"{'gemma3' if self.arch == 'gemma3' else 'qwen3'} normalizes them before")
+        self.norm_weight(nrm, f"{role}' norm weight")
         p.norm = nrm

@@ -1,6 +1,7 @@
 """The matcher's two sublayers: attention (q, k, v, rope, the grouped heads, the output
-projection; gpt2's one attn_qkv) and the MLP (SwiGLU for the llama family, gelu_tanh for
-gpt2), each adding its tensors to the plan of its block.
+projection; gpt2's one attn_qkv; gemma3's window, theta and scale per layer) and the MLP
+(SwiGLU for the llama family, GeGLU for gemma3, gelu_tanh for gpt2), each adding its
+tensors to the plan of its block.
 """
 from __future__ import annotations
 
@@ -8,14 +9,20 @@ import logging
 import math
 
 from ...compile.attention_plan import plan_attention
-from ...compile.graph import CompileError
+from ...compile.graph import CompileError, fold
 from .archs import has
 from .departure import Depart, line_of
-from .gguf_plan import Gather, TensorPlan, Transpose
+from .gguf_plan import Gather, Scale, TensorPlan, Transpose
 from .projections import UNARY, Proj, input_of, is_projection
 
 
 log = logging.getLogger(__name__)
+
+
+def llama_cpp_scale(arch: str, blocks, D: int, H: int, Dh: int) -> float:
+    """The query scale llama.cpp's gemma3 uses (it reads none from the file): 1/sqrt(Dh),
+    or 1/sqrt(D / H) for 62 layers, the size it knows as Gemma 3 27B."""
+    return 1 / math.sqrt(D // H) if arch == "gemma3" and blocks == 62 else 1 / math.sqrt(Dh)
 
 
 class Sublayers:
@@ -39,6 +46,7 @@ class Sublayers:
         """Adds the block's attention tensors; the features that tell the llama family's
         members apart: "bias" (q/k/v biases: qwen2), "qk_norm" (per-head norms: qwen3)."""
         gpt2 = self.arch == "gpt2"
+        gemma = self.arch == "gemma3"
         wo = branch
         if not is_projection(wo):
             raise Depart(wo, f"the attention's output goes through `{wo.op}`{line_of(wo)}, where "
@@ -66,7 +74,17 @@ class Sublayers:
         q = self.head_chain(self.arg(att, "q"), h, "queries", want_rope=not gpt2)
         k = self.head_chain(self.arg(att, "k"), h, "keys", want_rope=not gpt2, stored=site.stored["k"])
         v = self.head_chain(self.arg(att, "v"), h, "values", want_rope=False, stored=site.stored["v"])
-        if scale is not None and not math.isclose(float(scale), 1 / math.sqrt(q.width), rel_tol=1e-6):
+        window = att.attrs.get("window")
+        if window is None and self.arg(att, "window") is not None:
+            window = fold(self.arg(att, "window"), self.prog)
+            if window is None:
+                raise Depart(att, f"the attention's window is computed{line_of(att)}; llama.cpp stores one number")
+        if window is not None and not gemma:
+            if not self.any_window:
+                self.depart(att, "window", f"the attention has a sliding window of {window}")
+            hp.setdefault("windows", {"sliding_window": int(window)})
+        if not gemma and scale is not None and \
+                not math.isclose(float(scale), 1 / math.sqrt(q.width), rel_tol=1e-6):
             raise Depart(att, f"the attention's scale is {scale}{line_of(att)}, where {self.arch} has "
                                f"{has(self.arch, 'scale')}")
         if q.repeat is not None:
@@ -93,12 +111,18 @@ class Sublayers:
                 t = float(r.attrs.get("theta", 10000.0))
                 if style not in ("half", "interleaved"):
                     raise Depart(r, f"rope's style is {style}{line_of(r)}")
-                if t != theta or (hp["theta"] is not None and t != hp["theta"]):
+                if t != theta or (not gemma and hp["theta"] is not None and t != hp["theta"]):
                     raise Depart(r, f"rope's theta is {t}{line_of(r)}, where the others' is "
                                      f"{hp['theta'] or theta}: llama.cpp has one theta")
                 if r.attrs.get("style", "half") != q.rope.attrs.get("style", "half"):
                     raise Depart(r, f"the keys' rope style differs from the queries'{line_of(r)}")
-            hp["theta"] = theta
+            if gemma:
+                bound = self.positions_bound(self.arg(q.rope, "pos"), hp)
+                if window is not None and bound is not None and window >= bound:
+                    window = None  # it drops no key of any sequence the model takes: full attention
+                self.layer_attn.append((theta, window, att))  # checked across layers by `windows`
+            else:
+                hp["theta"] = theta
             hp.setdefault("rope_style", q.rope.attrs.get("style", "half"))
             if hp["rope_style"] != q.rope.attrs.get("style", "half"):
                 raise Depart(q.rope, f"this rope's style differs from the first's{line_of(q.rope)}")
@@ -107,7 +131,13 @@ class Sublayers:
         if (q.norm is None) != (k.norm is None) or (q.norm is not None and gpt2):
             n = q.norm or k.norm
             raise Depart(n, f"only the {'queries' if q.norm is not None else 'keys'} are normalized per head"
-                            f"{line_of(n)}, where qwen3 normalizes both and {self.arch} neither")
+                            f"{line_of(n)}, where " + ("gemma3 normalizes both" if gemma else
+                                                       f"qwen3 normalizes both and {self.arch} neither"))
+        if gemma and q.norm is None:
+            self.depart(q.lin, "qk", "the queries and keys are not normalized per head")
+        if gemma and any(biases):
+            p = next(p for p, b in zip((q, k, v), biases) if b)
+            self.depart(p.lin, "bias", "the projections have biases")
         if q.norm is not None and any(biases):
             raise Depart(q.norm, f"the queries are normalized per head{line_of(q.norm)} and q, k, v have "
                                  f"biases: qwen2 has the biases, qwen3 the norms, none both")
@@ -127,11 +157,12 @@ class Sublayers:
                                     kind="vector") if p.b is not None
                          else TensorPlan(name, blk, "bias", None, (heads * Dh,), kind="vector"))
                     tensors.append((b, heads, style) if name != "ATTN_V" else b)
+            folded = self.folded_scale(scale, Dh, hp) if gemma else ()
             for p, name in ((q, "ATTN_Q_NORM"), (k, "ATTN_K_NORM")):
                 if p.norm is not None:
                     self.head_norm_eps(p.norm, hp)
-                    tp = TensorPlan(name, blk, "weight", self.param(self.arg(p.norm, "w"), "norm weight"),
-                                    (Dh,), kind="vector")
+                    w, steps = self.norm_weight(p.norm, "norm weight")
+                    tp = TensorPlan(name, blk, "weight", w, (Dh,), steps + (folded if p is q else ()), kind="vector")
                     tensors.append((tp, 1, style))  # one head's rows: permuted as each head's
         cols = (Gather(1, (H, Dh) if dst[-1][0] == src[-3] else (Dh, H), None, col_perm),) if col_perm else ()
         cols += tuple(Gather(1, g.shape, None, g.perm) for g in regroup)
@@ -141,13 +172,32 @@ class Sublayers:
             self.bias(wo, "ATTN_OUT", (D,), tensors, blk)
         return ({"bias"} if any(biases) else set()) | ({"qk_norm"} if q.norm is not None else set())
 
+    def positions_bound(self, pos, hp):
+        """P when the positions are `Index[P]` (no sequence is longer: gemma3's context
+        length), else None. A window of at least P is full attention, as the Hugging Face
+        export says (compile/windows.py)."""
+        dt = getattr(getattr(pos, "type", None), "dtype", None)
+        if dt is None or dt.name != "Index" or getattr(dt, "index", None) is None:
+            return None
+        P = self.prog.value_of(dt.index)
+        if P is not None:
+            hp["context_length"] = P
+        return P
+
+    def folded_scale(self, scale, Dh: int, hp) -> tuple:
+        """gemma3: (Scale(r),) for the query norm when the source's attention scale isn't the
+        one llama.cpp uses, 1/sqrt(Dh) (1/sqrt(D / H) for 62 layers, its 27B); () if it is."""
+        want = float(scale) if scale is not None else 1 / math.sqrt(Dh)
+        r = want / llama_cpp_scale(self.arch, hp.get("blocks"), hp["embedding_length"], hp["heads"], Dh)
+        return () if math.isclose(r, 1.0, rel_tol=1e-9) else (Scale(r),)
+
     def head_norm_eps(self, n, hp):
         eps = n.attrs.get("eps", 1e-6)
         if "eps" in n.attrs.get("args", {}) and "eps" not in n.attrs:
             raise Depart(n, f"the norm's eps is computed{line_of(n)}; llama.cpp stores one number")
         if hp["eps"] is not None and not math.isclose(hp["eps"], eps, rel_tol=1e-9):
             raise Depart(n, f"this norm's eps is {eps}{line_of(n)}, where the others' is {hp['eps']}: "
-                            f"qwen3 has one eps")
+                            f"{'qwen3' if self.arch == 'llama' else self.arch} has one eps")
 
     def fused_qkv(self, q, k, v, D, tensors, blk):
         """gpt2's one attn_qkv: rows [q; k; v], each head-major, from one fused projection
@@ -213,7 +263,8 @@ class Sublayers:
             what = f"{act.op} with no gate" if act.op in UNARY else f"`{act.op}`"
             self.depart(act, "mlp", f"the MLP's activation is {what}")
         a, b = act.inputs
-        gate_act, up_n = (a, b) if a.op == "silu" else (b, a) if b.op == "silu" else (None, None)
+        want = "gelu_tanh" if self.arch == "gemma3" else "silu"
+        gate_act, up_n = (a, b) if a.op == want else (b, a) if b.op == want else (None, None)
         if gate_act is None:
             other = a if not is_projection(a) else b
             self.depart(other, "mlp", f"the MLP's gate uses `{other.op}`")

@@ -3,8 +3,8 @@
 config.json carries every dim's value, `auto_map` and `architectures`, and the
 conventional names engines read where they apply (`vocab_size`, `hidden_size`,
 `num_attention_heads`, `num_key_value_heads`, `head_dim`, `num_hidden_layers`,
-`tie_word_embeddings`, `max_position_embeddings`), and `rope_parameters` when the model's
-rotary positions are one table (compile/rotary_plan.py: its `rotary_emb` reads them).
+`tie_word_embeddings`, `max_position_embeddings`, `rope_parameters`: the generated
+`rotary_emb` reads them when the model's rotary positions are one table, compile/rotary_plan.py).
 """
 from __future__ import annotations
 
@@ -13,15 +13,16 @@ from ...compile.codegen import MethodGen
 from ...compile.names import py_ident
 from ...compile.plan import walk_nodes
 from ...dtypes import BY_NAME, STORED
-from ...escape import py_docstring, py_number, py_str, shown
+from ...escape import py_docstring, py_str, py_value, shown
 
 # names a config already has or that we write: a dim called so is stored as `dim_<name>`
 CONFIG_ATTRS = {"dtype", "torch_dtype", "architectures", "auto_map", "model_type", "name_or_path",
                 "use_cache", "vocab_size", "hidden_size", "num_attention_heads", "num_key_value_heads",
                 "head_dim", "num_hidden_layers", "tie_word_embeddings", "max_position_embeddings",
                 "transformers_version", "is_encoder_decoder", "pad_token_id", "bos_token_id",
-                "eos_token_id", "return_dict", "output_attentions", "output_hidden_states", "rope_parameters",
-                "rope_scaling", "rope_theta", "partial_rotary_factor"}
+                "eos_token_id", "return_dict", "output_attentions", "output_hidden_states",
+                "sliding_window", "layer_types", "rope_parameters", "rope_scaling", "rope_theta",
+                "partial_rotary_factor"}
 
 TORCH_DTYPE_NAMES = {n: BY_NAME[n].torch for n in STORED}
 
@@ -67,14 +68,12 @@ def conventional(gen) -> dict:
         if isinstance(pt, TensorT) and pt.dtype.name == "Index":
             out["max_position_embeddings"] = prog.value_of(pt.dtype.index)
     out["tie_word_embeddings"] = lm.tied
-    if gen.rotary is not None:
-        out["rope_parameters"] = rope_parameters(gen.rotary)
+    if gen.windows is not None:  # as transformers writes Mistral, Gemma 2/3: one window, a type per layer
+        out["sliding_window"] = gen.windows.sliding_window
+        out["layer_types"] = gen.windows.layer_types
+    if gen.rope_parameters is not None:
+        out["rope_parameters"] = gen.rope_parameters
     return out
-
-
-def rope_parameters(rotary) -> dict:
-    """transformers' `rope_parameters` of the model's rotary table (plain RoPE)."""
-    return {"rope_type": "default", "rope_theta": rotary.theta}
 
 
 def config_json(gen, names, dtype: str, source_name: str) -> dict:
@@ -101,19 +100,11 @@ def config_json(gen, names, dtype: str, source_name: str) -> dict:
     return cfg
 
 
-def _py_dict(d: dict) -> str:
-    """A dict literal of string keys and string or number values."""
-    return "{" + ", ".join(f"{py_str(k)}: {py_str(v) if isinstance(v, str) else py_number(v)}"
-                           for k, v in d.items()) + "}"
-
-
 def configuration_source(gen, names, cfg: dict, source_name: str) -> str:
     skip = {"architectures", "auto_map", "model_type", "dtype", "torch_dtype", "shapescript"}
     fields = [(k, v) for k, v in cfg.items() if k not in skip]
-    args = ", ".join(f"{k}={'None' if isinstance(v, dict) else py_number(v)}" for k, v in fields)
-    sets = "\n".join(f"        self.{k} = {k}" if not isinstance(v, dict) else
-                     f"        self.{k} = {k} if {k} is not None else {_py_dict(v)}"
-                     for k, v in fields if k != "tie_word_embeddings")
+    args = ", ".join(f"{k}={py_value(v)}" for k, v in fields)
+    sets = "\n".join(f"        self.{k} = {k}" for k, v in fields if k != "tie_word_embeddings")
     tie = cfg.get("tie_word_embeddings")
     lines = [
         py_docstring(f"Configuration of the model ShapeScript exported from `{shown(source_name)}`, "

@@ -81,13 +81,15 @@ def modeling_source(gen: Generator, names: Names, source_name: str) -> str:
                         "def set_input_embeddings(self, value):", f"    self.{table} = value", ""])
         root += indent(_lm_forward(gen, source_name))
         tail = ["", ""] + _causal_lm(gen, names, source_name)
-    helpers = [HELPERS[h].strip("\n") for h in ("rms_norm", "layer_norm", "rope", "rotary", "causal", "attend", "mask")
+    helpers = [HELPERS[h].strip("\n") for h in ("rms_norm", "layer_norm", "rope", "rotary", "causal", "window_mask",
+                                                "attend", "mask")
                if h in gen.helpers or (h == "mask" and lm is not None) or (h == "rotary" and gen.rotary)]
     imports = ["import dataclasses", "import inspect", "import math", "", "import torch", "from torch import nn",
                "from transformers import GenerationMixin, PreTrainedModel" if lm else "from transformers import PreTrainedModel"]
     if lm is not None:
         imports += ["from transformers.cache_utils import DynamicCache",
-                    "from transformers.masking_utils import create_causal_mask",
+                    "from transformers.masking_utils import create_causal_mask"
+                    + (", create_sliding_window_causal_mask" if gen.windows is not None else ""),
                     "from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast",
                     "from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS"]
     imports += ["", f"from .{names.configuration} import {names.config}"]
@@ -137,11 +139,24 @@ def _lm_forward(gen: Generator, source_name: str) -> list:
         "    past = past_key_values.get_seq_length() if past_key_values is not None else 0",
         "    position_ids = torch.arange(past, past + inputs_embeds.shape[1], device=inputs_embeds.device)",
         "    position_ids = position_ids.unsqueeze(0).expand(inputs_embeds.shape[0], -1)",
-        "attention_mask = causal_mask(self.config, inputs_embeds, attention_mask, past_key_values, position_ids)",
-    ]
+    ] + _masks(gen)
     if gen.rotary:
         pre.append('kwargs["position_embeddings"] = self.rotary_emb(inputs_embeds, position_ids)  # cos, sin')
     return [head] + indent(pre + body)
+
+
+def _masks(gen: Generator) -> list:
+    """The attention mask: one, or one per layer type when layers slide (windows.py), as
+    transformers' hybrid models build them."""
+    args = "self.config, inputs_embeds, attention_mask, past_key_values, position_ids"
+    if gen.windows is None:
+        return [f"attention_mask = causal_mask({args})"]
+    types = set(gen.windows.layer_types)
+    out = ["attention_mask = {"]
+    if "full_attention" in types:
+        out.append(f'    "full_attention": causal_mask({args}),')
+    out.append(f'    "sliding_attention": causal_mask({args}, make=create_sliding_window_causal_mask),')
+    return out + ["}"]
 
 
 def _causal_lm(gen: Generator, names: Names, source_name: str) -> list:

@@ -26,7 +26,7 @@ log = logging.getLogger("shapescript.export.hf")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
                    "vocab.json", "merges.txt", "added_tokens.json", "generation_config.json",
                    "chat_template.jinja", "chat_template.json")
-# what an imported checkpoint brings into config.json (see weights/importer.py)
+# what an imported checkpoint brings into config.json (see weights/imported_source.py)
 SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 
 

@@ -33,5 +33,11 @@ def not_a_language_model(fn: str) -> str:
     return f"`{fn}` isn't a language model, so LiteRT-LM can't run it: export it with --hf"
 
 
+def sliding_window_unsupported(fn: str, window: int) -> str:
+    return (f"`{fn}` has sliding-window attention (a window of {window}), but LiteRT-Torch's export_hf runs "
+            f"prefill attention as plain causal attention and would drop the window: export it with --hf or "
+            f"--vllm")
+
+
 def conversion_failed(tail: str, log: str) -> str:
     return f"LiteRT-Torch's export_hf failed: {tail} (its output: {log})"

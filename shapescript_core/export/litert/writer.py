@@ -26,7 +26,7 @@ from . import options as opts
 from .convert import run_export_hf
 from .env import require
 from .extension import extension_source, module_name
-from .litert_messages import e3317, e3318, not_a_language_model, prefill_too_long
+from .litert_messages import e3317, e3318, not_a_language_model, prefill_too_long, sliding_window_unsupported
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
 SPLIT_FILES = ("embedder", "auxiliary")  # beside model.tflite with --split-cache
@@ -74,6 +74,8 @@ def write(ctx) -> str:
     art = out["artifact"]
     with open(os.path.join(hf_dir, "config.json"), encoding="utf-8") as fh:
         config = json.load(fh)
+    if config.get("sliding_window") is not None:
+        raise ExportError(sliding_window_unsupported(ctx.fn_item.name, config["sliding_window"]))
     table = position_table(art)
     o = opts.resolve(ctx.request, table)
     _check_lengths(ctx, art, table, o)

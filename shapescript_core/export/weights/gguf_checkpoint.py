@@ -15,7 +15,8 @@ from gguf.quants import dequantize
 
 from ..errors import ExportError
 
-FAMILY = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2"}
+FAMILY = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2", "gemma3": "gemma3"}
+GEMMA3_SWA_THETA = 10000.0  # what llama.cpp's gemma3 uses for its windowed layers when the file doesn't say
 BUFFERS = ("rope_freqs.weight",)
 MAGIC = b"GGUF"
 
@@ -80,6 +81,12 @@ class GGUFCheckpoint:
             out["theta"] = float(theta)
         if isinstance(eps, (int, float)):
             out["eps"] = float(eps)
+        window = self.field(f"{self.arch}.attention.sliding_window")
+        if isinstance(window, int) and window > 0:
+            out["window"] = float(window)
+            swa = self.field(f"{self.arch}.rope.freq_base_swa")
+            if self.arch == "gemma3":
+                out["theta_swa"] = float(swa) if isinstance(swa, (int, float)) else GEMMA3_SWA_THETA
         return out
 
     def block_count(self) -> int | None:

@@ -6,7 +6,9 @@ Names: each tensor's role comes from gguf-py's own tables (`gguf.TensorNameMap`,
 llama.cpp's converter uses), never from a list written here. Layout: what llama.cpp's
 converter does to bring the tensor into llama.cpp's layout, as steps (`to_gguf`): the
 llama family's Q/K rows permuted from rotate-half to interleaved pairs, GPT-2's Conv1D
-weights ([in out]) transposed. The safetensors files are read by `source.WeightSource`,
+weights ([in out]) transposed, Gemma's norm weights (used as 1 + w) stored as 1 + w, and
+Gemma 3's `query_pre_attn_scalar` folded into the query norm where llama.cpp's own scale
+differs (as the GGUF writer folds a source's scale: `gguf.sublayers.folded_scale`). The safetensors files are read by `source.WeightSource`,
 one tensor at a time.
 """
 from __future__ import annotations
@@ -18,7 +20,8 @@ import re
 import gguf
 
 from ...files import ReadRefused, read_bytes
-from ..gguf.gguf_plan import RopePermute, Transpose
+from ..gguf.gguf_plan import Offset, RopePermute, Scale, Transpose
+from ..gguf.sublayers import llama_cpp_scale
 from ..errors import ExportError
 from .source import WeightSource
 
@@ -29,8 +32,10 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")  # any one
 SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 
 # config.json's model_type -> the llama.cpp architecture the matcher names. Llama 2/3,
-# SmolLM and TinyLlama checkpoints say "llama"; Mistral's are llama's layout.
-FAMILY = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2"}
+# SmolLM and TinyLlama checkpoints say "llama"; Mistral's are llama's layout; Gemma 3's
+# text model (Gemma3ForCausalLM) says "gemma3_text".
+FAMILY = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2",
+          "gemma3_text": "gemma3"}
 
 # tensors a checkpoint may hold that are no weights: rotary tables, GPT-2's causal masks
 BUFFERS = ("rotary_emb.inv_freq", ".attn.bias", ".attn.masked_bias")
@@ -82,16 +87,18 @@ class HFCheckpoint:
 
     # ---- hyperparameters the source must agree with
     def constants(self) -> dict:
+        """{"theta", "theta_swa", "eps", "window"} as the config says (each when it does):
+        Gemma 3's rope parameters are per layer type (full_attention, sliding_attention)."""
         c = self.config
         rope = c.get("rope_parameters") if isinstance(c.get("rope_parameters"), dict) else {}
-        theta = rope.get("rope_theta", c.get("rope_theta"))
-        eps = c.get("rms_norm_eps", c.get("layer_norm_epsilon"))
-        out = {}
-        if isinstance(theta, (int, float)) and not isinstance(theta, bool):
-            out["theta"] = float(theta)
-        if isinstance(eps, (int, float)) and not isinstance(eps, bool):
-            out["eps"] = float(eps)
-        return out
+        full, local = rope.get("full_attention"), rope.get("sliding_attention")
+        theta = full.get("rope_theta") if isinstance(full, dict) else rope.get("rope_theta", c.get("rope_theta"))
+        found = {"theta": theta, "eps": c.get("rms_norm_eps", c.get("layer_norm_epsilon"))}
+        if isinstance(local, dict):
+            found["theta_swa"] = local.get("rope_theta")
+        if self.config.get("use_sliding_window", True) is not False:  # Qwen2 says whether it uses its own
+            found["window"] = c.get("sliding_window")
+        return {k: float(v) for k, v in found.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
     def block_count(self) -> int | None:
         for k in ("num_hidden_layers", "n_layer"):
@@ -162,9 +169,25 @@ class HFCheckpoint:
             shape = self.source.info(key).shape
             if arch == "llama" and kind in ("ATTN_Q", "ATTN_K"):
                 steps = (RopePermute(heads if kind == "ATTN_Q" else kv_heads, "interleaved"),)
+            elif arch == "gemma3" and kind.endswith("_NORM"):
+                steps = (Offset(1.0),) + ((self._gemma_scale(),) if kind == "ATTN_Q_NORM" else ())
+                steps = tuple(s for s in steps if s is not None)
             elif arch == "gpt2" and kind in CONV1D and len(shape) == 2:
                 steps = (Transpose(),)
             self.names[name] = (key, steps)
+
+    def _gemma_scale(self):
+        """Scale(r) for Gemma 3's query norm when its query_pre_attn_scalar isn't what llama.cpp
+        assumes (None when it is, or when the config doesn't say)."""
+        c = self.config
+        vals = [c.get(k) for k in ("query_pre_attn_scalar", "hidden_size", "num_attention_heads",
+                                    "num_hidden_layers")]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in vals):
+            return None
+        qpas, D, H, L = vals
+        Dh = c.get("head_dim") if isinstance(c.get("head_dim"), int) else int(D) // int(H)
+        r = qpas ** -0.5 / llama_cpp_scale("gemma3", int(L), int(D), int(H), int(Dh))
+        return None if abs(r - 1.0) < 1e-9 else Scale(r)
 
     def index_raw(self):
         """Every tensor by its own key (a --weights-map names them)."""

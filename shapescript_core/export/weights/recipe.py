@@ -5,7 +5,8 @@ The architecture matcher (`gguf.match`) says, for each llama.cpp tensor, which p
 is read from and which steps (`Transpose`, `Gather`, `RopePermute`) turn the param into
 llama.cpp's layout. A checkpoint is first brought into that same layout (its reader's
 `to_gguf` steps: GGUF files are in it already; Hugging Face's llama permutes Q/K rows,
-GPT-2's Conv1D is transposed); then the plan's steps are undone. A `Gather` that takes
+GPT-2's Conv1D is transposed, Gemma's norm weights w become 1 + w); then the plan's
+steps are undone (an `Offset` or a `Scale` by its opposite). A `Gather` that takes
 one slice of a fused param (q, k, v out of one `w_qkv`) becomes a scatter into the
 param's buffer: the param is the sum of its contributions, in the order its pattern
 splits them.
@@ -16,10 +17,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import math
+
 import numpy as np
 
 from ..gguf.layout import gather_index, rope_permute
-from ..gguf.gguf_plan import Gather, RopePermute, Transpose
+from ..gguf.gguf_plan import Gather, Offset, RopePermute, Scale, Transpose
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,10 @@ def run_steps(arr: np.ndarray, steps) -> np.ndarray:
             arr = np.take(arr, np.asarray(s.index, dtype=np.int64), axis=s.axis)
         elif isinstance(s, Rows):
             arr = arr[s.start:s.end]
+        elif isinstance(s, Offset):
+            arr = np.asarray(arr, dtype=np.float32) + np.float32(s.value)
+        elif isinstance(s, Scale):
+            arr = np.asarray(arr, dtype=np.float32) * np.float32(s.factor)
         else:
             raise TypeError(f"unknown import step {s!r}")  # only this module makes them
     return arr
@@ -66,6 +73,10 @@ def inverse(step):
         return step
     if isinstance(step, RopePermute):
         return RopePermute(step.heads, "half" if step.to == "interleaved" else "interleaved")
+    if isinstance(step, Offset):
+        return Offset(-step.value)
+    if isinstance(step, Scale):
+        return Scale(1 / step.factor)
     if isinstance(step, Gather) and step.take is None:
         return Take(step.axis, tuple(int(i) for i in np.argsort(gather_index(step))))
     raise TypeError(f"can't invert {step!r}")  # a take Gather is a scatter, handled by the caller
@@ -86,6 +97,10 @@ def simplify(steps) -> tuple:
 def _undoes(a, b) -> bool:
     if isinstance(a, Transpose) and isinstance(b, Transpose):
         return True
+    if isinstance(a, Offset) and isinstance(b, Offset):
+        return a.value + b.value == 0
+    if isinstance(a, Scale) and isinstance(b, Scale):
+        return math.isclose(a.factor * b.factor, 1.0, rel_tol=1e-9)
     return isinstance(a, RopePermute) and isinstance(b, RopePermute) and a.heads == b.heads and a.to != b.to
 
 

@@ -230,16 +230,25 @@ try {
   });
 
   await step('quick fix', async () => {
-    await goTo(8, 13);
-    // Control+. and the keyboard, as a user does. Pressed while VS Code's own code-action
-    // request for the cursor move is in flight, VS Code 1.100 may answer "No code
-    // actions available" without asking the server (seen under load, with the server's
-    // log showing the action sent): then, as a user would, press it again.
+    // As a user does: put the cursor in the error, wait for the light bulb (VS Code has
+    // asked the server and has a fix), then Control+. and the keyboard. VS Code 1.100 may
+    // answer "No code actions available" from a request for an earlier cursor position
+    // (seen under load, with the server's log showing the action sent for the new one):
+    // then, as a user would, move away, come back and press it again.
     const want = 'Make `m` the first parameter';
     result.quick_fix_attempts = 0;
+    result.lightbulb = [];
     for (;;) {
       result.quick_fix_attempts++;
-      await page.waitForTimeout(300);
+      if (result.quick_fix_attempts > 1) {
+        await goTo(1, 1);
+        await page.waitForTimeout(500);
+      }
+      await goTo(8, 13);
+      result.lightbulb.push(await until('the light bulb', () => {
+        const b = document.querySelector('.part.editor .monaco-editor [class*="codicon-light"]');
+        return b && b.offsetParent !== null ? b.className : false;
+      }, undefined, 10000).catch((e) => `none: ${e.message}`));
       await page.keyboard.press('Control+.');
       const seen = await until('the quick-fix menu or "no code actions"', () => {
         const rows = document.querySelectorAll('.action-widget .monaco-list-row');

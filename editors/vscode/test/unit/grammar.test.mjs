@@ -69,6 +69,8 @@ fn forward(m: Block, ids: [b n] Index[V], x: [b n D]) -> [b n D]:
         |> softmax(over=m)
     y = rearrange(x, b n D -> n b D)
     return rms_norm(x, m.norm, over=D, eps=1e-5) |> gelu
+    for i, layer in m.layers:
+        theta = 1e4 if i % 6 != 5 else 1e6
 `;
 
 test('each kind of token has its scope', async () => {
@@ -120,6 +122,13 @@ test('each kind of token has its scope', async () => {
   assert.equal(scopeOf(L, 15, 'eps'), 'variable.parameter.keyword.shapescript');
   assert.equal(scopeOf(L, 15, '1e-5'), 'constant.numeric.shapescript');
   assert.equal(scopeOf(L, 15, 'D'), 'entity.name.type.axis.shapescript');
+  // v0.2: a loop with an index, and a conditional chosen at compile time
+  assert.equal(scopeOf(L, 16, 'for'), 'keyword.control.flow.shapescript');
+  assert.equal(scopeOf(L, 16, 'in'), 'keyword.control.flow.shapescript');
+  assert.equal(scopeOf(L, 17, 'if'), 'keyword.control.flow.shapescript');
+  assert.equal(scopeOf(L, 17, 'else'), 'keyword.control.flow.shapescript');
+  assert.equal(scopeOf(L, 17, '%'), 'keyword.operator.arithmetic.shapescript');
+  assert.equal(scopeOf(L, 17, '1e6'), 'constant.numeric.shapescript');
   // a local assigned is not a keyword argument
   assert.notEqual(scopeOf(L, 14, 'y'), 'variable.parameter.keyword.shapescript');
 });

@@ -1,0 +1,83 @@
+"""Dims the source declares without a value, read from a checkpoint's shapes: a stack's
+count from the checkpoint's number of blocks, any other dim from the size of a tensor
+whose param writes the dim alone as an axis (`embed: [V D]`: V and D)."""
+from __future__ import annotations
+
+from ...check.types import ModelT, StackT
+from ..errors import ExportError
+from ..gguf import metadata
+from .checkpoint_axes import forward_shape, source_axis
+from .role_plan import plan_for_import
+from .specs import resolve
+
+# a dim the source leaves open takes this while the graph is traced to find its role
+# (every product and quotient of the usual head counts stays a whole number), then the
+# checkpoint's size at that axis
+_PROBE = 2 ** 7 * 3 * 5 * 7
+
+
+def _open_dims(env) -> list:
+    return [n for n, i in env.dims.info.items()
+            if i.value is None and i.canon is not None and i.canon.single_symbol() == n]
+
+
+def _stack_counts(env, fn_name: str, open_dims: list, blocks) -> dict:
+    """Each open dim that counts a stack's blocks, from the model the function takes down."""
+    found: dict = {}
+    sig = env.sig(fn_name)
+    todo = [sig.params[0].type.name] if sig and sig.params and isinstance(sig.params[0].type, ModelT) else []
+    seen = set()
+    while todo:
+        info = env.model(todo.pop())
+        for f in (info.fields.values() if info else ()):
+            t = f.type
+            if isinstance(t, StackT):
+                n = t.count.single_symbol()
+                if n in open_dims and blocks:
+                    found[n] = blocks
+                if t.model not in seen:
+                    seen.add(t.model)
+                    todo.append(t.model)
+            elif isinstance(t, ModelT) and t.name not in seen:
+                seen.add(t.name)
+                todo.append(t.name)
+    return found
+
+
+def infer_dims(ws, request, path: str, fn_item, ckpt) -> dict:
+    """Values for the dims the source declares without one. {} when the graph can't be
+    matched even so; the dims not found stay open (E3312)."""
+    env = ws.analyze(path).env
+    open_dims = _open_dims(env)
+    if not open_dims:
+        return {}
+    found = _stack_counts(env, fn_item.name, open_dims, ckpt.block_count())
+    probes = {n: _PROBE * (i + 2) for i, n in enumerate(x for x in open_dims if x not in found)}
+    saved = dict(ws.dim_overrides)
+    ws.set_dim_overrides({**saved, **found, **probes})
+    try:
+        resolved = resolve(ws, path, fn_item)
+        if resolved.diagnostics:
+            return found
+        try:
+            plan = plan_for_import(ws, request, resolved, ckpt.label())
+        except ExportError:
+            return found
+        hp = plan.hparams
+        ckpt.index(ckpt.family or plan.arch, hp["block_count"], hp["head_count"], hp["head_count_kv"])
+        for t in plan.tensors:
+            name = metadata.tensor_name(plan.arch, t)
+            if t.source is None or t.parts or name not in ckpt.names:
+                continue
+            want, got = forward_shape(t.shape, t.steps), ckpt.shape(name)
+            if len(want) != len(got):
+                continue
+            axes = resolved.sites[t.source].written.strip("[]").split()
+            for i, size in enumerate(got):
+                j, factor = source_axis(i, len(want), t.steps)
+                if j < len(axes) and axes[j] in probes and axes[j] not in found:
+                    found[axes[j]] = size * factor
+    finally:
+        ckpt.names, ckpt.unknown = {}, []
+        ws.set_dim_overrides(saved)
+    return found
