@@ -78,7 +78,7 @@ def test_ropes_by_the_positions_with_one_theta_and_style_are_one_table():
 def test_anything_else_keeps_a_rope_per_call_and_says_why(q_rope, k_rope, pos_type, extra, reason):
     plan, art = _plan(_lm(q_rope, k_rope, pos_type, extra))
     assert plan == reason
-    assert "rope_parameters" not in art.config and "rotary_emb" not in art.modeling
+    assert "rotary_emb" not in art.modeling and "RotaryEmbedding" not in art.modeling
 
 
 def test_a_rope_over_part_of_the_head_is_not_the_table():
