@@ -20,7 +20,7 @@ from typing import Optional
 
 from .diagnostics import error, warning
 from .files import Access, ReadRefused, Refusal, check_path, read_bytes
-from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature, model_cycles
+from .check.env import DimTable, is_dim_item as _is_dim, ModelInfo, Signature, build_model, build_signature, model_cycles
 from .check.function import FnResult, check_function
 from .check.graphs import components as _components, shortest_path as _path
 from .check.messages import defined_twice, import_missing, import_not_utf8, import_outside, import_unreadable
@@ -32,7 +32,7 @@ from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
 from .syntax import ast as A
 from .syntax import parse_cache
 from .syntax.parser import changed_range, parse_file, reparse_file
-from .syntax.source import LineIndex, decode_source, normalize_newlines
+from .syntax.source import LineIndex, decode_source, normalize_newlines, shifted
 from .targets import export_targets, exported, unknown_targets
 
 
@@ -107,8 +107,7 @@ def _lines_after(old: str, lines: LineIndex, text: str) -> LineIndex:
     delta = new_end - old_end
     starts = lines.starts
     if delta:
-        k = bisect.bisect_right(starts, p)
-        starts = starts[:k] + [x + delta for x in starts[k:]]
+        starts = shifted(starts, bisect.bisect_right(starts, p), delta)
     out = LineIndex.__new__(LineIndex)
     out.text, out.starts = text, starts
     return out
@@ -703,20 +702,22 @@ class Workspace:
         else:
             changed = ()
         ivisible = imp[1]
-        shadowed = len(ivisible) + len(own) != len(ivisible.keys() | own.keys())  # an own name hides an import's
+        # an own name hides an import's (looked up from the smaller map: no set of all the names)
+        small, large = (ivisible, own) if len(ivisible) <= len(own) else (own, ivisible)
+        shadowed = any(n in large for n in small)
         if ivisible:
             visible = dict(ivisible)
             visible.update(own)
         else:  # nothing imported: this file's own map, not a copy of it
             visible = own
         if shadowed:
-            dim_items, broken_kinds, models_declared = _declared(visible)
-        else:  # the same lists in the same order as from `visible`: the imports' first, then this file's
-            own_dims, own_broken, own_models = _declared(own)
-            dim_items, broken_kinds, models_declared = imp[2] + own_dims, {**imp[3], **own_broken}, imp[4] | own_models
-        # dims
-        # a dim that didn't parse is still a dim (of unknown size): its uses raise nothing
-        dims = DimTable(dim_items, self._dim_overrides)
+            broken_kinds, models_declared = _declared(visible)
+        else:  # the same as from `visible`: the imports' first, then this file's
+            own_broken, own_models = _declared(own)
+            broken_kinds, models_declared = {**imp[2], **own_broken}, imp[3] | own_models
+        # dims: a view over `visible` (a dim that didn't parse is still a dim, of unknown
+        # size: its uses raise nothing)
+        dims = DimTable(visible, self._dim_overrides)
         if dims.diags:
             for it in own.values():
                 diags.extend(dims.diags.get(id(it), []))
@@ -814,7 +815,7 @@ class Workspace:
                 if it.name is None or _is_dim(it):
                     return None
                 changed.add(it.name)
-        ivisible, broken, declared = dict(imp[1]), dict(imp[3]), set(imp[4])
+        ivisible, broken, declared = dict(imp[1]), dict(imp[2]), set(imp[3])
         maps = [e[3] for e in map(self._interface_entry, closure) if e[1] is not None]
         if len(maps) != len(lists):
             return None
@@ -844,7 +845,7 @@ class Workspace:
                     order.setdefault(n, it)
             ivisible = order
             broken = {n: broken[n] for n in ivisible if n in broken}
-        return (lists, ivisible, imp[2], broken, declared), tuple(sorted(changed))
+        return (lists, ivisible, broken, declared), tuple(sorted(changed))
 
     def _declare(self, names, models: dict, sigs: dict, meanings: Meanings, dims, model_names, own: dict,
                  diags: list):
@@ -995,10 +996,6 @@ def _differing(old: list, new: list, limit: int):
     return region if len(region) <= limit else None
 
 
-def _is_dim(it) -> bool:
-    return isinstance(it, A.DimItem) or (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")
-
-
 def _is_model(it) -> bool:
     return isinstance(it, A.ModelItem) or (isinstance(it, A.BrokenItem) and it.declared_kind == "model")
 
@@ -1013,13 +1010,11 @@ def _first_of_each_name(items: list) -> dict:
 
 
 def _declared(visible: dict) -> tuple:
-    """([dim items], {broken name: declared kind}, {model names}) of a name -> item map,
-    in its order. A dim that didn't parse is still a dim (of unknown size)."""
-    dim_items = [it for it in visible.values() if isinstance(it, A.DimItem)
-                 or (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")]
+    """({broken name: declared kind}, {model names}) of a name -> item map, in its order
+    (its dims: DimTable's view of it)."""
     broken_kinds = {n: it.declared_kind for n, it in visible.items() if isinstance(it, A.BrokenItem)}
     model_names = {n for n, it in visible.items() if isinstance(it, A.ModelItem)}
-    return dim_items, broken_kinds, model_names
+    return broken_kinds, model_names
 
 
 def _reaches(fns: dict, name: str) -> bool:

@@ -1,8 +1,9 @@
-"""Gemma 3 through `--gguf` (issue 21): transformers' own `Gemma3ForCausalLM` (6 layers, a
+"""Gemma 3 (and Gemma 2) through `--gguf` (issue 21): transformers' own `Gemma3ForCausalLM` (6 layers, a
 sliding window of 8 on five of every six, rope base 1e4 there and 1e6 on the sixth, a head
 width of 64 where D / H is 32, query_pre_attn_scalar 48, tied embeddings), random weights,
-saved with `save_pretrained`; imported by role into a Gemma-3 source (norm weights w used
-as 1 + w, as the checkpoint stores them) and exported as llama.cpp's `gemma3`. On a
+saved with `save_pretrained`; imported by role into examples/gemma3.ss at that size (norm
+weights w used as 1 + w, as the checkpoint stores them) and exported as llama.cpp's
+`gemma3`. On a
 40-token prompt (5x the window) real llama.cpp gives transformers' logits and greedy
 tokens; the window is not dropped (full attention differs past it); the `.gguf` imports
 back into the source exactly (its norms hold 1 + w, its query norm the folded scale).
@@ -11,6 +12,8 @@ import os
 
 import pytest
 
+from checkout import ROOT
+
 np = pytest.importorskip("numpy")
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -18,8 +21,9 @@ gguf = pytest.importorskip("gguf")
 
 from gguf_support import hf_logits, llama_cpp_model, max_diff, program, run_cli
 
-SOURCE = program("gemma3.ss")
-DIMS = dict(V=256, D=128, H=4, Hkv=2, Dh=64, F=256, L=6, Q=48, W=8)
+SOURCE = os.path.join(ROOT, "examples", "gemma3.ss")
+DIMS = dict(V=256, D=128, H=4, Hkv=2, Dh=64, F=256, L=6, Q=48, W=8, P=256)
+AT_SIZE = [x for k, v in DIMS.items() for x in ("--dim", f"{k}={v}")]
 PROMPT = [(i * 37 + 11) % DIMS["V"] for i in range(5 * DIMS["W"])]
 STEPS = 6
 # llama.cpp's CPU GELU reads an f16 table (see docs/serving-engines.md): measured 1.5e-3
@@ -77,7 +81,7 @@ def exported(tmp_path_factory):
     ckpt = str(d / "hf")
     model.save_pretrained(ckpt)
     out = str(d / "gemma3.gguf")
-    r = run_cli("export", SOURCE, "--gguf", "-o", out, "--weights", ckpt, "--force")
+    r = run_cli("export", SOURCE, "--gguf", "-o", out, "--weights", ckpt, "--force", *AT_SIZE)
     assert r.returncode == 0, r.stdout + r.stderr
     return model, ckpt, out, r.stdout + r.stderr
 
@@ -133,10 +137,68 @@ def test_the_file_says_what_llama_cpp_reads_with_the_norms_plus_one(exported):
 def test_the_gguf_imports_back_into_the_source(exported, tmp_path):
     _, _, out, _ = exported
     again = str(tmp_path / "again.gguf")
-    r = run_cli("export", SOURCE, "--gguf", "-o", again, "--weights", out, "--force")
+    r = run_cli("export", SOURCE, "--gguf", "-o", again, "--weights", out, "--force", *AT_SIZE)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "E3316" not in r.stdout + r.stderr
     a = {x.name: np.asarray(x.data) for x in gguf.GGUFReader(out).tensors}
     b = {x.name: np.asarray(x.data) for x in gguf.GGUFReader(again).tensors}
     assert a.keys() == b.keys()
     assert max(max_diff(a[k], b[k]) for k in a) < 1e-6
+
+
+# ---------------------------------------------------------------- gemma2
+GEMMA2 = program("gemma2.ss")
+
+
+def gemma2(caps=(None, None)):
+    """transformers' Gemma2ForCausalLM at the size above, every other layer with the window,
+    one rope base; `caps` (attention, logits): Gemma 2's softcapping (a source has none)."""
+    import torch
+    from transformers import Gemma2Config, Gemma2ForCausalLM
+    d = DIMS
+    cfg = Gemma2Config(
+        vocab_size=d["V"], hidden_size=d["D"], intermediate_size=d["F"], num_hidden_layers=d["L"],
+        num_attention_heads=d["H"], num_key_value_heads=d["Hkv"], head_dim=d["Dh"], sliding_window=d["W"],
+        query_pre_attn_scalar=d["Q"], max_position_embeddings=256, rms_norm_eps=1e-6, tie_word_embeddings=True,
+        attn_logit_softcapping=caps[0], final_logit_softcapping=caps[1], pad_token_id=0, bos_token_id=2,
+        eos_token_id=1)
+    cfg._attn_implementation = "eager"
+    model = Gemma2ForCausalLM(cfg).eval()
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for _, p in model.named_parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * (0.3 if p.dim() == 1 else 0.08))
+    return model
+
+
+def test_a_gemma2_checkpoint_runs_in_llama_cpp_as_in_transformers(tmp_path):
+    """No per-head norms: the scale 1/sqrt(48) sits in the query rows; llama.cpp's caps,
+    which it always applies, are written too large to change anything."""
+    model = gemma2()
+    ckpt = str(tmp_path / "hf")
+    model.save_pretrained(ckpt)
+    out = str(tmp_path / "gemma2.gguf")
+    r = run_cli("export", GEMMA2, "--gguf", "-o", out, "--weights", ckpt, "--force", *AT_SIZE)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(gguf: gemma2," in r.stdout + r.stderr and "E3316" not in r.stdout + r.stderr
+    f = gguf.GGUFReader(out)
+    assert f.get_field("gemma2.attention.sliding_window_pattern").contents() == [True, False] * 3
+    ref = hf_logits(model, PROMPT)
+    logits, tokens = run_llama_cpp(out, PROMPT)
+    diff = max_diff(ref, logits)
+    print(f"gemma2 llama.cpp vs transformers, {len(PROMPT)} tokens: max |logit diff| {diff:.2e}")
+    assert diff < TOLERANCE
+    assert tokens == greedy_hf(model, PROMPT, use_cache=True)
+
+
+def test_gemma2_softcapping_the_source_lacks_is_an_e3316_warning(tmp_path):
+    ckpt = str(tmp_path / "hf")
+    gemma2(caps=(50.0, 30.0)).save_pretrained(ckpt)
+    r = run_cli("export", GEMMA2, "--gguf", "-o", str(tmp_path / "g.gguf"), "--weights", ckpt, "--force", *AT_SIZE)
+    assert r.returncode == 0, r.stdout + r.stderr
+    said = [x for x in (r.stdout + r.stderr).splitlines() if "E3316" in x]
+    assert [x.split(": the export keeps")[0] for x in said] == [
+        "shapescript: warning: [E3316] the source's attention logit softcapping is none, but the checkpoint's "
+        "config.json attn_logit_softcapping says 50",
+        "shapescript: warning: [E3316] the source's final logit softcapping is none, but the checkpoint's "
+        "config.json final_logit_softcapping says 30"]
