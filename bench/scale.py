@@ -3,13 +3,16 @@ in a process of its own and prints its wall time and peak resident memory.
 
   dims      `shapescript check` of a file of N `dim` declarations (default 1,000,000 lines,
             about 20 MB): time, peak RSS, and the peak as a multiple of the file's size
-            (the interpreter's own ~30 MB included)
+            (the interpreter's own ~30 MB included); goal: at most 10x
+  server    the same file opened in the language server (the real stdio server, a
+            didOpen of its text): time to the complete diagnostics, and the server's peak
+            RSS by then and once it has kept the parsed items on disk (the editor quiet)
   layers    examples/llama.ss made small (V=64, D=32) with a stack of L layers (default 100,000):
             `shapescript check --target gguf --dim L=…`, then the export's work before it
             writes (the params of every layer, the size checks) through `export` into a
             per-tensor cap of 1 byte, which refuses right after them: nothing is written
 
-    .venv/bin/python bench/scale.py [dims|layers] [--n N]
+    .venv/bin/python bench/scale.py [dims|layers|server] [--n N]
 """
 from __future__ import annotations
 
@@ -22,6 +25,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests"))  # the bare JSON-RPC client is a test helper
+from stdio_client import StdioClient  # noqa: E402
 CLI = [sys.executable, "-m", "shapescript_core.cli"]
 LLAMA = os.path.join(ROOT, "examples", "llama.ss")  # made small but for L: the layers are what grows
 SMALL = ["--dim", "V=64", "--dim", "D=32", "--dim", "H=4", "--dim", "Hkv=2", "--dim", "F=64"]
@@ -40,11 +45,15 @@ def run(args, cwd) -> tuple:
     return took, max(peak, before) / 1024, p.returncode, tail
 
 
+def dims_text(n: int) -> str:
+    return "".join(f"dim X{i} = {i + 1}\n" for i in range(n))
+
+
 def dims(n: int):
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "dims.ss")
         with open(path, "w") as fh:
-            fh.write("".join(f"dim X{i} = {i + 1}\n" for i in range(n)))
+            fh.write(dims_text(n))
         size = os.path.getsize(path) / 2 ** 20
         took, peak, rc, _ = run(["check", "dims.ss"], d)
         print(f"dims: {n:,} declarations ({size:.1f} MiB): check {took:.1f} s, exit {rc}, "
@@ -66,15 +75,73 @@ def layers(n: int):
               f"peak RSS {peak:.0f} MiB ({tail[:60]}…)")
 
 
+def peak_of(pid: int) -> float:
+    """A live process's peak resident set size (Linux: VmHWM), in MiB."""
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def server(n: int):
+    text = dims_text(n)
+    size = len(text.encode()) / 2 ** 20
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "dims.ss")
+        with open(path, "w") as fh:
+            fh.write(text)
+        uri = f"file://{path}"
+        cache = os.path.join(d, "cache")
+        env = {**os.environ, "PYTHONPATH": ROOT, "SHAPESCRIPT_CACHE_DIR": cache}
+        srv = StdioClient([sys.executable, "-m", "shapescript_server.main"], cwd=d, env=env,
+                          stderr=subprocess.DEVNULL)
+        try:
+            srv.request("initialize", {"processId": os.getpid(), "rootUri": f"file://{d}",
+                                       "capabilities": {"textDocument": {"publishDiagnostics": {
+                                           "versionSupport": True}}}}, timeout=120)
+            srv.notify("initialized", {})
+            base = peak_of(srv.proc.pid)
+            t = srv.notify("textDocument/didOpen", {"textDocument": {
+                "uri": uri, "languageId": "shapescript", "version": 1, "text": text}})
+            del text
+            got, last = [], None
+            while True:  # a syntax-only publish may come first: the last within 5 s is complete
+                try:
+                    at, msg = srv.receive(5 if got else 600)
+                except Exception:
+                    break
+                if msg.get("method") == "textDocument/publishDiagnostics" and msg["params"]["uri"] == uri:
+                    got.append(len(msg["params"]["diagnostics"]))
+                    last = at
+                else:
+                    srv.answer_server_request(msg)
+            checked = peak_of(srv.proc.pid)
+            end = time.perf_counter() + 120
+            while not (os.path.isdir(cache) and any(f.endswith(".pickle") for f in os.listdir(cache))) \
+                    and time.perf_counter() < end:
+                time.sleep(0.2)
+            time.sleep(1)
+            saved = peak_of(srv.proc.pid)
+        finally:
+            srv.close(timeout=60)
+        print(f"server: {n:,} declarations ({size:.1f} MiB): didOpen to the complete diagnostics "
+              f"{(last or t) - t:.1f} s ({len(got)} publishes, {got[-1] if got else '?'} diagnostics); "
+              f"peak RSS {checked:.0f} MiB = {checked / size:.0f}x the file (at initialize: {base:.0f} MiB), "
+              f"{saved:.0f} MiB = {saved / size:.0f}x once the parsed items are kept on disk")
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", nargs="?", choices=("dims", "layers"))
+    ap.add_argument("case", nargs="?", choices=("dims", "layers", "server"))
     ap.add_argument("--n", type=int)
     a = ap.parse_args()
     if a.case in (None, "layers"):
         layers(a.n or 100_000)
     if a.case in (None, "dims"):
         dims(a.n or 1_000_000)
+    if a.case in (None, "server"):
+        server(a.n or 1_000_000)
 
 
 if __name__ == "__main__":

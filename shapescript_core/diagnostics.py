@@ -16,6 +16,7 @@ from .explain import docs_dir
 class Anchor:
     """Something a span is relative to: has `.path` and `.offset` (absolute start)."""
 
+    __slots__ = ()  # an Item keeps no dict for it
     path: str = ""
     offset: int = 0
 

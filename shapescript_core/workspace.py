@@ -20,7 +20,7 @@ from typing import Optional
 
 from .diagnostics import error, warning
 from .files import Access, ReadRefused, Refusal, check_path, read_bytes
-from .check.env import DimTable, ModelInfo, Signature, build_model, build_signature, model_cycles
+from .check.env import DimTable, is_dim_item as _is_dim, ModelInfo, Signature, build_model, build_signature, model_cycles
 from .check.function import FnResult, check_function
 from .check.graphs import components as _components, shortest_path as _path
 from .check.messages import defined_twice, import_missing, import_not_utf8, import_outside, import_unreadable
@@ -32,7 +32,7 @@ from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
 from .syntax import ast as A
 from .syntax import parse_cache
 from .syntax.parser import changed_range, parse_file, reparse_file
-from .syntax.source import LineIndex, decode_source, normalize_newlines
+from .syntax.source import LineIndex, decode_source, normalize_newlines, shifted
 from .targets import export_targets, exported, unknown_targets
 
 
@@ -107,8 +107,7 @@ def _lines_after(old: str, lines: LineIndex, text: str) -> LineIndex:
     delta = new_end - old_end
     starts = lines.starts
     if delta:
-        k = bisect.bisect_right(starts, p)
-        starts = starts[:k] + [x + delta for x in starts[k:]]
+        starts = shifted(starts, bisect.bisect_right(starts, p), delta)
     out = LineIndex.__new__(LineIndex)
     out.text, out.starts = text, starts
     return out
@@ -718,20 +717,35 @@ class Workspace:
         else:
             changed = ()
         ivisible = imp[1]
-        shadowed = len(ivisible) + len(own) != len(ivisible.keys() | own.keys())  # an own name hides an import's
+        # an own name hides an import's (looked up from the smaller map: no set of all the names)
+        small, large = (ivisible, own) if len(ivisible) <= len(own) else (own, ivisible)
+        shadowed = any(n in large for n in small)
         if ivisible:
             visible = dict(ivisible)
             visible.update(own)
         else:  # nothing imported: this file's own map, not a copy of it
             visible = own
         if shadowed:
-            dim_items, broken_kinds, models_declared = _declared(visible)
-        else:  # the same lists in the same order as from `visible`: the imports' first, then this file's
-            own_dims, own_broken, own_models = _declared(own)
-            dim_items, broken_kinds, models_declared = imp[2] + own_dims, {**imp[3], **own_broken}, imp[4] | own_models
-        # dims
-        # a dim that didn't parse is still a dim (of unknown size): its uses raise nothing
-        dims = DimTable(dim_items, self._dim_overrides)
+            broken_kinds, models_declared = _declared(visible)
+        else:  # the same as from `visible`: the imports' first, then this file's
+            own_broken, own_models = _declared(own)
+            broken_kinds, models_declared = {**imp[2], **own_broken}, imp[3] | own_models
+        own_key = self._interface_entry(f.path)[2]
+        last = self._decl_prev.get(f.path)
+        # this file's declarations are the same, and of the imports only the names in
+        # `changed` (none: an edit in this file) have new items, none of them a dim or a
+        # model that became something else or the reverse (`_imported_since`)
+        cutoff = stamp is not None and last is not None and last[0] == own_key and not shadowed \
+            and changed is not None and (last[1] == stamp[0] or changed) \
+            and tuple(last[4]) == tuple(stamp[1]) and all(map(operator.is_, last[4].values(), old_lists))
+        # dims: a view over `visible` (a dim that didn't parse is still a dim, of unknown
+        # size: its uses raise nothing). With the same dim items as the last analysis, its
+        # table: the same fingerprint object, which every read of all dims compares in one
+        # step instead of a walk over every visible name
+        if cutoff and _same_dims(last[9], f.items):
+            dims = last[10]
+        else:
+            dims = DimTable(visible, self._dim_overrides)
         if dims.diags:
             for it in own.values():
                 diags.extend(dims.diags.get(id(it), []))
@@ -741,17 +755,10 @@ class Workspace:
                             lambda: (dims.fingerprint, tuple(sorted((n, it.kind) for n, it in visible.items()))))
         prev = self._meanings.get(f.path)
         meanings.carry_decl(prev)
-        own_key = self._interface_entry(f.path)[2]
-        last = self._decl_prev.get(f.path)
-        if stamp is not None and last is not None and last[0] == own_key and not shadowed \
-                and changed is not None and (last[1] == stamp[0] or changed) \
-                and tuple(last[4]) == tuple(stamp[1]) and all(map(operator.is_, last[4].values(), old_lists)):
-            # this file's declarations are the same, and of the imports only the names in
-            # `changed` (none: an edit in this file) have new items, none of them a dim or a
-            # model that became something else or the reverse (`_imported_since`): every
-            # other imported declaration reads dims and model names that mean what they
-            # meant, so its model or signature is the last analysis's. Only this file's
-            # items and the changed names are looked at (cutoff by name)
+        if cutoff:
+            # every imported declaration but the changed names' reads dims and model names
+            # that mean what they meant, so its model or signature is the last analysis's.
+            # Only this file's items and the changed names are looked at (cutoff by name)
             imodels, isigs = dict(last[2]), dict(last[3])
             names = []
             for n in changed:
@@ -766,19 +773,35 @@ class Workspace:
                 # a name new to the imports: in the order of `visible`, as a whole analysis has them
                 imodels = {n: imodels[n] for n in ivisible if n in imodels}
                 isigs = {n: isigs[n] for n in ivisible if n in isigs}
-            models, sigs = dict(imodels), dict(isigs)
-            self._declare(own.items(), models, sigs, meanings, dims, model_names, own, diags)
-            meanings.models, meanings.sigs = models, sigs
-            meanings.carry_full(prev, (*changed, *own))
+            if last[5] is f.items:
+                # this file's items are the ones of the last analysis (an import changed, not
+                # this file): their models, signatures and errors too, for the same reason
+                omodels, osigs, odiags = last[6], last[7], last[8]
+                models, sigs = {**imodels, **omodels}, {**isigs, **osigs}
+                meanings.models, meanings.sigs = models, sigs
+                meanings.carry_full(prev, changed)
+            else:
+                models, sigs, odiags = dict(imodels), dict(isigs), []
+                self._declare(own.items(), models, sigs, meanings, dims, model_names, own, odiags)
+                omodels, osigs = _only(models, own), _only(sigs, own)
+                meanings.models, meanings.sigs = models, sigs
+                meanings.carry_full(prev, (*changed, *own))
+            diags.extend(odiags)
         else:
-            models, sigs = {}, {}
-            self._declare(visible.items(), models, sigs, meanings, dims, model_names, own, diags)
+            models, sigs, odiags = {}, {}, []
+            self._declare(visible.items(), models, sigs, meanings, dims, model_names, own, odiags)
+            diags.extend(odiags)
             imodels = {n: m for n, m in models.items() if own.get(n) is None}
             isigs = {n: g for n, g in sigs.items() if own.get(n) is None}
+            omodels, osigs = _only(models, own), _only(sigs, own)
             meanings.models, meanings.sigs = models, sigs
             meanings.carry_full(prev)
         if stamp is not None:
-            self._decl_prev[f.path] = (own_key, stamp[0], imodels, isigs, stamp[1])
+            # what the next analysis may take over: the imports' models and signatures, and
+            # (for the same items, in the order a whole analysis gives them: not with an own
+            # name hiding an import's) this file's, with their errors
+            self._decl_prev[f.path] = (own_key, stamp[0], imodels, isigs, stamp[1],
+                                       None if shadowed else f.items, omodels, osigs, odiags, f.items, dims)
         self._meanings[f.path] = meanings
         env = FileEnv(dims, models, sigs, broken)
         diags.extend(self._model_cycles_of(f.path, models, own))
@@ -829,7 +852,7 @@ class Workspace:
                 if it.name is None or _is_dim(it):
                     return None
                 changed.add(it.name)
-        ivisible, broken, declared = dict(imp[1]), dict(imp[3]), set(imp[4])
+        ivisible, broken, declared = dict(imp[1]), dict(imp[2]), set(imp[3])
         maps = [e[3] for e in map(self._interface_entry, closure) if e[1] is not None]
         if len(maps) != len(lists):
             return None
@@ -859,7 +882,7 @@ class Workspace:
                     order.setdefault(n, it)
             ivisible = order
             broken = {n: broken[n] for n in ivisible if n in broken}
-        return (lists, ivisible, imp[2], broken, declared), tuple(sorted(changed))
+        return (lists, ivisible, broken, declared), tuple(sorted(changed))
 
     def _declare(self, names, models: dict, sigs: dict, meanings: Meanings, dims, model_names, own: dict,
                  diags: list):
@@ -1010,12 +1033,22 @@ def _differing(old: list, new: list, limit: int):
     return region if len(region) <= limit else None
 
 
-def _is_dim(it) -> bool:
-    return isinstance(it, A.DimItem) or (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")
-
-
 def _is_model(it) -> bool:
     return isinstance(it, A.ModelItem) or (isinstance(it, A.BrokenItem) and it.declared_kind == "model")
+
+
+def _same_dims(old: list, new: list) -> bool:
+    """Whether two versions of a file's items have the same dim items (the same objects,
+    in the same order): the items that differ (`_differing`) are all named, none a dim."""
+    if old is new:
+        return True
+    region = _differing(old, new, CUTOFF_ITEMS)
+    return region is not None and all(it.name is not None and not _is_dim(it) for it in region)
+
+
+def _only(values: dict, own: dict) -> dict:
+    """The entries of `values` whose name is one of this file's, in `own`'s order."""
+    return {n: values[n] for n in own if n in values}
 
 
 def _first_of_each_name(items: list) -> dict:
@@ -1028,13 +1061,11 @@ def _first_of_each_name(items: list) -> dict:
 
 
 def _declared(visible: dict) -> tuple:
-    """([dim items], {broken name: declared kind}, {model names}) of a name -> item map,
-    in its order. A dim that didn't parse is still a dim (of unknown size)."""
-    dim_items = [it for it in visible.values() if isinstance(it, A.DimItem)
-                 or (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")]
+    """({broken name: declared kind}, {model names}) of a name -> item map, in its order
+    (its dims: DimTable's view of it)."""
     broken_kinds = {n: it.declared_kind for n, it in visible.items() if isinstance(it, A.BrokenItem)}
     model_names = {n for n, it in visible.items() if isinstance(it, A.ModelItem)}
-    return dim_items, broken_kinds, model_names
+    return broken_kinds, model_names
 
 
 def _reaches(fns: dict, name: str) -> bool:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import bisect
 import os
+from array import array
 from dataclasses import dataclass, field
 from typing import Optional
 from urllib.parse import quote
@@ -16,7 +17,7 @@ from pygls import uris
 from pygls.exceptions import JsonRpcInvalidParams
 
 from shapescript_core.files import shown, usable_path
-from shapescript_core.syntax.source import LineIndex
+from shapescript_core.syntax.source import line_starts
 
 UNTITLED = os.path.join(os.sep, "__untitled__")
 
@@ -32,10 +33,6 @@ def path_of(uri: str) -> str:
     return os.path.normpath(os.path.abspath(p))
 
 
-def line_starts(text: str) -> list:
-    """Line starts; a line ends at \n, \r\n or a bare \r, as LSP counts lines."""
-    return [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"] if len(text) < 64 and "\r" not in text \
-        else LineIndex(text).starts
 
 
 @dataclass
@@ -44,7 +41,7 @@ class Document:
     path: str
     text: str
     version: Optional[int]
-    starts: list = field(default_factory=list)  # offset of each line's start
+    starts: array = field(default_factory=lambda: array("q"))  # offset of each line's start
 
     def __post_init__(self):
         if not self.starts:
@@ -77,8 +74,8 @@ class Document:
         la = bisect.bisect_right(starts, start) - 1
         lb = bisect.bisect_right(starts, end) - 1
         delta = len(new) - (end - start)
-        added = [start + i + 1 for i, ch in enumerate(new) if ch == "\n"] if "\n" in new else []
-        starts[la + 1:] = added + [x + delta for x in starts[lb + 1:]]
+        added = array("q", [start + i + 1 for i, ch in enumerate(new) if ch == "\n"] if "\n" in new else [])
+        starts[la + 1:] = added + array("q", map(delta.__add__, starts[lb + 1:]))
         self.text = self.text[:start] + new + self.text[end:]
 
 

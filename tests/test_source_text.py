@@ -77,7 +77,7 @@ def test_decode_source():
 ])
 def test_line_index_ends_lines_as_lsp_does(text, starts, lines):
     ix = LineIndex(text)
-    assert ix.starts == starts
+    assert list(ix.starts) == starts
     assert [ix.line_text(i) for i in range(len(starts))] == lines
     assert ix.offset(0, 99) == 1  # a column past the end stops before the line break
     assert ix.line_col(starts[1]) == (1, 0)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable, Optional
@@ -58,22 +59,28 @@ class DimsFingerprint:
     """What every dim means (canonical size, value), compared in one pass over the table,
     without a tuple per dim."""
 
-    __slots__ = ("info",)
+    __slots__ = ("names", "items", "resolved", "overrides")
 
-    def __init__(self, info: dict):
-        self.info = info
+    def __init__(self, table: "DimTable"):  # its parts, not the table: no reference cycle
+        self.names, self.items, self.resolved, self.overrides = table.names, table.items, table._info, table.overrides
 
     def __eq__(self, other):
         if not isinstance(other, DimsFingerprint):
             return NotImplemented
-        a, b = self.info, other.info
-        if a is b:
-            return True
-        if a.keys() != b.keys():
+        a, b = self, other
+        if a is b or (a.names is b.names and a.overrides == b.overrides):
+            return True  # the same names map (never changed but for items of the same text)
+        if len(a.items) != len(b.items):
             return False
-        for n, x in a.items():
-            y = b[n]
-            if x.value != y.value or (x._canon is not y._canon and x._canon != y._canon):
+        b_items, ra, rb = b.items, a.resolved, b.resolved
+        for n, x in a.items.pairs():
+            y = b_items.get(n)
+            if y is None:
+                return False
+            if x is y and n not in ra and n not in rb:
+                continue  # the same plain dim
+            (va, ca), (vb, cb) = _meaning(ra, n, x), _meaning(rb, n, y)
+            if va != vb or (ca is not cb and ca != cb):
                 return False
         return True
 
@@ -82,7 +89,7 @@ class DimsFingerprint:
         return eq if eq is NotImplemented else not eq
 
     def __hash__(self):
-        return hash(frozenset(self.info))
+        return hash(len(self.items))  # equal tables have the same names
 
 
 @dataclass
@@ -120,25 +127,191 @@ class Signature:
     broken: bool = False
 
 
-class DimTable:
-    """Canonical forms and values of every visible dim; E0208 for bad arithmetic."""
+def is_dim_item(it) -> bool:
+    """A dim's item: one that parsed, or one that didn't (still a dim, of unknown size)."""
+    return type(it) is A.DimItem or isinstance(it, A.DimItem) or \
+        (isinstance(it, A.BrokenItem) and it.declared_kind == "dim")
 
-    def __init__(self, items: list, overrides: dict | None = None):
-        self.items = {}
-        for it in items:
-            self.items.setdefault(it.name, it)
-        self.info: dict[str, DimInfo] = {}
-        self.values: dict[str, int] = {}
-        self.diags: dict[int, list] = {}  # id(item) -> diagnostics
+
+def _plain(name: str, item, overrides: dict) -> bool:
+    """A dim whose DimInfo needs no resolving: one that didn't parse, or one with no
+    value or a valid literal and no override."""
+    if type(item) is not A.DimItem and not isinstance(item, A.DimItem):
+        return True  # broken: of unknown size
+    return name not in overrides and item.plain
+
+
+def _plain_info(name: str, item) -> DimInfo:
+    if isinstance(item, A.DimItem):
+        return DimInfo(name, item, _SYM, item.literal_size())
+    return DimInfo(name, item, None, None)
+
+
+def _meaning(resolved: dict, name: str, item) -> tuple:
+    """(value, canon) of a dim, as DimsFingerprint compares them."""
+    d = resolved.get(name)
+    if d is not None:
+        return d.value, d._canon
+    if isinstance(item, A.DimItem):
+        return item.literal_size(), _SYM
+    return None, None
+
+
+class DimItems(Mapping):
+    """name -> item of the dims among a map of visible names (the first item of each
+    name, of any kind): a view, no second million-entry map."""
+
+    __slots__ = ("_names", "_len")
+
+    def __init__(self, names: Mapping):
+        self._names = names
+        self._len: Optional[int] = None
+
+    def __getitem__(self, name):
+        it = self._names[name]
+        if is_dim_item(it):
+            return it
+        raise KeyError(name)
+
+    def get(self, name, default=None):
+        it = self._names.get(name)
+        return it if it is not None and is_dim_item(it) else default
+
+    def __contains__(self, name) -> bool:
+        it = self._names.get(name)
+        return it is not None and is_dim_item(it)
+
+    def pairs(self):
+        """(name, item) of each dim, in order."""
+        return ((n, it) for n, it in self._names.items() if is_dim_item(it))
+
+    def __iter__(self):
+        return (n for n, it in self._names.items() if is_dim_item(it))
+
+    def __len__(self) -> int:
+        if self._len is None:  # the names map changes only by items of the same declaration
+            self._len = sum(1 for _ in self.pairs())
+        return self._len
+
+
+class DimInfos(Mapping):
+    """name -> DimInfo of every dim: the resolved ones (`DimTable._info`), and a plain
+    dim's (no value, or a valid literal, no override) made when asked. In the order the
+    dims were resolved: each dim after the dims its value names."""
+
+    __slots__ = ("_items", "_info", "_overrides")
+
+    def __init__(self, items: DimItems, resolved: dict, overrides: dict):
+        self._items, self._info, self._overrides = items, resolved, overrides
+
+    def get(self, name, default=None):
+        d = self._info.get(name)
+        if d is not None:
+            return d
+        it = self._items.get(name)
+        if it is None or not _plain(name, it, self._overrides):  # not a dim, or one not resolved yet
+            return default
+        return _plain_info(name, it)
+
+    def __getitem__(self, name):
+        d = self.get(name)
+        if d is None:
+            raise KeyError(name)
+        return d
+
+    def __contains__(self, name) -> bool:
+        return self.get(name) is not None
+
+    def __iter__(self):
+        # resolution order: a resolved dim's block of `_info` (the dims its value named
+        # first) comes where the dim is declared; a plain dim comes where it is declared,
+        # unless an earlier dim named it (then it is in `_info` already)
+        resolved, overrides = self._info, self._overrides
+        computed = iter(resolved)
+        passed: set = set()
+        for n, it in self._items.pairs():
+            if n in resolved:
+                if n in passed:
+                    continue
+                for k in computed:
+                    passed.add(k)
+                    yield k
+                    if k == n:
+                        break
+            elif _plain(n, it, overrides):
+                yield n
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+class DimValues(Mapping):
+    """name -> value of each dim that is its own symbol and has a value (a literal, or
+    an override): what a size is evaluated with."""
+
+    __slots__ = ("_infos",)
+
+    def __init__(self, infos: DimInfos):
+        self._infos = infos
+
+    def get(self, name, default=None):
+        d = self._infos.get(name)
+        return d.value if d is not None and d._canon is _SYM and d.value is not None else default
+
+    def __getitem__(self, name):
+        v = self.get(name)
+        if v is None:
+            raise KeyError(name)
+        return v
+
+    def __contains__(self, name) -> bool:
+        return self.get(name) is not None
+
+    def __iter__(self):
+        infos = self._infos
+        for n in infos:
+            d = infos.get(n)
+            if d._canon is _SYM and d.value is not None:
+                yield n
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+class DimTable:
+    """Canonical forms and values of every visible dim; E0208 for bad arithmetic.
+
+    Built over the file's map of visible names (`names`: name -> the first item of each
+    name) without copying it: `items`, `info` and `values` are views. Only the dims that
+    need evaluating are resolved up front (`_info`); a plain dim (no value, or a valid
+    literal, and no override) is its own symbol, and its DimInfo is made when asked for,
+    so a file of a million `dim X = 1` lines keeps no DimInfo nor a map entry per dim."""
+
+    def __init__(self, names, overrides: dict | None = None):
+        if not isinstance(names, Mapping):  # a list of dim items: the first of each name
+            first: dict = {}
+            for it in names:
+                first.setdefault(it.name, it)
+            names = first
+        self.names = names
+        self.items = DimItems(names)
+        self._info: dict[str, DimInfo] = {}
         self.overrides = overrides or {}
-        for name in list(self.items):
-            self._resolve(name)
+        self.info = DimInfos(self.items, self._info, self.overrides)
+        self.values = DimValues(self.info)
+        self.diags: dict[int, list] = {}  # id(item) -> diagnostics
+        for name, it in self.items.pairs():
+            if name not in self._info and not self.plain(name, it):
+                self._resolve(name)
         # a size's name for messages and code; a dim's own symbol names itself (name_of)
         self.reverse: dict[Size, str] = {}
-        for name, d in self.info.items():
+        for name, d in self._info.items():
             if d._canon is not None and d._canon is not _SYM:
                 self.reverse.setdefault(d._canon, name)
-        self.fingerprint = DimsFingerprint(self.info)
+        self.fingerprint = DimsFingerprint(self)
+
+    def plain(self, name: str, item) -> bool:
+        return _plain(name, item, self.overrides)
 
     def _diag(self, item, d: Diagnostic):
         self.diags.setdefault(id(item), []).append(d)
@@ -155,7 +328,7 @@ class DimTable:
         """Resolve a dim and every dim it depends on, depth first on an explicit stack
         (a chain of a thousand dims recurses nowhere). A dim found again while its own
         value is being resolved closes a cycle: E0208 at every dim on it."""
-        if root in self.info or root not in self.items:
+        if root in self._info or root not in self.items:
             return
         path = [root]  # the dims being resolved, outermost first
         on_path = {root}
@@ -165,7 +338,7 @@ class DimTable:
             if dep is not None:
                 if dep in on_path:
                     self._cycle(path[path.index(dep):] + [dep])
-                elif dep not in self.info:
+                elif dep not in self._info:
                     path.append(dep)
                     on_path.add(dep)
                     work.append(iter(self._deps(dep)))
@@ -178,17 +351,17 @@ class DimTable:
                 info = DimInfo(name, item, None, None)
             else:
                 info = self._compute(name, item)
-            self.info.setdefault(name, info)  # a dim on a cycle keeps its E0208
+            self._info.setdefault(name, info)  # a dim on a cycle keeps its E0208
 
     def _cycle(self, cycle: list):
         for n in cycle[:-1]:
-            if n in self.info:
+            if n in self._info:
                 continue
             it = self.items[n]
             k = cycle.index(n)
             path = cycle[k:-1] + cycle[:k] + [n]
             self._diag(it, M.dim_cycle(it.span(it.name_pos), n, path))
-            self.info[n] = DimInfo(n, it, None, None)
+            self._info[n] = DimInfo(n, it, None, None)
 
     def _compute(self, name: str, item: A.DimItem) -> DimInfo:
         v = item.value
@@ -203,8 +376,6 @@ class DimTable:
             if val is not None and val <= 0:
                 self._diag(item, M.dim_not_positive(item.span(v.pos), name, val))
                 return DimInfo(name, item, None, None)
-            if val is not None:
-                self.values[name] = val
             return DimInfo(name, item, _SYM, val)
         res = self._eval(item, v)
         if res is None:
@@ -212,8 +383,7 @@ class DimTable:
         canon, val = res
         if name in self.overrides:
             # an override makes the dim a base symbol of that value
-            self.values[name] = self.overrides[name]
-            return DimInfo(name, item, Size.sym(name), self.overrides[name])
+            return DimInfo(name, item, _SYM, self.overrides[name])
         if val is not None and val <= 0:
             self._diag(item, M.dim_not_positive(item.span(v.pos), name, val, item.src(v.pos)))
             return DimInfo(name, item, None, None)

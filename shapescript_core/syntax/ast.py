@@ -9,6 +9,16 @@ from ..diagnostics import Anchor, Span
 
 Pos = tuple[int, int]  # (start, end) relative to the item
 _DIM_NAME = re.compile(r"dim[ \t]+([A-Za-z_][A-Za-z0-9_]*)")
+_DIM_LITERAL = re.compile(r"dim[ \t]+[A-Za-z_][A-Za-z0-9_]*[ \t]*=[ \t]*([0-9]+)")
+_SHARED_POS: dict = {}
+
+
+def shared_pos(pos: Pos) -> Pos:
+    """One tuple for each short span (a dim's value sits at one of a few dozen places on
+    its line): a million dims keep no million position tuples."""
+    if pos[1] >= 256:
+        return pos
+    return _SHARED_POS.setdefault(pos, pos)
 
 
 class Node:
@@ -258,20 +268,22 @@ class Item(Anchor):
     """A top-level item: the anchor of every span inside it."""
 
     # slots for what every item has (a file of a million `dim` lines holds no million
-    # instance dicts); the rest are class-level defaults, set on an item (in its dict) only
-    # when it has its own: no million empty lists
-    __slots__ = ("text", "path", "offset", "name", "_name_pos")
+    # instance dicts); the rest are class-level defaults, set on an item only when it has
+    # its own: no million empty lists. Models, functions, imports and broken items keep
+    # their text and other attributes in a dict; a dim has none (see DimItem)
+    __slots__ = ("path", "offset", "name", "__weakref__")
     kind = "item"
+    cheap = False  # DimItem.cheap
     doc = ""
     syntax_errors = ()  # Diagnostics (a list when there are some)
     layout_errors = ()
+    _name_pos = None  # the name's span when the parser gave it (else derived)
 
     def __init__(self, text: str, path: str, offset: int):
         self.text = text
         self.path = path
         self.offset = offset
         self.name: Optional[str] = None
-        self._name_pos = None
 
     @property
     def pos(self) -> Pos:
@@ -310,18 +322,108 @@ class ImportItem(Item):
     target_pos: Pos = (0, 0)
 
 
+LITERAL_IN_TEXT = False  # DimItem.value not built yet: a literal the parser checked, in the text
+
+
 class DimItem(Item):
-    __slots__ = ("value",)
+    """`dim NAME` or `dim NAME = size`. All slots, no dict: a file of a million dims.
+
+    Its text is a slice of a source string (`_src[_start:_start + _len]`): the file's
+    text for a dim the parser's fast path made (no string of its own: `parser.rebase`
+    points it at each new version of the file), else its own text. The fast path also
+    leaves a plain literal (1 to 18 digits, not 0: always a valid size) in the text
+    (`value` is LITERAL_IN_TEXT until asked for), so a million dims keep no million
+    strings, nodes nor ints; `literal_size()` reads it without a node. The rare doc
+    comment, layout problems and name span go in one slot (`_more`, a dict, or None)."""
+
+    __slots__ = ("_src", "_start", "_len", "_value", "_more")
     kind = "dim"
 
     def __init__(self, text: str, path: str, offset: int):
         super().__init__(text, path, offset)
-        self.value: Optional[SizeExpr] = None
+        self._value: object = None
+        self._more: Optional[dict] = None
+
+    @classmethod
+    def in_source(cls, src: str, start: int, end: int, path: str) -> "DimItem":
+        """The item of src[start:end], its text left in src."""
+        item = cls.__new__(cls)
+        item._src, item._start, item._len = src, start, end - start
+        item.path, item.offset, item.name = path, start, None
+        item._value = item._more = None
+        return item
+
+    @property
+    def text(self) -> str:
+        s, a = self._src, self._start
+        return s if a == 0 and self._len == len(s) else s[a:a + self._len]
+
+    @text.setter
+    def text(self, text: str):
+        self._src, self._start, self._len = text, 0, len(text)
+
+    def rebase(self, src: str):
+        """The same text, found in `src` at the item's offset (a newer version of the
+        file): the older version is not kept alive by it."""
+        if self._src is not src and self._len != len(self._src):
+            self._src, self._start = src, self.offset
+
+    def __getstate__(self):
+        # its own text, not the file's (a pickled item never holds the whole file)
+        return None, {"path": self.path, "offset": self.offset, "name": self.name, "_src": self.text,
+                      "_start": 0, "_len": self._len, "_value": self._value, "_more": self._more}
+
+    @property
+    def value(self) -> Optional[SizeExpr]:
+        v = self._value
+        if v is LITERAL_IN_TEXT:
+            m = _DIM_LITERAL.match(self.text)
+            v = self._value = SInt(int(m.group(1)), shared_pos(m.span(1)))
+        return v
+
+    @value.setter
+    def value(self, v):
+        self._value = v
+
+    @property
+    def plain(self) -> bool:
+        """No value, or a literal that is a valid size (1 to 10^18 − 1): a dim that is its
+        own symbol, needing no evaluation. Known without building the literal's node."""
+        v = self._value
+        return v is LITERAL_IN_TEXT or v is None or (type(v) is SInt and 0 < v.value < 10 ** 18)
+
+    @property
+    def cheap(self) -> bool:
+        """Made by the parser's fast path, its literal still in the text: parsing it again
+        costs what reading it back would (parse_cache.py doesn't keep it)."""
+        return self._value is LITERAL_IN_TEXT and self._name_pos is None
+
+    def literal_size(self) -> Optional[int]:
+        """A plain dim's value (None when it has none), without building a node."""
+        v = self._value
+        if v is LITERAL_IN_TEXT:
+            return int(_DIM_LITERAL.match(self.text).group(1))
+        return v.value if type(v) is SInt else None
 
     def _derived_name_pos(self) -> Pos:
         # the parser's fast path for `dim NAME = 123` leaves the name's span to be found here
         m = _DIM_NAME.match(self.text)
         return m.span(1) if m else (0, 0)
+
+    def _extra(self, key: str, default):
+        more = self._more
+        return default if more is None else more.get(key, default)
+
+    def _set_extra(self, key: str, value):
+        if self._more is None:
+            self._more = {}
+        self._more[key] = value
+
+    doc = property(lambda self: self._extra("doc", ""), lambda self, v: self._set_extra("doc", v))
+    layout_errors = property(lambda self: self._extra("layout_errors", ()),
+                             lambda self, v: self._set_extra("layout_errors", v))
+    _name_pos = property(lambda self: self._extra("name_pos", None),
+                         lambda self, v: self._set_extra("name_pos", v))
 
 
 class ModelItem(Item):

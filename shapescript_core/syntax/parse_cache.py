@@ -4,7 +4,8 @@ same project) skips the parse of every item whose text is unchanged.
 One cache file per source path, under `$SHAPESCRIPT_CACHE_DIR` (default
 `$XDG_CACHE_HOME/shapescript/items`, else `~/.cache/shapescript/items`), named by a
 hash of the path and of the parser's own source (grammar, lexer, parser, AST, messages:
-a changed parser never reads items an older one made). It holds the items pickled;
+a changed parser never reads items an older one made). It holds the items pickled (but
+the simple `dim NAME = 123` lines, which parse again as fast as they unpickle);
 loading gives `parse_file`'s `reuse` table (text -> items), so an item is reused only
 for the very same text, at its new offset. Reading is best effort: a missing,
 unreadable or foreign file is no cache (logged at debug level), never an error.
@@ -121,7 +122,10 @@ def save(path: str, items: list) -> bool:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".items-", dir=folder)
         with os.fdopen(fd, "wb") as fh:
-            pickle.dump((FORMAT, path, list(items)), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            # a simple `dim` is parsed again as fast as it is read back: a file of a
+            # million of them keeps (and pickles, with a memo entry per object) none
+            kept = [it for it in items if not it.cheap]
+            pickle.dump((FORMAT, path, kept), fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, cache)
         return True
     except Exception as exc:

@@ -394,25 +394,23 @@ def _lex_problem(item: A.Item, p: LexProblem) -> Diagnostic:
 _SIMPLE_DIM = re.compile(r"dim[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*([0-9]+)[ \t]*(?:#[^\n]*)?\n*\Z")
 
 
-_SHARED_POS: dict = {}
-
-
-def _shared_pos(pos: A.Pos) -> A.Pos:
-    """One tuple for each short span (a dim's value sits at one of a few dozen places on
-    its line): a million dims keep no million position tuples."""
-    if pos[1] >= 256:
-        return pos
-    return _SHARED_POS.setdefault(pos, pos)
+def _simple_dim(m, item: A.DimItem) -> A.DimItem:
+    """The item of a `_SIMPLE_DIM` match (at the item's start in the text it matched)."""
+    item.name = m.group(1)  # its span is derived when asked (DimItem.name_pos): no tuple kept
+    digits = m.group(2)
+    if len(digits) <= 18 and digits.lstrip("0"):  # a valid size (not 0): its node is built when asked
+        item.value = A.LITERAL_IN_TEXT
+    else:  # 0 or too large: checked now, E0208
+        at = m.start()
+        item.value = A.SInt(int_literal(digits), A.shared_pos((m.start(2) - at, m.end(2) - at)))
+    return item
 
 
 def parse_item(text: str, path: str, offset: int) -> A.Item:
     """Parse one item's text. Never raises: a broken item carries its diagnostics."""
     m = _SIMPLE_DIM.match(text)
     if m is not None and m.group(1) not in KEYWORDS:
-        item = A.DimItem(text, path, offset)
-        item.name = m.group(1)  # its span is derived when asked (DimItem.name_pos): no tuple kept
-        item.value = A.SInt(int_literal(m.group(2)), _shared_pos(m.span(2)))
-        return item
+        return _simple_dim(m, A.DimItem(text, path, offset))
     try:
         tokens, problems = tokenize(text)
         fatal = [p for p in problems if p.fatal]
@@ -592,19 +590,31 @@ def parse_file(text: str, path: str, reuse: dict | None = None) -> list[A.Item]:
 def _parse_chunks(text: str, path: str, chunks, reuse: dict | None) -> list[A.Item]:
     items: list[A.Item] = []
     for start, end, doc in chunks:
-        chunk = text[start:end]
         item = None
         if reuse:
-            bucket = reuse.get(chunk)
+            bucket = reuse.get(text[start:end])
             if bucket:
                 item = bucket.pop()
                 item.offset = start
         if item is None:
-            item = parse_item(chunk, path, start)
+            m = _SIMPLE_DIM.match(text, start, end)
+            if m is not None and m.group(1) not in KEYWORDS:  # parse_item's fast path, its text left in the file's
+                item = _simple_dim(m, A.DimItem.in_source(text, start, end, path))
+            else:
+                item = parse_item(text[start:end], path, start)
         if doc or item.doc:
             item.doc = doc  # else the class's "": no string per item
         items.append(item)
+    rebase(items, text)
     return items
+
+
+def rebase(items: list, text: str):
+    """Point the dims whose text is a slice of an older version of the file at `text`
+    (where each is at its offset now): no older version stays alive."""
+    for it in items:
+        if type(it) is A.DimItem:
+            it.rebase(text)
 
 
 def changed_range(old: str, new: str) -> tuple[int, int, int]:
@@ -665,4 +675,6 @@ def reparse_file(old_items: list, old_text: str, text: str, path: str) -> list[A
     after = old_items[hi_idx:]
     for it in after:
         it.offset += delta
-    return old_items[:lo_idx] + middle + after
+    items = old_items[:lo_idx] + middle + after
+    rebase(items, text)
+    return items

@@ -4,6 +4,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
+from array import array
 
 
 _BREAK = re.compile(r"\r\n?|\n")
@@ -16,17 +17,37 @@ def normalize_newlines(text: str) -> str:
     return _BARE_CR.sub("\n", text) if "\r" in text else text
 
 
+def line_starts(text: str) -> array:
+    """The offset of each line's start, as 64-bit ints in an array (8 bytes a line, not a
+    list of int objects: a file of a million lines)."""
+    out = array("q", [0])
+    if "\r" in text:
+        out.extend(m.end() for m in _BREAK.finditer(text))
+        return out
+    # one past each "\n": split a chunk at a time (no list of every line at once), the
+    # lengths accumulated in C; a line that crosses a chunk's end ends in the next one
+    for lo in range(0, len(text), _CHUNK):
+        ends = itertools.accumulate(map((1).__add__, map(len, text[lo:lo + _CHUNK].split("\n")[:-1])), initial=lo)
+        next(ends)
+        out.extend(ends)
+    return out
+
+
+_CHUNK = 1 << 20
+
+
+def shifted(starts: array, k: int, delta: int) -> array:
+    """The line starts with those from index k on moved by delta."""
+    return starts[:k] + array("q", map(delta.__add__, starts[k:]))
+
+
 class LineIndex:
     """Line starts of a text. A line ends at `\n`, `\r\n` or a bare `\r`, as in LSP (and
     as Python's universal newlines read a file, so the CLI and the server agree)."""
 
     def __init__(self, text: str):
         self.text = text
-        if "\r" in text:
-            self.starts = [0] + [m.end() for m in _BREAK.finditer(text)]
-        else:
-            # start of each line: 0, then one past each "\n" (split and accumulate run in C)
-            self.starts = list(itertools.accumulate(map((1).__add__, map(len, text.split("\n")[:-1])), initial=0))
+        self.starts = line_starts(text)
 
     def line_of(self, offset: int) -> int:
         """0-based line containing offset."""
