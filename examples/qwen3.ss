@@ -1,15 +1,17 @@
 # A Qwen3-style decoder: a llama whose queries and keys are each normalized per head
 # (rms_norm over the head width, before rope), a head width of its own, theta 1e6, and
-# the output layer tied to the token embedding (Qwen3-0.6B's dims).
+# the output layer tied to the token embedding. Its sizes are left open: an export reads
+# them from the checkpoint it imports (--weights); otherwise give them with --dim
+# (Qwen3-0.6B: V=151936 D=1024 H=16 Hkv=8 Dh=128 F=3072 L=28).
 
-dim V   = 151936
-dim D   = 1024
-dim H   = 16
-dim Hkv = 8
-dim G   = H / Hkv
-dim Dh  = 128
-dim F   = 3072
-dim L   = 28
+dim V
+dim D
+dim H
+dim Hkv
+dim G = H / Hkv
+dim Dh
+dim F
+dim L
 
 model Attention:
     wq: [H*Dh D]

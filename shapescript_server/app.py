@@ -146,6 +146,7 @@ class ShapeScriptServer(LanguageServer):
         self.ws = Workspace()
         self.ws.use_parse_cache()  # a large file opened again skips its parse (parse_cache.py)
         self.core = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="shapescript-core")
+        self._in_flight: set = set()  # the core's jobs submitted and not finished
         self.loop: Optional[asyncio.AbstractEventLoop] = None
         self.root: Optional[str] = None
         self.roots: list = []  # the workspace folders the client opened (paths); the reading boundary
@@ -206,7 +207,17 @@ class ShapeScriptServer(LanguageServer):
     # ------------------------------------------------------------ the core thread
     async def query(self, fn: Callable[[], Any]):
         """Run `fn` on the core thread, after every change received before it."""
-        return await asyncio.wrap_future(self.core.submit(fn))
+        return await asyncio.wrap_future(self._track(self.core.submit(fn)))
+
+    def _track(self, future: concurrent.futures.Future) -> concurrent.futures.Future:
+        self._in_flight.add(future)
+        future.add_done_callback(self._in_flight.discard)
+        return future
+
+    def core_busy(self) -> bool:
+        """Whether the core thread has work queued or under way (work that can wait, such
+        as keeping parsed items on disk, waits for it)."""
+        return bool(self._in_flight)
 
     def submit(self, name: str, fn: Callable[[], Any]):
         """Run `fn` on the core thread, for its effects; failures are logged."""
@@ -218,7 +229,7 @@ class ShapeScriptServer(LanguageServer):
                     log.error("%s failed", name, exc_info=exc)
                 else:
                     self.call_soon(self.report_failure, name, exc)
-        return self.core.submit(job)
+        return self._track(self.core.submit(job))
 
     def call_soon(self, fn, *args):
         """Run `fn` on the event loop (from the core thread)."""

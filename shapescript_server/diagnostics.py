@@ -24,6 +24,7 @@ log = logging.getLogger("shapescript.server")
 # before anyone could see the difference.
 EARLY_ITEMS = 200
 SAVE_AFTER = 2.0
+IDLE_RETRY = 0.5  # seconds: a save that found the core busy looks again after this
 
 
 def schedule_check(ls: ShapeScriptServer, uri: str):
@@ -146,12 +147,17 @@ def _publish(ls: ShapeScriptServer, uri: str, version, items: list):
 
 
 def _save_later(ls: ShapeScriptServer, uri: str, path: str):
-    """On the loop: keep the file's parsed items on disk once the editor is quiet."""
+    """On the loop: keep the file's parsed items on disk once the editor is quiet and
+    the core has nothing else to do (pickling a 10,000-line file's items costs about as
+    much CPU as checking it: the files opened with it are checked first)."""
     version = ls.docs.version(uri)
 
     def save():
         if ls.docs.version(uri) != version:
             return _save_later(ls, uri, path)  # still typing: later
+        if ls.core_busy():
+            ls.loop.call_later(IDLE_RETRY, save)
+            return
         ls.submit("save the parse cache", lambda: _save(ls, uri, path))
 
     ls.loop.call_later(SAVE_AFTER, save)

@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import os
 import pickle
+import queue
+import subprocess
+import time
 
 import pytest
 
 from shapescript_core.syntax import parse_cache
 from shapescript_core.workspace import Workspace
+from lsp_support import ROOT, SERVER
+from stdio_client import StdioClient
 
 SRC = """\
 dim D = 4
@@ -141,3 +146,47 @@ def test_a_cache_others_can_write_is_not_read(cache, tmp_path, caplog):
     os.chmod(cache, 0o777)
     assert parse_cache.load(path) == {}
     assert "not private" in caplog.text
+
+
+
+def test_the_server_keeps_a_large_files_items_once_idle_and_reuses_them(tmp_path):
+    """End to end: a large file opened cold is published (syntax first, then checked),
+    and its items are saved once the editor is quiet and the core idle; a new server
+    opening it again publishes the same from them."""
+    text = "".join(f"dim Pad{i} = {i + 1}\n" for i in range(250)) + SRC
+    path = tmp_path / "big.ss"
+    path.write_text(text, encoding="utf-8")
+    expected = sorted(d.code for d in Workspace().diagnostics(str(path)))
+    assert expected  # SRC has its mistakes
+    folder = tmp_path / "cache"
+    env = {**os.environ, "PYTHONPATH": ROOT, "SHAPESCRIPT_CACHE_DIR": str(folder)}
+
+    def saved() -> list:
+        return [n for n in os.listdir(folder) if n.endswith(".pickle")] if folder.is_dir() else []
+
+    def session() -> list:
+        """The diagnostics' codes of each publish, once two came and the items are saved."""
+        c = StdioClient(SERVER, cwd=str(tmp_path), env=env, stderr=subprocess.DEVNULL)
+        try:
+            c.request("initialize", {"processId": os.getpid(), "rootUri": tmp_path.as_uri(), "capabilities": {}})
+            c.notify("initialized", {})
+            c.notify("textDocument/didOpen", {"textDocument": {"uri": path.as_uri(), "languageId": "shapescript",
+                                                               "version": 1, "text": text}})
+            got: list = []
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and (len(got) < 2 or not saved()):
+                try:
+                    _, msg = c.receive(0.2)
+                except queue.Empty:
+                    continue
+                if msg.get("method") == "textDocument/publishDiagnostics":
+                    got.append(sorted(d["code"] for d in msg["params"]["diagnostics"]))
+            return got
+        finally:
+            c.close()
+
+    first = session()
+    assert len(saved()) == 1
+    assert first[-1] == expected
+    assert first[0] == sorted(c for c in expected if c.startswith("E01"))  # syntax errors, before the check
+    assert session()[-1] == expected  # from the saved items

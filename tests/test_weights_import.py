@@ -80,6 +80,24 @@ def test_dims_the_source_leaves_open_are_read_from_the_checkpoint(checkpoints, t
     assert json.loads((out / "config.json").read_text())["D"] == 64
 
 
+def test_head_counts_the_source_leaves_open_come_from_the_checkpoints_config(checkpoints, tmp_path):
+    """examples/qwen3.ss leaves every size open: the heads hide in products (`[H*Dh D]`),
+    so they are read from config.json, then from the GGUF metadata of the --gguf export."""
+    from import_support import run_cli
+    ckpt, ref = checkpoints("qwen3", {}, True)
+    f = tmp_path / "q3.gguf"
+    r = run_cli("export", SOURCES["qwen3"][0], "--gguf", "-o", f, "--weights", ckpt)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "dims read from the checkpoint: L=2, V=300, D=64, Dh=16, F=128, H=4, Hkv=2" in r.stderr
+    out = tmp_path / "hf"
+    r = run_cli("export", SOURCES["qwen3"][0], "--hf", "-o", out, "--weights", f)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "dims read from the checkpoint: L=2, V=300, D=64, Dh=16, F=128, H=4, Hkv=2" in r.stderr
+    cfg = json.loads((out / "config.json").read_text())
+    assert (cfg["H"], cfg["Hkv"], cfg["Dh"]) == (4, 2, 16)
+    assert max_diff(logits(load_export(str(out))), logits(ref)) < 1e-4
+
+
 def test_an_untied_source_gets_a_copy_of_a_tied_checkpoints_embedding(checkpoints, tmp_path):
     ckpt, ref = checkpoints("qwen3", {}, True)
     assert ref.config.tie_word_embeddings
@@ -161,7 +179,7 @@ def test_another_architecture_is_one_e3314(checkpoints, tmp_path):
     assert err.count("error[") == 1
     assert "error[E3314]: the checkpoint is a `llama` model, but the source is a qwen3 model" in err
     assert "LlamaForCausalLM" in err
-    assert "`layers.0.attn.q_norm` (line 19) is block 0's per-head query norm" in err
+    assert "`layers.0.attn.q_norm` (line 21) is block 0's per-head query norm" in err
     assert "`layers.1.attn.q_norm`" not in err  # each kind of role once
     assert "and 2 more tensors like these" in err
 

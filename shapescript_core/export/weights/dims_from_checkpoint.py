@@ -1,6 +1,8 @@
-"""Dims the source declares without a value, read from a checkpoint's shapes: a stack's
-count from the checkpoint's number of blocks, any other dim from the size of a tensor
-whose param writes the dim alone as an axis (`embed: [V D]`: V and D)."""
+"""Dims the source declares without a value, read from a checkpoint: a stack's count from
+the checkpoint's number of blocks, the numbers of query and key/value heads from its
+config (they hide in products, `[H*Dh D]`, where shapes can't tell them), any other dim
+from the size of a tensor whose param writes the dim alone as an axis (`embed: [V D]`:
+V and D)."""
 from __future__ import annotations
 
 from ...check.types import ModelT, StackT
@@ -10,10 +12,16 @@ from .checkpoint_axes import forward_shape, source_axis
 from .role_plan import plan_for_import
 from .specs import resolve
 
-# a dim the source leaves open takes this while the graph is traced to find its role
-# (every product and quotient of the usual head counts stays a whole number), then the
-# checkpoint's size at that axis
+# a dim the source leaves open takes a multiple of this while the graph is traced to find
+# its role (every product and quotient of the usual head counts stays a whole number),
+# then the checkpoint's size at that axis
 _PROBE = 2 ** 7 * 3 * 5 * 7
+
+
+def _probes(names: list) -> dict:
+    """A distinct stand-in value per open dim, each a multiple of every later one's, so a
+    quotient of two (`G = H / Hkv`, `Dh = D / H`, declared in that order) is whole."""
+    return {n: _PROBE * 2 ** (len(names) - i) for i, n in enumerate(names)}
 
 
 def _open_dims(env) -> list:
@@ -52,7 +60,7 @@ def infer_dims(ws, request, path: str, fn_item, ckpt) -> dict:
     if not open_dims:
         return {}
     found = _stack_counts(env, fn_item.name, open_dims, ckpt.block_count())
-    probes = {n: _PROBE * (i + 2) for i, n in enumerate(x for x in open_dims if x not in found)}
+    probes = _probes([x for x in open_dims if x not in found])
     saved = dict(ws.dim_overrides)
     ws.set_dim_overrides({**saved, **found, **probes})
     try:
@@ -77,6 +85,12 @@ def infer_dims(ws, request, path: str, fn_item, ckpt) -> dict:
                 j, factor = source_axis(i, len(want), t.steps)
                 if j < len(axes) and axes[j] in probes and axes[j] not in found:
                     found[axes[j]] = size * factor
+        # a head count the source writes as an open dim, read from the config: after the
+        # shapes, so a dim a shape gives is never taken for one
+        for short, (theirs, _) in ckpt.heads().items():
+            n = next((d for d, v in probes.items() if v == hp.get(short) and d not in found), None)
+            if n is not None:
+                found[n] = theirs
     finally:
         ckpt.names, ckpt.unknown = {}, []
         ws.set_dim_overrides(saved)
