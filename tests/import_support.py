@@ -37,7 +37,7 @@ SOURCES = {
 
 
 def hf_model(kind: str, seed: int = 0, tied: bool | None = None, theta: float | None = None,
-             eps: float | None = None, zero: str | None = None, V: int | None = None):
+             eps: float | None = None, zero: str | None = None, V: int | None = None, window: int | None = None):
     """transformers' own model of `kind` (llama, mistral, qwen2, qwen3, gpt2), tiny, with
     weights large enough that a wrong layout changes the logits a lot."""
     import torch
@@ -52,7 +52,7 @@ def hf_model(kind: str, seed: int = 0, tied: bool | None = None, theta: float | 
     if kind in ("llama", "mistral"):
         cls, cfg = ((tf.LlamaForCausalLM, tf.LlamaConfig) if kind == "llama"
                     else (tf.MistralForCausalLM, tf.MistralConfig))
-        extra = {} if kind == "llama" else {"sliding_window": None}
+        extra = {} if kind == "llama" else {"sliding_window": window}
         model = cls(cfg(**common, **extra, rms_norm_eps=eps or 1e-5, rope_parameters=rope(500000.0),
                         tie_word_embeddings=bool(tied)))
     elif kind == "qwen2":

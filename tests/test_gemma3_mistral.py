@@ -64,8 +64,7 @@ def export(kind: str, target: str, checkpoint: str, out: str, source: str | None
         args += ["--dim", f"{k}={v}"]
     r = run_cli(*args)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert "checkpoint to `forward` by role" in r.stderr  # the importer reads it as it is saved
-    return out
+    return r
 
 
 @pytest.fixture(scope="module", params=["gemma3", "mistral"])
@@ -75,7 +74,8 @@ def case(request, tmp_path_factory):
     model = hf_model(kind)
     ckpt = str(tmp / "checkpoint")
     model.save_pretrained(ckpt)
-    out = export(kind, "hf", ckpt, str(tmp / "hf"))  # the importer matches the checkpoint by role
+    out = str(tmp / "hf")
+    export(kind, "hf", ckpt, out)  # the importer reads the checkpoint by role, as it is saved
     prompt = torch.randint(0, DIMS[kind]["V"], (2, PROMPT), generator=torch.Generator().manual_seed(1))
     return kind, model, ckpt, out, prompt, tmp
 
@@ -181,8 +181,8 @@ if __name__ == "__main__":
 
 
 def test_vllm_gives_transformers_tokens_through_both_model_implementations(tmp_path):
-    """Both models in one script: vLLM's Transformers backend on the --vllm directory, and
-    the native model of its plugin (pip-installed into a directory of its own)."""
+    """Both models in one script: the native model of the --vllm directory's plugin
+    (pip-installed into a directory of its own), and vLLM's Transformers backend."""
     from envs import require_vllm, run_in_env
     python = require_vllm()
     site = tmp_path / "site"
@@ -191,20 +191,28 @@ def test_vllm_gives_transformers_tokens_through_both_model_implementations(tmp_p
         model = hf_model(kind)
         ckpt = str(tmp_path / kind / "checkpoint")
         model.save_pretrained(ckpt)
-        out = export(kind, "vllm", ckpt, str(tmp_path / kind / "vllm"))
+        out = str(tmp_path / kind / "vllm")
+        export(kind, "vllm", ckpt, out)
         subprocess.run([python, "-m", "pip", "--disable-pip-version-check", "-q", "install", "--no-deps",
                         "--no-build-isolation", "--target", str(site), os.path.join(out, "vllm_plugin")],
                        check=True, capture_output=True, text=True, timeout=300)
         g = torch.Generator().manual_seed(2)
         prompts[kind] = [torch.randint(0, DIMS[kind]["V"], (n,), generator=g).tolist() for n in (PROMPT, 13)]
         want[kind] = []
+        full = hf_model(kind, sliding_window=4 * PROMPT)  # the model with its window dropped
         for p in prompts[kind]:
             with torch.no_grad():
                 seq = model.generate(torch.tensor([p]), max_new_tokens=8, do_sample=False, pad_token_id=0)
                 logp = model(seq).logits.log_softmax(-1)[0]
+                dropped = full(seq).logits.log_softmax(-1)[0]
             new = seq[0, len(p):].tolist()
             want[kind].append((new, [logp[len(p) - 1 + k, t].item() for k, t in enumerate(new)]))
-        runs += [(kind, out, "transformers"), (kind, out, "native")]
+            if len(p) == PROMPT:  # past the window, the comparison below tells the two apart
+                assert max(abs(logp[len(p) - 1 + k, t].item() - dropped[len(p) - 1 + k, t].item())
+                           for k, t in enumerate(new)) > 1e-2
+        # the native model for both; vLLM's Transformers backend for Gemma 3, whose mixed
+        # layer types it reads from config.json (one engine fewer: each starts in ~30 s)
+        runs += [(kind, out, "native")] + ([(kind, out, "transformers")] if kind == "gemma3" else [])
     got = run_in_env(python, SERVE, json.dumps(prompts), json.dumps(runs), timeout=900,
                      env={"PYTHONPATH": str(site)}).result
     for kind, _, impl in runs:

@@ -80,7 +80,7 @@ def test_only_where_gguf_was_asked_for():
 
 def test_supported_models_check_clean():
     for name in ("llama_variant.ss", "llama_fused.ss", "llama_qkv.ss", "llama_interleaved_tied.ss", "qwen2.ss",
-                 "gemma3.ss"):
+                 "gemma3.ss", "gemma2.ss"):
         assert [(d.code, d.message) for d in errors(program(name))] == [], name
 
 
@@ -137,7 +137,7 @@ def test_a_window_llama_cpp_runs_only_as_gemma3_is_never_dropped(tmp_path):
     src = LLAMA.replace("scaled_dot_product_attention(q, k, v, attn_mask=causal[n n])",
                         "scaled_dot_product_attention(q, k, v, attn_mask=causal[n n], window=4096)")
     words = ("the attention has a sliding window of 4096 (line 42), where llama has full attention "
-             "(llama.cpp runs a sliding window only as gemma3)")
+             "(llama.cpp runs a sliding window only as gemma2 or gemma3)")
     (d,) = errors("/tmp/shapescript-gguf/llama_window.ss", src)
     assert d.code == "E3313" and d.message == HEAD + words
     path = tmp_path / "mistral.ss"
@@ -171,12 +171,11 @@ GEMMA3_EDITS = [  # tests/programs/gguf/gemma3.ss changed in one place -> the wo
 def test_departures_from_gemma3_name_what_gemma3_has_there(old, new, words, tmp_path):
     assert old in GEMMA3
     src = GEMMA3.replace(old, new)
-    if "window" in words or "theta" in words:  # per-layer settings: the editor traces two layers, the export all
+    (d,) = errors("/tmp/shapescript-gguf/gemma3_edit.ss", src)  # layers that differ past the first two too
+    assert d.code == "E3313" and d.message == HEAD + words
+    if "window" in words or "theta" in words:  # and the export, which traces every layer
         path = tmp_path / "gemma3.ss"
         path.write_text(src, encoding="utf-8")
         r = run_cli("export", str(path), "--gguf", "-o", str(tmp_path / "m.gguf"), "--random-weights")
         assert r.returncode == 1 and HEAD + words in r.stdout + r.stderr
         assert sorted(os.listdir(tmp_path)) == ["gemma3.ss"]
-        return
-    (d,) = errors("/tmp/shapescript-gguf/gemma3_edit.ss", src)
-    assert d.code == "E3313" and d.message == HEAD + words

@@ -195,3 +195,21 @@ def test_if_and_else_are_keywords_only_between_operands():
     assert kinds[f"if@{src.index(' if ', line) + 1}"] == "keyword"
     assert kinds[f"else@{src.index(' else ', line) + 1}"] == "keyword"
     assert kinds.get(f"else@{src.index('else:')}") != "keyword"
+
+
+def test_a_scalar_parameter_given_a_value_the_model_computes_stops_the_export(tmp_path):
+    """Inside its function a scalar parameter is a compile-time value; the value a call
+    passes is checked where the call is compiled (docs/language.md)."""
+    pytest.importorskip("torch")
+    from differential_support import Case, export
+    from shapescript_core.evaluate import load
+    src = LAYERS.replace("w = W if i % 6 != 5 else 2 * W", "w = W") \
+        .replace("theta = 1e4 if i % 6 != 5 else 1e6", "theta = 1e4 if i % 6 != 5 else mean(x)") \
+        .replace("fn attn(b: Block, x: [b n D], pos: [b n] i64, theta: [], window: []) -> [b n D]:",
+                 "fn attn(b: Block, x: [b n D], pos: [b n] i64, theta: [], window: []) -> [b n D]:\n"
+                 "    theta = theta if theta > 1 else 2.0")
+    assert errors(src) == []
+    weights = load(src).random_weights("forward", seed=0)
+    r = export(Case(src, lm=True), weights, str(tmp_path / "hf"))
+    assert not r.ok and "error[E0413]: this condition isn't known before the model runs" in r.message
+    assert not (tmp_path / "hf").exists()

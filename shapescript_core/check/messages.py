@@ -271,8 +271,11 @@ def mask_mismatch(span, mask: str, scores: str, label: str) -> Diagnostic:
 
 
 # ---------------------------------------------------------------- E0413 compile-time conditions
+CONDITION_NOT_STATIC = "this condition isn't known before the model runs"
+
+
 def condition_not_static(span, label: str) -> Diagnostic:
     """`A if C else B` with C computed when the model runs (LANGUAGE.md §5, v0.2)."""
-    return error("E0413", "this condition isn't known before the model runs", span, label).help(
+    return error("E0413", CONDITION_NOT_STATIC, span, label).help(
         "choose with literals, dims, loop indices and scalar parameters; pick between tensors "
         "that the model computes with `where(mask, a, b)`")

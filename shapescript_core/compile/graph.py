@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..check.builtins import BUILTINS
+from ..check.messages import CONDITION_NOT_STATIC
 from ..check.patterns import flat_names
 from ..check.sizes import Size
 from ..check.static import FUNCTIONS as STATIC_FUNCTIONS, OPERATORS as STATIC_OPERATORS
@@ -516,7 +517,10 @@ class _Tracer:
                 st = self.value(s.iter, env, g)
                 if not isinstance(st, _Stack):
                     raise CompileError("`for` runs over a stack", s.iter.where)
-                for i in range(st.count if self.unroll is None else min(st.count, self.unroll)):
+                # a loop that binds the index may run each copy differently (its window, its
+                # theta): every copy is traced; the others run the same statements each time
+                whole = self.unroll is None or s.index is not None
+                for i in range(st.count if whole else min(st.count, self.unroll)):
                     if s.index is not None:  # the copy's index, a compile-time integer
                         env[s.index] = Node("const", [], {"value": i}, ScalarT("int"), s.iter.where)
                     env[s.var] = _Model(st.model, f"{st.prefix}.{i}")
@@ -551,8 +555,8 @@ class _Tracer:
         if n.op == "if":  # only the chosen branch is traced: its condition is known at export
             c = fold(done[id(n.inputs[0])], self.prog)
             if c is None or isinstance(c, str):
-                raise CompileError("error[E0413]: this condition isn't known before the model runs "
-                                   "(a scalar parameter given a value computed by the model?)", n.where)
+                raise CompileError(f"error[E0413]: {CONDITION_NOT_STATIC} (a scalar parameter given a value "
+                                   f"computed by the model?)", n.where)
             return self.value(n.inputs[1] if c else n.inputs[2], env, g)
         if n.op == "local":
             if n.attrs["name"] not in env:
@@ -651,7 +655,8 @@ def trace(ws, path: str, fn_name: Optional[str] = None, dims: Optional[dict] = N
     """The exported function fully inlined. `dims` are applied by the workspace (its
     dim overrides); the argument is accepted for symmetry with the export request.
     `unroll` caps each stack loop's iterations (every iteration runs the same statements:
-    the checker's E3313 traces two, the GGUF writer all)."""
+    the checker's E3313 traces two, the GGUF writer all); a loop that binds its index
+    (`for i, layer in …`) is traced whole, its copies may differ."""
     return trace_program(build_program(ws, path, fn_name), unroll)
 
 

@@ -23,9 +23,15 @@ Each architecture is told apart by what its graph computes, never by names:
   llama.cpp scales the queries by 1/sqrt(Dh) (1/sqrt(D/H) at 62 layers, its 27B): another
   scale (`query_pre_attn_scalar`) is folded into the query norm's weights. llama.cpp
   rotates halves (NEOX).
+- `gemma2`: gemma3 without the per-head norms (another scale is folded into the query
+  rows), one rope theta, the output layer tied to the token embedding. llama.cpp's gemma2
+  caps the attention's scores and the logits by c * tanh(x / c), always (50 and 30 by
+  default); a source has no such cap (`scaled_dot_product_attention` has none, and the
+  logits come straight from the output layer), so caps too large to change anything are
+  written. A real Gemma 2 caps at 50 and 30: no source says that (see docs).
 
 Every llama.cpp architecture multiplies by a norm's stored weight, so a norm weight used as
-`c + w` is written as c + w in any of them. Only gemma3 runs a sliding window: a window in
+`c + w` is written as c + w in any of them. Only gemma2 and gemma3 run a sliding window: a window in
 another architecture is a departure, never dropped.
 
 `SHAPE` says, for E3313, what each architecture has at each place a model can depart.
@@ -34,7 +40,7 @@ from __future__ import annotations
 
 # rope style llama.cpp applies per architecture: "interleaved" (LLAMA_ROPE_TYPE_NORM)
 # or "half" (LLAMA_ROPE_TYPE_NEOX)
-ROPE_STYLE = {"llama": "interleaved", "qwen2": "half", "qwen3": "half", "gemma3": "half"}
+ROPE_STYLE = {"llama": "interleaved", "qwen2": "half", "qwen3": "half", "gemma3": "half", "gemma2": "half"}
 
 SHAPE = {
     "llama": {
@@ -49,7 +55,7 @@ SHAPE = {
         "bias": "no biases (qwen2 has them on q, k and v only)",
         "output": "rms_norm(x) into the output layer",
         "scale": "the default 1/sqrt(Dh)",
-        "window": "full attention (llama.cpp runs a sliding window only as gemma3)",
+        "window": "full attention (llama.cpp runs a sliding window only as gemma2 or gemma3)",
     },
     "gpt2": {
         "stream": "adds each sublayer's output to the residual stream and nothing else",
@@ -63,7 +69,7 @@ SHAPE = {
         "bias": "biases on every projection",
         "output": "layer_norm(x) into the output layer",
         "scale": "the default 1/sqrt(Dh)",
-        "window": "full attention (llama.cpp runs a sliding window only as gemma3)",
+        "window": "full attention (llama.cpp runs a sliding window only as gemma2 or gemma3)",
     },
     "gemma3": {
         "stream": "adds each sublayer's normalized output to the residual stream and nothing else",
@@ -81,6 +87,8 @@ SHAPE = {
     },
 }
 SHAPE["qwen2"] = SHAPE["llama"]
+SHAPE["gemma2"] = dict(SHAPE["gemma3"], qk="rope(linear(h)) split into heads",
+                       output="rms_norm(x) into the token embedding (tied)")
 SHAPE["qwen3"] = dict(SHAPE["llama"], bias="no biases", v="linear(h) split into heads, not normalized")
 
 

@@ -33,7 +33,8 @@ def check_gguf(prog, item) -> list:
     if not asked_for(item, "gguf", ws.export_requests_of(prog.path), ws.default_targets):
         return []
     try:
-        tr = trace(prog.ws, prog.path, item.name, unroll=2)  # the verdict of every layer is the same
+        # the verdict of every layer is the same, unless the loop binds its index (traced whole)
+        tr = trace(prog.ws, prog.path, item.name, unroll=2)
     except CompileError as e:
         log.debug("no E3313 check for `%s`: %s", item.name, e)
         return []

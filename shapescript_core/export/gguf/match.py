@@ -28,6 +28,9 @@ from .projections import UNARY, Projections
 from .sublayers import Sublayers
 
 DEFAULT_CONTEXT = 4096  # llama-family sources take positions as a tensor; see docs
+# gemma2's softcap where the source has none: tanh(x / c) * c is x in float32 for any logit;
+# a cap at least this large (1e30 as float32 is a little larger) means none
+NO_CAP = 1e30
 
 
 class ArchMatcher(Projections, Sublayers):
@@ -165,9 +168,10 @@ class ArchMatcher(Projections, Sublayers):
                               f"the blocks have {len(subs)} sublayers{line_of(subs[-1][0] if subs else stream)}, "
                               f"where {self.arch} has {has(self.arch, 'block')}")
             self.blocks(subs, hp, plan_t)
-            if self.arch == "gemma3":
+            if self.arch in ("gemma3", "gemma2"):
                 hp["windows"] = self.windows()
             self.norm(final, "output_norm", hp, plan_t, None, stream_check=False)
+            self.output_of_gemma2(w_out == embeds[0][1], out, hp)
         except Depart as d:
             self.found.append(d)
         if self.found:
@@ -180,10 +184,22 @@ class ArchMatcher(Projections, Sublayers):
             plan.notes.append("output layer tied to the token embedding")
         return plan
 
+    def output_of_gemma2(self, tied: bool, out, hp):
+        """gemma2's output layer is the token embedding. llama.cpp's gemma2 caps the
+        attention's scores and the logits by c * tanh(x / c), always (50 and 30 when the file
+        doesn't say). A source caps neither (`scaled_dot_product_attention` has no cap, and
+        the logits come straight from the output layer, E3302): caps so large that they
+        change nothing (`NO_CAP`) are written."""
+        if self.arch != "gemma2":
+            return
+        if not tied:
+            self.depart(out, "output", "the output layer has a weight of its own")
+        hp["softcaps"] = {"attn_softcap": NO_CAP, "final_softcap": NO_CAP}
+
     def embedding_scale(self, tok, scaled, hp):
         """gemma3's token embedding times sqrt(D); no other architecture scales it."""
         D = hp["embedding_length"]
-        if self.arch != "gemma3":
+        if self.arch not in ("gemma3", "gemma2"):
             if scaled is not None:
                 node, v = scaled[2], scaled[1]
                 raise Depart(node, f"the token embedding is scaled by {v:g}{line_of(node)}, where {self.arch} "
@@ -246,9 +262,10 @@ class ArchMatcher(Projections, Sublayers):
             out["rms_eps"] = hp["eps"]
             out["rope_dim"] = hp["head_width"]
             out["freq_base"] = hp["theta"]
-        if hp["heads"] * hp["head_width"] != hp["embedding_length"] or self.arch == "gemma3":
+        if hp["heads"] * hp["head_width"] != hp["embedding_length"] or self.arch in ("gemma3", "gemma2"):
             out["key_length"] = out["value_length"] = hp["head_width"]
         out.update(hp.get("windows", {}))
+        out.update(hp.get("softcaps", {}))
         return out
 
     def windows(self) -> dict:
@@ -258,20 +275,28 @@ class ArchMatcher(Projections, Sublayers):
         layers = self.layer_attn
         swa = [x for x in layers if x[1] is not None]
         full = [x for x in layers if x[1] is None]
+        if self.arch == "gemma2":  # one rope theta for every layer
+            for theta, _, att, _ in layers[1:]:
+                if theta != layers[0][0]:
+                    raise Depart(att, f"this layer's rope theta is {_num(theta)}{line_of(att)}, where the first's "
+                                      f"is {_num(layers[0][0])}: gemma2 has one theta")
         for group, what in ((swa, "sliding-window"), (full, "full-attention")):
-            for theta, _, att in group[1:]:
+            for theta, _, att, _ in group[1:]:
                 if theta != group[0][0]:
                     raise Depart(att, f"this {what} layer's rope theta is {_num(theta)}{line_of(att)}, where the "
                                       f"first {what} layer's is {_num(group[0][0])}: gemma3 has one theta for "
                                       f"each kind of layer")
-        for _, w, att in swa[1:]:
+        for _, w, att, _ in swa[1:]:
             if w != swa[0][1]:
                 raise Depart(att, f"this attention's window is {_num(w)}{line_of(att)}, where the first's is "
                                   f"{_num(swa[0][1])}: gemma3 has one sliding window")
         if not swa:
             return {"freq_base": full[0][0]}
-        return {"freq_base": (full or swa)[0][0], "freq_base_swa": swa[0][0], "sliding_window": int(swa[0][1]),
-                "sliding_window_pattern": [w is not None for _, w, _ in layers]}
+        out = {"freq_base": (full or swa)[0][0], "freq_base_swa": swa[0][0], "sliding_window": int(swa[0][1]),
+               "sliding_window_pattern": [w is not None for _, w, _, _ in layers]}
+        if self.arch == "gemma2":
+            del out["freq_base_swa"]
+        return out
 
     # ------------------------------------------------------------ blocks
     def blocks(self, subs, hp, plan_t):
@@ -304,6 +329,8 @@ class ArchMatcher(Projections, Sublayers):
             per_block.append(tensors)
         if self.arch == "llama" and features:
             self.arch = "qwen3" if "qk_norm" in features else "qwen2"
+        if gemma and "qk_norm" not in features:
+            self.arch = "gemma2"  # no per-head norms
         for tensors in per_block:
             for t in tensors:
                 plan_t.append(self.finish(t, hp))

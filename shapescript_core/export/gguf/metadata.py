@@ -29,6 +29,9 @@ HPARAM_KEYS = {
     "freq_base_swa": ("Rope", "FREQ_BASE_SWA", "add_float32"),
     "sliding_window": ("Attention", "SLIDING_WINDOW", "add_uint32"),
     "sliding_window_pattern": ("Attention", "SLIDING_WINDOW_PATTERN", "add_array"),
+    # gemma2's caps c * tanh(x / c) on the attention's scores and on the logits
+    "attn_softcap": ("LLM", "ATTN_LOGIT_SOFTCAPPING", "add_float32"),
+    "final_softcap": ("LLM", "FINAL_LOGIT_SOFTCAPPING", "add_float32"),
 }
 
 FILE_TYPE = {**{n: getattr(gguf.LlamaFileType, BY_NAME[n].gguf_file_type) for n in STORED},

@@ -20,9 +20,11 @@ log = logging.getLogger(__name__)
 
 
 def llama_cpp_scale(arch: str, blocks, D: int, H: int, Dh: int) -> float:
-    """The query scale llama.cpp's gemma3 uses (it reads none from the file): 1/sqrt(Dh),
-    or 1/sqrt(D / H) for 62 layers, the size it knows as Gemma 3 27B."""
-    return 1 / math.sqrt(D // H) if arch == "gemma3" and blocks == 62 else 1 / math.sqrt(Dh)
+    """The query scale llama.cpp's gemma2 and gemma3 use (they read none from the file):
+    1/sqrt(Dh), or 1/sqrt(D / H) at the size llama.cpp knows as their 27B (46 layers for
+    Gemma 2, 62 for Gemma 3)."""
+    big = {"gemma2": 46, "gemma3": 62}.get(arch)
+    return 1 / math.sqrt(D // H) if blocks == big else 1 / math.sqrt(Dh)
 
 
 class Sublayers:
@@ -46,7 +48,7 @@ class Sublayers:
         """Adds the block's attention tensors; the features that tell the llama family's
         members apart: "bias" (q/k/v biases: qwen2), "qk_norm" (per-head norms: qwen3)."""
         gpt2 = self.arch == "gpt2"
-        gemma = self.arch == "gemma3"
+        gemma = self.arch == "gemma3"  # gemma2 too: told apart when every block is read
         wo = branch
         if not is_projection(wo):
             raise Depart(wo, f"the attention's output goes through `{wo.op}`{line_of(wo)}, where "
@@ -79,6 +81,11 @@ class Sublayers:
             window = fold(self.arg(att, "window"), self.prog)
             if window is None:
                 raise Depart(att, f"the attention's window is computed{line_of(att)}; llama.cpp stores one number")
+        bound = self.positions_bound(self.arg(q.rope, "pos")) if q.rope is not None else None
+        if window is not None and bound is not None and window >= bound:
+            window = None  # it drops no key of any sequence the model takes: full attention
+        if gemma and bound is not None:
+            hp["context_length"] = bound  # no sequence is longer
         if window is not None and not gemma:
             if not self.any_window:
                 self.depart(att, "window", f"the attention has a sliding window of {window}")
@@ -117,10 +124,7 @@ class Sublayers:
                 if r.attrs.get("style", "half") != q.rope.attrs.get("style", "half"):
                     raise Depart(r, f"the keys' rope style differs from the queries'{line_of(r)}")
             if gemma:
-                bound = self.positions_bound(self.arg(q.rope, "pos"), hp)
-                if window is not None and bound is not None and window >= bound:
-                    window = None  # it drops no key of any sequence the model takes: full attention
-                self.layer_attn.append((theta, window, att))  # checked across layers by `windows`
+                self.layer_attn.append((theta, window, att, q.norm is None))  # checked by `windows`
             else:
                 hp["theta"] = theta
             hp.setdefault("rope_style", q.rope.attrs.get("style", "half"))
@@ -131,10 +135,12 @@ class Sublayers:
         if (q.norm is None) != (k.norm is None) or (q.norm is not None and gpt2):
             n = q.norm or k.norm
             raise Depart(n, f"only the {'queries' if q.norm is not None else 'keys'} are normalized per head"
-                            f"{line_of(n)}, where " + ("gemma3 normalizes both" if gemma else
+                            f"{line_of(n)}, where " + ("gemma3 normalizes both and gemma2 neither" if gemma else
                                                        f"qwen3 normalizes both and {self.arch} neither"))
-        if gemma and q.norm is None:
-            self.depart(q.lin, "qk", "the queries and keys are not normalized per head")
+        if gemma and self.layer_attn and (q.norm is None) != self.layer_attn[0][3]:
+            raise Depart(q.lin, f"the queries and keys are {'not ' if q.norm is None else ''}normalized per head"
+                                f"{line_of(q.lin)}, where the first layer's are{'' if q.norm is None else ' not'}: "
+                                f"gemma3 normalizes them in every layer, gemma2 in none")
         if gemma and any(biases):
             p = next(p for p, b in zip((q, k, v), biases) if b)
             self.depart(p.lin, "bias", "the projections have biases")
@@ -148,8 +154,10 @@ class Sublayers:
                 raise Depart(wo, f"the attention's output projection has a bias{line_of(wo)}, where "
                                   f"{self.arch} has {has(self.arch, 'bias')}")
             style = hp.get("rope_style", "half")
+            # gemma3 scales the query norm's weights, gemma2 (no per-head norm) the query rows
+            folded = self.folded_scale(scale, Dh, hp, "gemma3" if q.norm is not None else "gemma2") if gemma else ()
             for p, name, heads in ((q, "ATTN_Q", H), (k, "ATTN_K", Hkv), (v, "ATTN_V", Hkv)):
-                rows = p.steps + (regroup if p is q else ())
+                rows = p.steps + (regroup if p is q else ()) + (folded if p is q and q.norm is None else ())
                 tp = TensorPlan(name, blk, "weight", self.param(p.W, "weight"), tuple(p.W.shape), rows)
                 tensors.append((tp, heads, style) if name != "ATTN_V" else tp)
                 if any(biases):  # qwen2: zeros where the source has no bias
@@ -157,7 +165,6 @@ class Sublayers:
                                     kind="vector") if p.b is not None
                          else TensorPlan(name, blk, "bias", None, (heads * Dh,), kind="vector"))
                     tensors.append((b, heads, style) if name != "ATTN_V" else b)
-            folded = self.folded_scale(scale, Dh, hp) if gemma else ()
             for p, name in ((q, "ATTN_Q_NORM"), (k, "ATTN_K_NORM")):
                 if p.norm is not None:
                     self.head_norm_eps(p.norm, hp)
@@ -172,23 +179,19 @@ class Sublayers:
             self.bias(wo, "ATTN_OUT", (D,), tensors, blk)
         return ({"bias"} if any(biases) else set()) | ({"qk_norm"} if q.norm is not None else set())
 
-    def positions_bound(self, pos, hp):
-        """P when the positions are `Index[P]` (no sequence is longer: gemma3's context
-        length), else None. A window of at least P is full attention, as the Hugging Face
-        export says (compile/windows.py)."""
+    def positions_bound(self, pos):
+        """P when the positions are `Index[P]` (no sequence is longer), else None. A window
+        of at least P is full attention, as the Hugging Face export says (compile/windows.py)."""
         dt = getattr(getattr(pos, "type", None), "dtype", None)
         if dt is None or dt.name != "Index" or getattr(dt, "index", None) is None:
             return None
-        P = self.prog.value_of(dt.index)
-        if P is not None:
-            hp["context_length"] = P
-        return P
+        return self.prog.value_of(dt.index)
 
-    def folded_scale(self, scale, Dh: int, hp) -> tuple:
-        """gemma3: (Scale(r),) for the query norm when the source's attention scale isn't the
-        one llama.cpp uses, 1/sqrt(Dh) (1/sqrt(D / H) for 62 layers, its 27B); () if it is."""
+    def folded_scale(self, scale, Dh: int, hp, arch: str) -> tuple:
+        """(Scale(r),) for the query norm (gemma3) or rows (gemma2) when the source's
+        attention scale isn't the one llama.cpp uses (`llama_cpp_scale`); () if it is."""
         want = float(scale) if scale is not None else 1 / math.sqrt(Dh)
-        r = want / llama_cpp_scale(self.arch, hp.get("blocks"), hp["embedding_length"], hp["heads"], Dh)
+        r = want / llama_cpp_scale(arch, hp.get("blocks"), hp["embedding_length"], hp["heads"], Dh)
         return () if math.isclose(r, 1.0, rel_tol=1e-9) else (Scale(r),)
 
     def head_norm_eps(self, n, hp):

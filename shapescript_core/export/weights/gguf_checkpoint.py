@@ -14,8 +14,10 @@ from gguf.quants import _type_traits  # what gguf-py can dequantize
 from gguf.quants import dequantize
 
 from ..errors import ExportError
+from ..gguf.match import NO_CAP  # a gemma2 cap this large is none (what --gguf writes for none)
 
-FAMILY = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2", "gemma3": "gemma3"}
+FAMILY = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2", "gemma3": "gemma3",
+          "gemma2": "gemma2"}
 GEMMA3_SWA_THETA = 10000.0  # what llama.cpp's gemma3 uses for its windowed layers when the file doesn't say
 BUFFERS = ("rope_freqs.weight",)
 MAGIC = b"GGUF"
@@ -88,7 +90,22 @@ class GGUFCheckpoint:
             swa = self.field(f"{self.arch}.rope.freq_base_swa")
             if self.arch == "gemma3":
                 out["theta_swa"] = float(swa) if isinstance(swa, (int, float)) else GEMMA3_SWA_THETA
+        if self.arch == "gemma2":  # llama.cpp caps these always (50 and 30 when the file doesn't say)
+            for short, key, default in (("attn_softcap", "attn_logit_softcapping", 50.0),
+                                        ("final_softcap", "final_logit_softcapping", 30.0)):
+                v = self.field(f"gemma2.{key}")
+                v = float(v) if isinstance(v, (int, float)) else default
+                if v < NO_CAP:
+                    out[short] = v
         return out
+
+    def rope_scaling(self) -> str | None:
+        """`rope.scaling.type` (with its factor) when it isn't "none": a source's `rope` has none."""
+        kind = self.string(f"{self.arch}.rope.scaling.type")
+        if kind in (None, "none"):
+            return None
+        factor = self.field(f"{self.arch}.rope.scaling.factor")
+        return kind + (f", factor {factor:g}" if isinstance(factor, (int, float)) else "")
 
     def block_count(self) -> int | None:
         v = self.field(f"{self.arch}.block_count")

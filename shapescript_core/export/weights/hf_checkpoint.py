@@ -35,7 +35,7 @@ SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 # SmolLM and TinyLlama checkpoints say "llama"; Mistral's are llama's layout; Gemma 3's
 # text model (Gemma3ForCausalLM) says "gemma3_text".
 FAMILY = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2",
-          "gemma3_text": "gemma3"}
+          "gemma3_text": "gemma3", "gemma2": "gemma2"}
 
 # tensors a checkpoint may hold that are no weights: rotary tables, GPT-2's causal masks
 BUFFERS = ("rotary_emb.inv_freq", ".attn.bias", ".attn.masked_bias")
@@ -98,7 +98,25 @@ class HFCheckpoint:
             found["theta_swa"] = local.get("rope_theta")
         if self.config.get("use_sliding_window", True) is not False:  # Qwen2 says whether it uses its own
             found["window"] = c.get("sliding_window")
+        for k in ("attn_logit_softcapping", "final_logit_softcapping"):  # Gemma 2's caps
+            found[k.split("_")[0] + "_softcap"] = c.get(k)
         return {k: float(v) for k, v in found.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+    def rope_scaling(self) -> str | None:
+        """The config's rope scaling ("linear, factor 8" for Gemma 3's global layers from
+        4B up), or None: a source's `rope` has none."""
+        rope = self.config.get("rope_parameters")
+        kinds = [rope] if isinstance(rope, dict) and "rope_type" in rope else \
+            [v for v in rope.values() if isinstance(v, dict)] if isinstance(rope, dict) else []
+        legacy = self.config.get("rope_scaling")
+        if isinstance(legacy, dict):
+            kinds.append({"rope_type": legacy.get("rope_type", legacy.get("type")), **legacy})
+        for k in kinds:
+            kind = k.get("rope_type")
+            if isinstance(kind, str) and kind != "default":
+                factor = k.get("factor")
+                return kind + (f", factor {factor:g}" if isinstance(factor, (int, float)) else "")
+        return None
 
     def block_count(self) -> int | None:
         for k in ("num_hidden_layers", "n_layer"):
@@ -169,25 +187,27 @@ class HFCheckpoint:
             shape = self.source.info(key).shape
             if arch == "llama" and kind in ("ATTN_Q", "ATTN_K"):
                 steps = (RopePermute(heads if kind == "ATTN_Q" else kv_heads, "interleaved"),)
-            elif arch == "gemma3" and kind.endswith("_NORM"):
-                steps = (Offset(1.0),) + ((self._gemma_scale(),) if kind == "ATTN_Q_NORM" else ())
-                steps = tuple(s for s in steps if s is not None)
+            elif arch in ("gemma3", "gemma2") and kind.endswith("_NORM"):
+                steps = (Offset(1.0),) + (self._gemma_scale(arch) if kind == "ATTN_Q_NORM" else ())
+            elif arch == "gemma2" and kind == "ATTN_Q":
+                steps = self._gemma_scale(arch)
             elif arch == "gpt2" and kind in CONV1D and len(shape) == 2:
                 steps = (Transpose(),)
             self.names[name] = (key, steps)
 
-    def _gemma_scale(self):
-        """Scale(r) for Gemma 3's query norm when its query_pre_attn_scalar isn't what llama.cpp
-        assumes (None when it is, or when the config doesn't say)."""
+    def _gemma_scale(self, arch: str) -> tuple:
+        """(Scale(r),) for Gemma 3's query norm (Gemma 2's query rows) when its
+        query_pre_attn_scalar isn't what llama.cpp assumes; () when it is, or when the config
+        doesn't say."""
         c = self.config
         vals = [c.get(k) for k in ("query_pre_attn_scalar", "hidden_size", "num_attention_heads",
                                     "num_hidden_layers")]
         if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in vals):
-            return None
+            return ()
         qpas, D, H, L = vals
         Dh = c.get("head_dim") if isinstance(c.get("head_dim"), int) else int(D) // int(H)
-        r = qpas ** -0.5 / llama_cpp_scale("gemma3", int(L), int(D), int(H), int(Dh))
-        return None if abs(r - 1.0) < 1e-9 else Scale(r)
+        r = qpas ** -0.5 / llama_cpp_scale(arch, int(L), int(D), int(H), int(Dh))
+        return () if abs(r - 1.0) < 1e-9 else (Scale(r),)
 
     def index_raw(self):
         """Every tensor by its own key (a --weights-map names them)."""

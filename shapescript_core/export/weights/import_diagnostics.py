@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import os
 
+from ..gguf.match import NO_CAP
 from .checkpoint_axes import source_axis
 from .roles import describe_role, role_kind
 from .weight_messages import e3314, e3315, e3316
@@ -33,7 +34,7 @@ def unknown_architecture(resolved, label: str, departure):
     return e3314(
         f"`{name}` is no architecture the importer knows, so {label} can't be matched to it",
         _fn_span(resolved), "the exported function", [f"the closest is {departure.arch}: {departure.reason}"],
-        "the importer reads llama, qwen2, qwen3, gpt2 and gemma3 models by their roles; for another model, "
+        "the importer reads llama, qwen2, qwen3, gpt2, gemma2 and gemma3 models by their roles; for another model, "
         "give --weights-map a file that maps each param to its checkpoint tensor")
 
 
@@ -128,23 +129,33 @@ def constant_warnings(plan, ckpt, resolved) -> list:
     """An E3316 per constant (rotary theta, norm eps, the windowed layers' theta, the
     sliding window) the checkpoint's config contradicts."""
     hp = plan.hparams
+    caps = {k: (v if v < NO_CAP else None) for k, v in hp.items() if k.endswith("_softcap")}
     ours = {"theta": hp.get("freq_base"), "eps": hp.get("rms_eps", hp.get("ln_eps")),
-            "theta_swa": hp.get("freq_base_swa"), "window": hp.get("sliding_window")}
+            "theta_swa": hp.get("freq_base_swa"), "window": hp.get("sliding_window"), **caps}
     words = {"theta": "rotary theta", "eps": "norm eps", "theta_swa": "rotary theta of the windowed layers",
-             "window": "sliding window"}
+             "window": "sliding window", "attn_softcap": "attention logit softcapping",
+             "final_softcap": "final logit softcapping"}
     where = {"theta": "rope theta", "eps": "norm eps", "theta_swa": "rope.freq_base_swa",
-             "window": "attention.sliding_window"}
+             "window": "attention.sliding_window", "attn_softcap": "attn_logit_softcapping",
+             "final_softcap": "final_logit_softcapping"}
     if ckpt.kind == "hf":
         where = {"theta": "config.json rope_theta", "eps": "config.json " +
                  ("layer_norm_epsilon" if plan.arch == "gpt2" else "rms_norm_eps"),
-                 "theta_swa": "config.json rope_parameters.sliding_attention", "window": "config.json sliding_window"}
+                 "theta_swa": "config.json rope_parameters.sliding_attention", "window": "config.json sliding_window",
+                 "attn_softcap": "config.json attn_logit_softcapping",
+                 "final_softcap": "config.json final_logit_softcapping"}
     out = []
     for k, v in ckpt.constants().items():
         o = ours.get(k)
-        if o is None and k == "window":  # the source attends to every earlier position
-            out.append(e3316(words[k], "none (full attention)", _num(v), where[k], _fn_span(resolved)))
+        if o is None and k in ("window", "attn_softcap", "final_softcap"):  # what the source doesn't do
+            none = "none (full attention)" if k == "window" else "none"
+            out.append(e3316(words[k], none, _num(v), where[k], _fn_span(resolved)))
         elif o is not None and not math.isclose(float(o), v, rel_tol=1e-6):
             out.append(e3316(words[k], _num(o), _num(v), where[k], _fn_span(resolved)))
+    scaling = ckpt.rope_scaling()
+    if scaling:  # the source's rope has none: positions are rotated unscaled
+        out.append(e3316("rope scaling", "none", scaling, "config.json rope_parameters" if ckpt.kind == "hf"
+                         else "rope.scaling.type", _fn_span(resolved)))
     return out
 
 
