@@ -332,6 +332,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "learned position table's size)")
     x.add_argument("--quantize", choices=("none", "int8"), default=None,
                    help="--litert: int8 weights (dynamic int8; default none: float32)")
+    x.add_argument("--split-cache", action="store_true", default=None,
+                   help="--litert: export_hf's split-cache mode (the NPU path): embedder.tflite, "
+                        "auxiliary.tflite (RoPE, mask, cache update) and model.tflite")
     x.set_defaults(run=cmd_export)
     return ap
 

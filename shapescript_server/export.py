@@ -1,7 +1,8 @@
 """The export code lens and `workspace/executeCommand` `shapescript.export`.
 
 The command takes one object: {uri, fn, target, output, weights or random, seed, dtype,
-force, dims, tokenizer, position}, and for litert prefill_length, cache_length, quantize.
+force, dims, tokenizer, position}, and for litert prefill_length, cache_length, quantize,
+split_cache.
 The handler converts in, asks the core (`shapescript_core.ide.export.export_from_editor`:
 the same request and backend as `shapescript export`, on a private workspace of the open
 documents) on a thread of its own so typing stays checked meanwhile, and converts out.
@@ -49,7 +50,7 @@ def _args(params: T.ExecuteCommandParams) -> dict:
     for key in ("fn", "output", "weights", "dtype", "tokenizer", "quantize"):
         if a.get(key) is not None and not isinstance(a[key], str):
             raise JsonRpcInvalidParams(f"`{key}` takes a string")
-    for key in ("random", "force"):
+    for key in ("random", "force", "split_cache"):
         if a.get(key) is not None and not isinstance(a[key], bool):
             raise JsonRpcInvalidParams(f"`{key}` takes true or false")
     for key in ("prefill_length", "cache_length"):

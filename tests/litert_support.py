@@ -212,3 +212,59 @@ print(json.dumps({"swapped": swapped, "restored": restored,
                   "gpu_generic_exportables": composites(True, extension=False),
                   "layers": model.config.num_hidden_layers}))
 """
+
+# argv: OUT, the prompts and decode tokens as JSON. A --split-cache export runs as LiteRT-LM
+# drives it: embedder.tflite (tokens -> embeddings), auxiliary.tflite (the rotary table of the
+# positions, the mask, the cache update) and model.tflite (the new keys and values; logits at
+# decode). For each prompt: a right-padded (or full) prefill, then one decode step per token,
+# each decode's logits compared with transformers' at that position.
+SPLIT_PARITY = r"""
+import json, sys
+import numpy as np, torch, transformers
+from ai_edge_litert.interpreter import Interpreter
+
+out, prompts, decode = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+model = transformers.AutoModelForCausalLM.from_pretrained(out + "/hf", trust_remote_code=True,
+                                                          dtype=torch.float32).eval()
+its = {n: Interpreter(model_path=f"{out}/{n}.tflite") for n in ("embedder", "auxiliary", "model")}
+sigs = {n: sorted(it.get_signature_list()) for n, it in its.items()}
+run = lambda n, s: its[n].get_signature_runner(s)
+P = int(next(s for s in sigs["model"] if s.startswith("prefill_")).split("_")[1])
+details = run("model", "decode").get_input_details()
+caches = sorted(k for k in details if k.startswith("kv_cache_"))
+C = int(details[caches[0]]["shape"][2])
+
+def step(tokens, start, valid, phase):
+    # phase "prefill_P" or "decode": embed, rope, mask, model, then the cache update
+    global kv
+    T = tokens.shape[1]
+    pos = np.arange(start, start + T, dtype=np.int32)
+    emb = run("embedder", f"{phase}_embedder" if phase == "decode" else f"prefill_embedder_{P}")(token_ids=tokens)
+    rope = run("auxiliary", "decode_rope" if phase == "decode" else f"prefill_rope_{P}")(input_pos=pos)
+    mask = run("auxiliary", "decode_mask" if phase == "decode" else f"prefill_mask_{P}")(
+        input_tokens=tokens, time_step=np.array(start, np.int32), valid_mask=valid)
+    r = run("model", phase)(embeddings=emb["embeddings"], pos_emb_cos=rope["pos_emb_cos"],
+                            pos_emb_sin=rope["pos_emb_sin"], mask_global=mask["mask_global"], **kv)
+    slices = {k: v for k, v in r.items() if k.startswith("kv_slice_")}
+    kv = run("auxiliary", "decode_cache_update" if phase == "decode" else f"prefill_cache_update_{P}")(
+        input_pos=pos, valid_mask=valid, **kv, **slices)
+    return r.get("logits")
+
+report = []
+for prompt in prompts:
+    seq = prompt + decode
+    with torch.no_grad():
+        ref = model(torch.tensor([seq])).logits[0].numpy()
+    n = len(prompt)
+    kv = {k: np.zeros(details[k]["shape"], np.float32) for k in caches}
+    tokens = np.zeros((1, P), np.int32); tokens[0, :n] = prompt
+    valid = np.zeros((1, P), bool); valid[0, :n] = True
+    step(tokens, 0, valid, f"prefill_{P}")
+    for i in range(len(decode) - 1):
+        p = n + i
+        logits = step(np.array([[seq[p]]], np.int32), p, np.ones((1, 1), bool), "decode")[0, -1]
+        report.append({"prompt": n, "position": p, "max_diff": float(np.abs(logits - ref[p]).max()),
+                       "max_logit": float(np.abs(ref[p]).max()),
+                       "argmax": [int(logits.argmax()), int(ref[p].argmax())]})
+print(json.dumps({"signatures": sigs, "prefill": P, "cache": C, "steps": report}))
+"""

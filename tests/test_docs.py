@@ -11,7 +11,7 @@ from shapescript_core.workspace import Workspace
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PAGES = sorted(glob.glob(os.path.join(ROOT, "docs", "errors", "*.md")))
 FENCE = re.compile(r"```shapescript\n(.*?)```", re.S)
-EXPORT_TIME = {"E3310", "E3311", "E3312", "E3314", "E3315", "E3316", "E3317"}  # raised by the writers, not the checker (E3313 is both)
+EXPORT_TIME = {"E3310", "E3311", "E3312", "E3314", "E3315", "E3316", "E3317", "E3318"}  # raised by the writers, not the checker (E3313 is both)
 MULTI_FILE = {"E0209", "E0210", "E0213", "E0214"}  # their examples span several files: see test_incremental,
 # test_security_imports
 INTERNAL = {"E0001"}  # no program raises it: see test_deep_programs (an injected fault)

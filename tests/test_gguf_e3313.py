@@ -80,7 +80,7 @@ def test_only_where_gguf_was_asked_for():
 
 def test_supported_models_check_clean():
     for name in ("llama_variant.ss", "llama_fused.ss", "llama_qkv.ss", "llama_interleaved_tied.ss", "qwen2.ss",
-                 "gemma3.ss"):
+                 "gemma3.ss", "gemma2.ss"):
         assert [(d.code, d.message) for d in errors(program(name))] == [], name
 
 

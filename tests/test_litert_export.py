@@ -8,8 +8,11 @@ environment, tests/envs.py): tiny exports of examples/llama.ss (with a tokenizer
   the Hugging Face tokenizer and transformers' greedy generate;
 - the shipped ModelExtension (the seed's inner-loop checks): patch parity and restore,
   torch.export of prefill and decode with the odml composites and the causal flag;
+- a `--split-cache` export (embedder, auxiliary and model .tflite) driven signature by
+  signature as LiteRT-LM does, against transformers at every decode position;
 - what is refused: a function that is no language model, a cache longer than a learned
-  position table (E3317), a missing environment (one line, exit 2), wrong options.
+  position table (E3317), a split cache without one rotary table (E3318), a missing
+  environment (one line, exit 2), wrong options.
 """
 from __future__ import annotations
 
@@ -21,7 +24,7 @@ import pytest
 from checkout import CLI, ROOT
 from envs import require_litert, run_in_env
 from litert_support import (CACHE, DECODE, ENGINE_GREEDY, EXAMPLES, EXTENSION_CHECKS, GPT2_DIMS,
-                            INTERPRETER_PARITY, LLAMA_DIMS, PREFILL, PROMPTS, export_litert)
+                            INTERPRETER_PARITY, LLAMA_DIMS, PREFILL, PROMPTS, SPLIT_PARITY, export_litert)
 
 TOLERANCE = 1e-4  # of the largest logit (float32 through XNNPACK: measured below 1e-6)
 
@@ -166,6 +169,46 @@ def test_the_shipped_extension_patches_exactly_and_marks_composites_and_causalit
     assert not any(a["is_causal"] for a in generic["attrs"])
 
 
+def test_a_split_cache_export_runs_as_transformers_at_every_decode_position(tmp_path):
+    """export_hf's split-cache mode: the model takes embeddings, the rotary table its
+    auxiliary RoPE signature computes (from the hf export's rotary_emb) and the mask; a
+    right-padded and a full prefill, then decode steps, through all three files."""
+    require_litert()
+    out = str(tmp_path / "llama-split")
+    r = export_litert(os.path.join(EXAMPLES, "llama.ss"), out, LLAMA_DIMS, extra=["--split-cache"])
+    assert r.returncode == 0, r.stderr
+    last = r.stderr.strip().splitlines()[-1]
+    assert f"float32, prefill {PREFILL}, cache {CACHE}; split cache: embedder.tflite " in last, last
+    assert "--split_cache=True" in open(os.path.join(out, "README.md")).read()
+    config = json.load(open(os.path.join(out, "hf", "config.json")))
+    assert config["rope_parameters"] == {"rope_type": "default", "rope_theta": 500000.0}
+    got = run_in_env(require_litert(), SPLIT_PARITY, out, json.dumps(PROMPTS), json.dumps(DECODE), timeout=600).result
+    assert got["signatures"] == {
+        "embedder": ["decode_embedder", f"prefill_embedder_{PREFILL}"],
+        "auxiliary": ["decode_cache_update", "decode_mask", "decode_rope", f"prefill_cache_update_{PREFILL}",
+                      f"prefill_mask_{PREFILL}", f"prefill_rope_{PREFILL}"],
+        "model": ["decode", f"prefill_{PREFILL}"]}
+    assert (got["prefill"], got["cache"]) == (PREFILL, CACHE)
+    steps = got["steps"]
+    assert len(steps) == 2 * (len(DECODE) - 1)  # the split prefill returns no logits
+    for s in steps:
+        assert s["max_diff"] <= TOLERANCE * s["max_logit"], s
+        assert s["argmax"][0] == s["argmax"][1], s
+    print("split-cache llama max |diff|:", max(s["max_diff"] for s in steps))
+
+
+def test_a_split_cache_without_one_rotary_table_is_e3318(tmp_path):
+    require_litert()
+    r = export_litert(os.path.join(EXAMPLES, "gpt2.ss"), str(tmp_path / "gpt2-split"), GPT2_DIMS,
+                      extra=["--split-cache"])
+    assert r.returncode == 1, r.stderr
+    assert ("error[E3318]: LiteRT's split cache needs `forward`'s rotary positions as one table, but the "
+            "positions `pos` feed no rope (positions a rotary table can't hold)") in r.stdout
+    assert r.stderr.strip().splitlines()[-1] == \
+        "shapescript: not exported: --split-cache needs `forward`'s rotary positions as one table"
+    assert os.listdir(tmp_path) == []
+
+
 def test_a_cache_longer_than_the_position_table_is_e3317(tmp_path):
     require_litert()
     out = str(tmp_path / "gpt2-long")
@@ -211,6 +254,7 @@ def test_without_the_litert_environment_export_says_how_to_install_it(tmp_path):
 @pytest.mark.parametrize("args, message", [
     (["--hf", "--prefill-length", "8"], "--prefill-length is for --litert only"),
     (["--gguf", "--quantize", "int8"], "--quantize is for --litert only"),
+    (["--hf", "--split-cache"], "--split-cache is for --litert only"),
     (["--litert", "--dtype", "f16"], "--litert converts in float32, not f16: pass --quantize int8 for int8 weights"),
     (["--litert", "--prefill-length", "64", "--cache-length", "32"],
      "the prefill length 64 is longer than the cache length 32: the cache must hold the whole prefill"),

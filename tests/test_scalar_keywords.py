@@ -6,6 +6,7 @@ attention's scale through function parameters, from literals, dims and arithmeti
 reference evaluator and a hand-written torch model of what the source says."""
 from __future__ import annotations
 
+import json
 import math
 import os
 
@@ -79,7 +80,11 @@ def test_hf_export_computes_the_scalars_as_written(issue):
     assert (got["full"] - hand).abs().max().item() / hand.abs().max().item() < 1e-5
     modeling = open(os.path.join(out, "modeling_lm.py")).read()
     assert "rms_norm(x, w, 2, e)" in modeling          # passed through
-    assert "t, 'half')" in modeling                     # rope's theta from the parameter
+    # every rope rotates by the positions with theta 3: one rotary table, its theta folded
+    assert "RotaryEmbedding(config, 8, 'half')" in modeling
+    assert "q = rotate(self.wq(x)" in modeling and "q = rope(" not in modeling
+    assert json.load(open(os.path.join(out, "config.json")))["rope_parameters"] == \
+        {"rope_type": "default", "rope_theta": 3.0}
     assert "CausalAttention(config, layer_idx, H, 2, 3.0, Dh)" in modeling  # folded: every call passes 3.0
     assert "1e-06" not in modeling and "10000.0" not in modeling
 

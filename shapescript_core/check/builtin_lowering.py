@@ -45,6 +45,10 @@ class Emitter(Protocol):
     def aligned(self, node, axes) -> str:
         """A node's code with its axes moved to these axes."""
 
+    def rotary_tables(self, pos, x):
+        """The model's rotary table (cos, sin) aligned to x, when its ropes rotate by one
+        (compile/rotary_plan.py), else None."""
+
     def weight_over(self, n, w, positions: list) -> str:
         """A normalization's weight `[over]` aligned to x's axes."""
 
@@ -189,6 +193,9 @@ def rope(e: Emitter, n) -> str:
     if "style" in n.attrs["args"] and "style" not in n.attrs:
         raise e.error("rope's style must be written as a string, \"half\" or \"interleaved\"", n.where)
     e.use_helper("rope")
+    tables = e.rotary_tables(pos, x)
+    if tables is not None:  # the model's one rotary table (compile/rotary_plan.py)
+        return f"rotate({e.ex(x)}, {tables[0]}, {tables[1]}, {style!r})"
     p = e.aligned(pos, x.type.axes[:-1])
     return f"rope({e.ex(x)}, {p}, {theta}, {style!r})"
 

@@ -11,7 +11,10 @@ Two flavours share everything but attention, the embedding and the output layer:
 - language model (the Hugging Face decoder layout): each attention goes through
   `ALL_ATTENTION_FUNCTIONS` with keys and values at their own head count and a KV cache,
   the token embedding is the base model's `nn.Embedding`, and the output layer is the
-  `lm_head` of the causal-LM class (`hf/modeling.py` writes those classes).
+  `lm_head` of the causal-LM class (`hf/modeling.py` writes those classes). In the
+  Hugging Face flavour, a model whose rotary positions are one table (`rotary_plan.py`)
+  computes it once, in the base model's `rotary_emb`, and each rope rotates by the
+  `position_embeddings` its method receives (with the mask and the cache).
 """
 from __future__ import annotations
 
@@ -29,6 +32,7 @@ from .layout import PatternLowering, align, dims_arg, match_positions, permute_c
 from .names import Scope, py_ident
 from .plan import Plan, attr_name, models_in_order, py_name, walk_nodes
 from .prelude import HELPERS
+from .rotary_plan import Rotary, rotary_plan
 from .windows import rope_parameters, window_plan
 
 TORCH_DTYPES = {d.name: torch_name(d.name) for d in TABLE if d.language}
@@ -122,16 +126,24 @@ class Generator:
         self.classes: dict = {m: ClassInfo(m, class_names[m]) for m in models_in_order(prog, plan.root)}
         self.dim_names = self._dim_names()
         self._params: dict = {}  # fn name -> {param: Python name}
-        self.attention_fns = self._attention_fns() if self.lm else set()
         self._site_scales = None  # id(attention call) -> the scales its traced calls fold to
         self._attention_runs: dict = {}  # (id(attention call), model path) -> runs per forward
+        self._trace = None  # the export's trace, once made
         self._assign_methods()
         self.windows = None  # the layers' sliding windows (windows.py), for a language model
         self.rope_parameters = None  # config.json's rope_parameters, where one theta per layer type
+        # the model's one rotary table (Hugging Face flavour), or why it has none
+        self.rotary_plan: object = "not a language model exported for transformers"
         if self.lm:
             self.check_attention_runs()
             self.windows = window_plan(self, self._trace)
             self.rope_parameters = rope_parameters(self, self._trace, self.windows)
+            if flavor == "hf":
+                self.rotary_plan = rotary_plan(self._trace, self.lm.positions, self.head_dim())
+        self.rotary: Optional[Rotary] = self.rotary_plan if isinstance(self.rotary_plan, Rotary) else None
+        if self.rotary is not None and self.rope_parameters is None:  # the table's one theta is the model's
+            self.rope_parameters = {"rope_type": "default", "rope_theta": self.rotary.theta}
+        self.attention_fns = self._attention_fns() if self.lm else set()
 
     # ------------------------------------------------------------ naming
     def _dim_names(self) -> dict:
@@ -162,12 +174,13 @@ class Generator:
         return lines
 
     def _attention_fns(self) -> set:
-        """Functions that reach an attention: they pass the mask, the cache and kwargs on."""
+        """Functions that reach an attention (or a rope, when the ropes rotate by the model's
+        rotary table): they pass the mask, the cache and kwargs on."""
         direct, calls = set(), {}
         for name, g in self.prog.fns.items():
             order, _ = walk_nodes(g.body)
             for n in order:
-                if n.op == "scaled_dot_product_attention":
+                if n.op == "scaled_dot_product_attention" or (n.op == "rope" and self.rotary is not None):
                     direct.add(name)
                 elif n.op == "call":
                     calls.setdefault(name, set()).add(n.attrs["fn"])
@@ -255,6 +268,13 @@ class Generator:
                 raise CompileError(f"the attention at line {n.where[1]} runs {count} times on {where} in one "
                                    f"forward, but a language model's KV cache holds one slot per attention: "
                                    f"call it once per model (a stack's layers each once)", n.where)
+
+    def head_dim(self) -> Optional[int]:
+        """A language model's head width: its first attention's query width."""
+        site = next((c.sites[0] for c in self.classes.values() if c.sites), None)
+        if site is None:
+            return None
+        return self.prog.value_of(site.attrs["args"]["q"].type.axes[-1].size)
 
     @staticmethod
     def arg_scale(n):
@@ -649,6 +669,14 @@ class MethodGen:
 
     def aligned(self, node, axes) -> str:
         return self._aligned(node, axes)
+
+    def rotary_tables(self, pos, x) -> Optional[tuple]:
+        """The model's rotary table (cos, sin) as this method receives it, aligned to x, when
+        the ropes rotate by it (rotary_plan.py); else None."""
+        if self.gen.rotary is None:
+            return None
+        placed = TensorT(tuple(pos.type.axes) + (x.type.axes[-1],), x.type.dtype)
+        return tuple(align(f'kwargs["position_embeddings"][{i}]', placed, x.type.axes) for i in (0, 1))
 
     def over(self, n):
         """The positions of `over=`'s axes, each name standing for one axis."""

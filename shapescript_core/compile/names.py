@@ -76,7 +76,8 @@ FRAMEWORK_NAMES = frozenset("""
 # what a generated module (modeling, configuration, the vLLM model) defines or imports
 GENERATED_NAMES = frozenset("""
     torch nn math inspect dataclasses self config cls kwargs args
-    rms_norm layer_norm rope causal attend eager_attention causal_mask with_cache cache_of
+    rms_norm layer_norm rope rotary_table rotate RotaryEmbedding rotary_emb position_embeddings
+    causal attend eager_attention causal_mask with_cache cache_of
     ALL_ATTENTION_FUNCTIONS create_causal_mask DynamicCache GenerationMixin PreTrainedModel
     PretrainedConfig BaseModelOutputWithPast CausalLMOutputWithPast input_ids attention_mask
     position_ids past_key_values inputs_embeds use_cache cache return_dict labels logits_to_keep

@@ -21,21 +21,50 @@ def layer_norm(x, weight, bias, dims, eps):
     return (x - mean) * torch.rsqrt(var + eps) * weight + bias
 ''',
     "rope": '''
-def rope(x, pos, theta, style):
-    """Rotary position embedding over x's last axis; `pos` broadcasts against its other axes.
-
-    style "half" rotates the two halves (Hugging Face Llama), "interleaved" rotates
-    pairs of neighbours (GPT-J)."""
-    width = x.shape[-1]
-    inv_freq = 1.0 / (theta ** (torch.arange(0, width, 2, dtype=torch.int64, device=x.device).float() / width))
+def rotary_table(pos, theta, width, style, dtype):
+    """The rotary table of the positions `pos`: cos and sin, each [*pos.shape, width], laid
+    out as `style` rotates: "half" rotates the two halves (Hugging Face Llama),
+    "interleaved" pairs of neighbours (GPT-J)."""
+    inv_freq = 1.0 / (theta ** (torch.arange(0, width, 2, dtype=torch.int64, device=pos.device).float() / width))
     angles = pos[..., None].float() * inv_freq
-    cos, sin = angles.cos().to(x.dtype), angles.sin().to(x.dtype)
     if style == "half":
-        cos, sin = torch.cat((cos, cos), -1), torch.cat((sin, sin), -1)
+        angles = torch.cat((angles, angles), -1)
+    else:
+        angles = torch.stack((angles, angles), -1).flatten(-2)
+    return angles.cos().to(dtype), angles.sin().to(dtype)
+
+
+def rotate(x, cos, sin, style):
+    """x rotated over its last axis by a rotary table (`rotary_table`) that broadcasts against it."""
+    width = x.shape[-1]
+    if style == "half":
         rotated = torch.cat((-x[..., width // 2:], x[..., : width // 2]), -1)
         return x * cos + rotated * sin
+    cos, sin = cos[..., 0::2], sin[..., 0::2]
     even, odd = x[..., 0::2], x[..., 1::2]
     return torch.stack((even * cos - odd * sin, even * sin + odd * cos), -1).flatten(-2)
+
+
+def rope(x, pos, theta, style):
+    """Rotary position embedding over x's last axis; `pos` broadcasts against its other axes."""
+    return rotate(x, *rotary_table(pos, theta, x.shape[-1], style, x.dtype), style)
+''',
+    "rotary": '''
+class RotaryEmbedding(nn.Module):
+    """The model's rotary table, computed once per forward as transformers' models do
+    (`config.rope_parameters`): cos and sin [b n width] of the positions. Every rope of
+    the model rotates by it; LiteRT-Torch's split-cache export replaces this module by
+    tables it computes outside the model."""
+
+    def __init__(self, config, width, style):
+        super().__init__()
+        self.config = config
+        self.theta = float(config.rope_parameters["rope_theta"])
+        self.width = width
+        self.style = style
+
+    def forward(self, x, position_ids):
+        return rotary_table(position_ids, self.theta, self.width, self.style, x.dtype)
 ''',
     "causal": '''
 def causal(rows, cols, device):

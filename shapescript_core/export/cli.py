@@ -22,7 +22,8 @@ def run_export_command(ws, path: str, target: str, args, dims: dict, usage_error
                                random_weights=args.random_weights or None, seed=args.seed,
                                dtype=args.dtype, force=args.force, dims=dims, tokenizer=args.tokenizer,
                                prefill_length=args.prefill_length, cache_length=args.cache_length,
-                               quantize=args.quantize, weights_map=getattr(args, "weights_map", None))
+                               quantize=args.quantize, split_cache=getattr(args, "split_cache", None),
+                               weights_map=getattr(args, "weights_map", None))
     except RequestError as e:
         raise usage_error(str(e))
     if request.random_weights and request.random_reason:

@@ -47,6 +47,7 @@ class ExportRequest:
     prefill_length: Optional[int] = None  # litert: the prefill signature's length (None: the default)
     cache_length: Optional[int] = None    # litert: the KV cache's length (None: the default)
     quantize: Optional[str] = None        # litert: None (float32) or "int8" (dynamic int8 weights)
+    split_cache: bool = False             # litert: export_hf's split-cache mode (embedder, auxiliary, model)
     max_tensor_size: Optional[int] = None  # bytes; None: export/sizes.py's default (settings' [limits])
 
     @property
@@ -100,7 +101,8 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
                  seed: Optional[int] = None, dtype: Optional[str] = None, force: bool = False,
                  dims: Optional[dict] = None, tokenizer: Optional[str] = None,
                  prefill_length: Optional[int] = None, cache_length: Optional[int] = None,
-                 quantize: Optional[str] = None, weights_map: Optional[str] = None, settings=None,
+                 quantize: Optional[str] = None, split_cache: Optional[bool] = None,
+                 weights_map: Optional[str] = None, settings=None,
                  settings_dir: Optional[str] = None,
                  base: Optional[str] = None) -> ExportRequest:
     """Validate the options and fill in the defaults; RequestError names what is wrong.
@@ -163,7 +165,7 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
     tok = _resolve(tokenizer, base)
     if tok is not None:
         check_tokenizer_dir(tok)
-    litert = _litert_options(target, prefill_length, cache_length, quantize, defaults)
+    litert = _litert_options(target, prefill_length, cache_length, quantize, split_cache, defaults)
     given = _positive_dims(dims)
     return ExportRequest(**litert, path=path, target=target, output=out, fn=fn, weights=w, random_weights=rand,
                          random_reason=reason, seed=s, dtype=dt, force=bool(force),
@@ -172,9 +174,10 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
                          max_tensor_size=getattr(settings, "max_tensor_size", None))
 
 
-def _litert_options(target: str, prefill, cache, quantize, defaults) -> dict:
+def _litert_options(target: str, prefill, cache, quantize, split_cache, defaults) -> dict:
     """LiteRT's options, validated; each is a usage error for another target."""
-    given = {"--prefill-length": prefill, "--cache-length": cache, "--quantize": quantize}
+    given = {"--prefill-length": prefill, "--cache-length": cache, "--quantize": quantize,
+             "--split-cache": split_cache or None}
     if target != "litert":
         named = [k for k, v in given.items() if v is not None]
         if named:
@@ -190,7 +193,8 @@ def _litert_options(target: str, prefill, cache, quantize, defaults) -> dict:
                            "the cache must hold the whole prefill")
     if quantize not in (None, "none", "int8"):
         raise RequestError(f"--quantize takes int8 (or none), got `{quantize}`")
-    return {"prefill_length": prefill, "cache_length": cache, "quantize": None if quantize == "none" else quantize}
+    return {"prefill_length": prefill, "cache_length": cache, "quantize": None if quantize == "none" else quantize,
+            "split_cache": bool(split_cache)}
 
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")  # what the writers copy or read

@@ -38,7 +38,7 @@ def export_from_editor(path: str, target: str, options: dict, docs: list, settin
                        access, position: Optional[tuple] = None, progress=None,
                        cancelled=None) -> EditorExport:
     """`options`: fn output weights random seed dtype force dims tokenizer weightsMap
-    prefill_length cache_length quantize; `docs`: [(path, text, version)] of the open
+    prefill_length cache_length quantize split_cache; `docs`: [(path, text, version)] of the open
     documents; `position`: (line, UTF-16 character) of the cursor, or None."""
     fn = options.get("fn")
     try:
@@ -48,6 +48,7 @@ def export_from_editor(path: str, target: str, options: dict, docs: list, settin
                                dims=options.get("dims") or {}, tokenizer=options.get("tokenizer"),
                                weights_map=options.get("weightsMap"), prefill_length=options.get("prefill_length"),
                                cache_length=options.get("cache_length"), quantize=options.get("quantize"),
+                               split_cache=options.get("split_cache"),
                                settings=settings, settings_dir=root, base=root)
     except RequestError as e:
         return _done(ExportResult(False, str(e), status=2), fn)

@@ -3,7 +3,8 @@
 config.json carries every dim's value, `auto_map` and `architectures`, and the
 conventional names engines read where they apply (`vocab_size`, `hidden_size`,
 `num_attention_heads`, `num_key_value_heads`, `head_dim`, `num_hidden_layers`,
-`tie_word_embeddings`, `max_position_embeddings`).
+`tie_word_embeddings`, `max_position_embeddings`, `rope_parameters`: the generated
+`rotary_emb` reads them when the model's rotary positions are one table, compile/rotary_plan.py).
 """
 from __future__ import annotations
 
@@ -20,7 +21,8 @@ CONFIG_ATTRS = {"dtype", "torch_dtype", "architectures", "auto_map", "model_type
                 "head_dim", "num_hidden_layers", "tie_word_embeddings", "max_position_embeddings",
                 "transformers_version", "is_encoder_decoder", "pad_token_id", "bos_token_id",
                 "eos_token_id", "return_dict", "output_attentions", "output_hidden_states",
-                "sliding_window", "layer_types", "rope_parameters"}
+                "sliding_window", "layer_types", "rope_parameters", "rope_scaling", "rope_theta",
+                "partial_rotary_factor"}
 
 TORCH_DTYPE_NAMES = {n: BY_NAME[n].torch for n in STORED}
 
@@ -56,11 +58,10 @@ def conventional(gen) -> dict:
     out["hidden_size"] = prog.value_of(table.axes[1].size)
     site = next((c.sites[0] for c in gen.classes.values() if c.sites), None)
     if site is not None:
-        q = site.attrs["args"]["q"]
         attention = plan.attention.site(site)  # heads and groups, decided once by the plan
         out["num_attention_heads"] = attention.heads
         out["num_key_value_heads"] = attention.kv_heads
-        out["head_dim"] = prog.value_of(q.type.axes[-1].size)
+        out["head_dim"] = gen.head_dim()
     out["num_hidden_layers"] = gen.attention_count(plan.root)
     if lm.positions:
         pt = next(t for n, t, _ in entry.params if n == lm.positions)

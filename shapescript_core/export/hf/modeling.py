@@ -71,15 +71,19 @@ def modeling_source(gen: Generator, names: Names, source_name: str) -> str:
         root = class_lines(gen, plan.root, base=names.pretrained, root=True, init_tail=["self.post_init()"])
         tail: list = []
     else:
-        root = class_lines(gen, plan.root, base=names.pretrained, root=True, init_tail=["self.post_init()"],
+        rotary = gen.rotary
+        tail_init = ([f"self.rotary_emb = RotaryEmbedding(config, {rotary.width}, {rotary.style!r})  "
+                      f"# the rotary table every rope rotates by"] if rotary else []) + ["self.post_init()"]
+        root = class_lines(gen, plan.root, base=names.pretrained, root=True, init_tail=tail_init,
                            skip_methods=(entry.name,))
         table = plan.fields[(plan.root, lm.table)].attr
         root += indent(["", "def get_input_embeddings(self):", f"    return self.{table}", "",
                         "def set_input_embeddings(self, value):", f"    self.{table} = value", ""])
         root += indent(_lm_forward(gen, source_name))
         tail = ["", ""] + _causal_lm(gen, names, source_name)
-    helpers = [HELPERS[h].strip("\n") for h in ("rms_norm", "layer_norm", "rope", "causal", "window_mask", "attend", "mask")
-               if h in gen.helpers or (h == "mask" and lm is not None)]
+    helpers = [HELPERS[h].strip("\n") for h in ("rms_norm", "layer_norm", "rope", "rotary", "causal", "window_mask",
+                                                "attend", "mask")
+               if h in gen.helpers or (h == "mask" and lm is not None) or (h == "rotary" and gen.rotary)]
     imports = ["import dataclasses", "import inspect", "import math", "", "import torch", "from torch import nn",
                "from transformers import GenerationMixin, PreTrainedModel" if lm else "from transformers import PreTrainedModel"]
     if lm is not None:
@@ -136,6 +140,8 @@ def _lm_forward(gen: Generator, source_name: str) -> list:
         "    position_ids = torch.arange(past, past + inputs_embeds.shape[1], device=inputs_embeds.device)",
         "    position_ids = position_ids.unsqueeze(0).expand(inputs_embeds.shape[0], -1)",
     ] + _masks(gen)
+    if gen.rotary:
+        pre.append('kwargs["position_embeddings"] = self.rotary_emb(inputs_embeds, position_ids)  # cos, sin')
     return [head] + indent(pre + body)
 
 

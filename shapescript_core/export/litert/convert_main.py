@@ -8,7 +8,8 @@ Usage: `python convert_main.py ARGS.json`, ARGS holding:
     output_dir          where export_hf writes (model.tflite, model.litertlm, ...)
     extension_dir       the folder holding the generated extension module
     extension_module    its module name (export_hf imports it by name)
-    prefill_length, cache_length, quantization_recipe ("none" or a recipe), bundle (bool)
+    prefill_length, cache_length, quantization_recipe ("none" or a recipe), bundle (bool),
+    split_cache (bool: export_hf's split-cache mode)
 
 It prints `shapescript-litert: <step>` lines as it goes, and exits 0 when export_hf is done.
 """
@@ -68,6 +69,7 @@ def main(argv) -> int:
         prefill_logits=True,
         keep_temporary_files=True,
         bundle_litert_lm=bool(args["bundle"]),
+        split_cache=bool(args.get("split_cache", False)),
     )
     say(f"done in {time.monotonic() - start:.1f} s")
     return 0

@@ -6,7 +6,10 @@
   makes a float32 cache four times as large for contexts on-device models rarely reach.
   A model with learned positions (`Index[P]` positions) can't look past its table: its
   default is min(1024, P), and a longer `--cache-length` is E3317;
-- float32 weights; `--quantize int8` asks for export_hf's dynamic int8 recipe.
+- float32 weights; `--quantize int8` asks for export_hf's dynamic int8 recipe;
+- `--split-cache`: export_hf's split-cache mode (off by default): the model takes
+  embeddings, the rotary table and the mask as inputs and returns the new keys and values
+  (`model.tflite`), beside `embedder.tflite` and `auxiliary.tflite` (RoPE, mask, cache update).
 """
 from __future__ import annotations
 
@@ -23,6 +26,7 @@ class LitertOptions:
     prefill_length: int
     cache_length: int
     recipe: str           # "none" (float32) or an ai_edge_quantizer recipe
+    split_cache: bool = False
 
     @property
     def quantized(self) -> bool:
@@ -39,4 +43,5 @@ def resolve(request, max_positions: Optional[int]) -> LitertOptions:
     prefill = request.prefill_length
     if prefill is None:
         prefill = min(DEFAULT_PREFILL, cache)
-    return LitertOptions(prefill, cache, INT8_RECIPE if request.quantize == "int8" else "none")
+    return LitertOptions(prefill, cache, INT8_RECIPE if request.quantize == "int8" else "none",
+                         bool(request.split_cache))

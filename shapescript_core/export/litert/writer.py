@@ -6,6 +6,8 @@
     model.tflite                      float32 (int8 weights with --quantize int8: export_hf's
                                       model_quantized.tflite, the one the bundle holds): prefill_<P>
                                       (logits on) and decode signatures, cache length C
+    embedder.tflite, auxiliary.tflite with --split-cache: the token embedding; the RoPE, mask and
+                                      cache-update signatures (model.tflite then takes embeddings)
     model.litertlm                    the LiteRT-LM bundle (with a tokenizer only)
     README.md                         what is there and how to re-run export_hf
 
@@ -17,25 +19,27 @@ import json
 import os
 
 from ...check.types import TensorT
+from ...compile.rotary_plan import Rotary
 from ..hf.writer import _size, write_directory
 from ..errors import ExportError
 from . import options as opts
 from .convert import run_export_hf
 from .env import require
 from .extension import extension_source, module_name
-from .litert_messages import e3317, not_a_language_model, prefill_too_long, sliding_window_unsupported
+from .litert_messages import e3317, e3318, not_a_language_model, prefill_too_long, sliding_window_unsupported
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
+SPLIT_FILES = ("embedder", "auxiliary")  # beside model.tflite with --split-cache
 
 README = """# {name}: a ShapeScript export for LiteRT
 
 Exported by ShapeScript from `{source}` (function `{fn}`) through LiteRT-Torch's
 `export_hf`:
 
-- `model.tflite`: {weights}; signatures `prefill_{prefill}` (tokens `[1, {prefill}]`, logits
-  on) and `decode` (one token), a KV cache of {cache} positions. Run it with
+- `model.tflite`: {weights}; signatures `prefill_{prefill}` ({prefill_what}) and `decode`
+  (one token), a KV cache of {cache} positions. Run it with
   `ai_edge_litert.interpreter.Interpreter(model_path=...).get_signature_runner(...)`.
-{litertlm}- `hf/`: the Hugging Face export it was made from.
+{split}{litertlm}- `hf/`: the Hugging Face export it was made from.
 - `{module}.py`: the LiteRT-Torch ModelExtension for its model type `{model_type}`
   (`odml.rms_norm` composites, the causal flag, stop tokens).
 
@@ -45,8 +49,17 @@ To convert again with other options (the folder holding the extension on PYTHONP
 PYTHONPATH={out} litert-torch export_hf --model={out}/hf --output_dir=OUT \\
     --trust_remote_code=True --extension_modules={module} \\
     --quantization_recipe={recipe} --prefill_logits=True --prefill_lengths={prefill} \\
-    --cache_length={cache} --keep_temporary_files=True{bundle_flag}
+    --cache_length={cache} --keep_temporary_files=True{bundle_flag}{split_flag}
 ```
+"""
+
+
+SPLIT_README = """\
+  Split cache (`--split-cache`): `model.tflite` takes embeddings, the rotary table
+  (`pos_emb_cos`, `pos_emb_sin`) and the mask, and returns each layer's new keys and values
+  (`kv_slice_*`; logits at decode only); `embedder.tflite` maps tokens to embeddings;
+  `auxiliary.tflite` computes the rotary table (`*_rope`), the mask (`*_mask`) and writes
+  the slices into the cache (`*_cache_update`).
 """
 
 
@@ -66,6 +79,8 @@ def write(ctx) -> str:
     table = position_table(art)
     o = opts.resolve(ctx.request, table)
     _check_lengths(ctx, art, table, o)
+    if o.split_cache:
+        _check_split_cache(ctx, art)
 
     stem = art.names.stem
     module = module_name(stem)
@@ -83,24 +98,32 @@ def write(ctx) -> str:
     seconds = run_export_hf(ctx, python, {
         "model": hf_dir, "output_dir": ctx.tmp, "extension_dir": ctx.tmp, "extension_module": module,
         "prefill_length": o.prefill_length, "cache_length": o.cache_length,
-        "quantization_recipe": o.recipe, "bundle": bundle})
+        "quantization_recipe": o.recipe, "bundle": bundle, "split_cache": o.split_cache})
     tflite = os.path.join(ctx.tmp, "model.tflite")
-    quantized = os.path.join(ctx.tmp, "model_quantized.tflite")
-    if o.quantized and os.path.isfile(quantized):  # export_hf keeps the float one beside it
-        os.replace(quantized, tflite)
-    if not os.path.isfile(tflite):
-        raise ExportError("LiteRT-Torch's export_hf finished without writing model.tflite")
+    for name in ("model",) + (SPLIT_FILES if o.split_cache else ()):
+        path = os.path.join(ctx.tmp, f"{name}.tflite")
+        quantized = os.path.join(ctx.tmp, f"{name}_quantized.tflite")
+        if o.quantized and os.path.isfile(quantized):  # export_hf keeps the float one beside it
+            os.replace(quantized, path)
+        if not os.path.isfile(path):
+            raise ExportError(f"LiteRT-Torch's export_hf finished without writing {name}.tflite")
     if bundle and not os.path.isfile(os.path.join(ctx.tmp, "model.litertlm")):
         raise ExportError("LiteRT-Torch's export_hf finished without writing model.litertlm")
     _readme(ctx, art, config, module, o, bundle)
     weights = "int8 weights (dynamic int8)" if o.quantized else "float32"
     summary = (f"wrote {ctx.request.output} (litert: model.tflite {_size(os.path.getsize(tflite))}, {weights}, "
                f"prefill {o.prefill_length}, cache {o.cache_length}")
+    if o.split_cache:
+        summary += "; split cache: " + ", ".join(
+            f"{n}.tflite {_size(os.path.getsize(os.path.join(ctx.tmp, n + '.tflite')))}" for n in SPLIT_FILES)
     if bundle:
         summary += f"; model.litertlm {_size(os.path.getsize(os.path.join(ctx.tmp, 'model.litertlm')))}"
     summary += f"; converted in {seconds:.0f} s)"
     if not bundle:
         ctx.notes.append("no model.litertlm: the LiteRT-LM bundle needs a tokenizer (--tokenizer DIR)")
+    elif o.split_cache:
+        ctx.notes.append("model.litertlm holds the split-cache model: LiteRT-LM runs it on an NPU backend "
+                         "(its CPU backend refuses it: no input positions)")
     return summary
 
 
@@ -128,6 +151,17 @@ def _check_lengths(ctx, art, size, o):
         raise ExportError(prefill_too_long(o.prefill_length, o.cache_length))
 
 
+def _check_split_cache(ctx, art):
+    """E3318 unless the model's rotary positions are one table (compile/rotary_plan.py): the
+    split cache computes that table outside the model."""
+    plan = art.generator.rotary_plan
+    if isinstance(plan, Rotary):
+        return
+    item = ctx.fn_item
+    raise ExportError(f"not exported: --split-cache needs `{item.name}`'s rotary positions as one table",
+                      [e3318(item.name, plan, item.span(item.name_pos))])
+
+
 def _readme(ctx, art, config, module, o, bundle):
     litertlm = ("- `model.litertlm`: the LiteRT-LM bundle (model, tokenizer, stop tokens): "
                 "`litert_lm.Engine(...)` runs it.\n") if bundle else \
@@ -137,6 +171,9 @@ def _readme(ctx, art, config, module, o, bundle):
         fn=ctx.fn_item.name, weights="int8 weights" if o.quantized else "float32",
         prefill=o.prefill_length, cache=o.cache_length, litertlm=litertlm, module=module,
         model_type=config["model_type"], out=ctx.request.output, recipe=o.recipe,
-        bundle_flag=" --bundle_litert_lm=True" if bundle else " --bundle_litert_lm=False")
+        bundle_flag=" --bundle_litert_lm=True" if bundle else " --bundle_litert_lm=False",
+        prefill_what=f"`{o.prefill_length}` embeddings" if o.split_cache else
+        f"tokens `[1, {o.prefill_length}]`, logits on",
+        split=SPLIT_README if o.split_cache else "", split_flag=" \\\n    --split_cache=True" if o.split_cache else "")
     with open(os.path.join(ctx.tmp, "README.md"), "w", encoding="utf-8") as fh:
         fh.write(text)
