@@ -197,7 +197,7 @@ class GGUFCheckpoint:
         data = np.asarray(t.data)
         rows = data.reshape(-1, data.shape[-1]) if data.ndim > 1 else data.reshape(1, -1)
         out = np.empty(int(np.prod(shape, dtype=np.int64)), dtype=np.float32)
-        step = max(1, (DEQUANTIZE_CHUNK // 4) // max(1, out.size // rows.shape[0]))
+        step = max(1, (DEQUANTIZE_CHUNK // 4) // max(1, out.size // max(1, rows.shape[0])))
         pos = 0
         try:
             for i in range(0, rows.shape[0], step):
