@@ -729,6 +729,7 @@ class Workspace:
         # step instead of a walk over every visible name
         if cutoff and _same_dims(last[9], f.items):
             dims = last[10]
+            dims.rebind(visible)  # not the last version's map: it isn't kept alive beside this one
         else:
             dims = DimTable(visible, self._dim_overrides)
         if dims.diags:
