@@ -56,18 +56,22 @@ def _access(paths) -> Access:
     return Access(cfg.max_file_size) if cfg is not None and cfg.max_file_size else Access()
 
 
+def _read_text(ws: Workspace, p: str) -> str:
+    """A file's text (its bytes gone before it is parsed)."""
+    try:
+        data = read_bytes(p, ws.access)  # a regular file, bounded: never a FIFO or a device
+    except ReadRefused as e:
+        raise UsageError(str(e))
+    try:
+        return data.decode("utf-8-sig")  # a byte order mark is no text
+    except UnicodeDecodeError as e:
+        raise UsageError(f"can't read `{p}`: it isn't UTF-8 ({e.reason} at byte {e.start})")
+
+
 def _load(ws: Workspace, paths) -> list:
     loaded = []
     for p in paths:
-        try:
-            data = read_bytes(p, ws.access)  # a regular file, bounded: never a FIFO or a device
-        except ReadRefused as e:
-            raise UsageError(str(e))
-        try:
-            text = data.decode("utf-8-sig")  # a byte order mark is no text
-        except UnicodeDecodeError as e:
-            raise UsageError(f"can't read `{p}`: it isn't UTF-8 ({e.reason} at byte {e.start})")
-        ws.set_text(p, text)
+        ws.set_text(p, _read_text(ws, p))
         loaded.append(ws.norm(p))
     return loaded
 

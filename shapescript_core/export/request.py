@@ -223,14 +223,13 @@ def check_tokenizer_dir(d: str):
 
 def unknown_dims(ws, paths, names) -> Optional[str]:
     """A usage message when a `--dim` names no dim visible in the files, else None."""
-    known: set = set()
-    for p in paths:
-        a = ws.analyze(p)
-        if a is not None:
-            known.update(a.env.dim_names())
-    bad = [n for n in names if n not in known]
+    envs = [a.env for a in map(ws.analyze, paths) if a is not None]
+    bad = [n for n in names if not any(env.dims.is_dim(n) for env in envs)]
     if not bad:
-        return None
+        return None  # (no set of every dim's name: a file may declare a million)
+    known: set = set()
+    for env in envs:
+        known.update(env.dim_names())
     what = ", ".join(f"`{n}`" for n in bad)
     verb = "is no dim" if len(bad) == 1 else "are no dims"
     msg = f"--dim {what} {verb} of {', '.join(os.path.basename(p) for p in paths)}"

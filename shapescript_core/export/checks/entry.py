@@ -15,6 +15,7 @@ from .attention import check_attention
 from .io_layers import Layers, check_embedding, check_output, check_stray_reads
 from .places import file_span, placed_error
 from .signature import check_model_first, check_signature
+from .static_args import check_static_args
 from .tensor_parallel import check_tensor_parallel
 from .token_axes import TokenFlow
 
@@ -40,7 +41,7 @@ def _diagnostics(ws, analysis) -> list:
     out, seen = [], set()
     for item, targets in pairs:
         try:
-            found = check_exported(prog, item, targets)
+            found = _static_args(prog, analysis, item) + check_exported(prog, item, targets)
         except Exception as exc:  # noqa: BLE001 - shown as E0001 at the function, never as no E33xx
             if debugging():
                 raise
@@ -53,8 +54,20 @@ def _diagnostics(ws, analysis) -> list:
     return out
 
 
+def _static_args(prog, analysis, item) -> list:
+    """E0413 at the calls that pass a value the model computes to a parameter a callee
+    decides by (static_args.py), over what the exported function reaches."""
+    res = analysis.fns.get(item.name)
+    if res is None or res.item is not item:
+        return []
+    fns = prog.closure(res)
+    if fns is None or prog.has_core_errors(fns):
+        return []
+    return check_static_args(prog, fns)
+
+
 def check_exported(prog, item: A.FnItem, targets: set) -> list:
-    """E3301-E3306 (and E3313 for gguf) of one exported function, in their order."""
+    """E3301-E3306 (and E3313 for gguf, E3307 for a vllm split) of one exported function, in their order."""
     a = prog.a
     res = a.fns.get(item.name)
     sig = a.env.sig(item.name)
