@@ -30,10 +30,10 @@ STEPS = 6
 TOLERANCE = 5e-3
 
 
-def gemma3(window: int):
+def gemma3(window: int, Q: int = DIMS["Q"]):
     import torch
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
-    d = DIMS
+    d = dict(DIMS, Q=Q)
     cfg = Gemma3TextConfig(
         vocab_size=d["V"], hidden_size=d["D"], intermediate_size=d["F"], num_hidden_layers=d["L"],
         num_attention_heads=d["H"], num_key_value_heads=d["Hkv"], head_dim=d["Dh"], sliding_window=window,
@@ -144,6 +144,57 @@ def test_the_gguf_imports_back_into_the_source(exported, tmp_path):
     b = {x.name: np.asarray(x.data) for x in gguf.GGUFReader(again).tensors}
     assert a.keys() == b.keys()
     assert max(max_diff(a[k], b[k]) for k in a) < 1e-6
+
+
+def converter_style_gguf(model, path: str) -> str:
+    """The .gguf llama.cpp's convert_hf_to_gguf.py (Gemma3Model) writes for `model`: names
+    from gguf-py's tables, every norm weight stored as 1 + w, the window and the global
+    rope base, no scale (llama.cpp's is 1/sqrt(head_dim)), the output layer tied."""
+    c = model.config
+    w = gguf.GGUFWriter(path, "gemma3")
+    w.add_name("converted")
+    w.add_vocab_size(c.vocab_size)
+    w.add_context_length(c.max_position_embeddings)
+    w.add_embedding_length(c.hidden_size)
+    w.add_block_count(c.num_hidden_layers)
+    w.add_feed_forward_length(c.intermediate_size)
+    w.add_head_count(c.num_attention_heads)
+    w.add_head_count_kv(c.num_key_value_heads)
+    w.add_layer_norm_rms_eps(c.rms_norm_eps)
+    w.add_key_length(c.head_dim)
+    w.add_value_length(c.head_dim)
+    w.add_rope_freq_base(c.rope_parameters["full_attention"]["rope_theta"])
+    w.add_sliding_window(c.sliding_window)
+    w.add_tokenizer_model("none")
+    names = gguf.TensorNameMap(gguf.MODEL_ARCH.GEMMA3, c.num_hidden_layers)
+    for key, value in model.state_dict().items():
+        if key == "lm_head.weight":
+            continue
+        arr = value.detach().numpy().astype(np.float32)
+        if key.endswith("norm.weight"):
+            arr = arr + np.float32(1)
+        w.add_tensor(names.get_type_and_name(key, try_suffixes=(".weight",))[1], np.ascontiguousarray(arr))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def test_a_gemma3_gguf_as_llama_cpp_converts_it_imports_into_the_source(tmp_path):
+    """The file holds 1 + w; the source's norms are rms_norm(x, 1.0 + w): w comes back, and
+    the --hf export computes transformers' model (query_pre_attn_scalar = head_dim, as in
+    Gemma 3 1B to 12B, whose files carry no scale)."""
+    from import_support import load_export
+    model = gemma3(DIMS["W"], Q=DIMS["Dh"])
+    path = converter_style_gguf(model, str(tmp_path / "converted.gguf"))
+    out = str(tmp_path / "hf")
+    r = run_cli("export", SOURCE, "--hf", "-o", out, "--weights", path, "--force", *AT_SIZE, "--dim", f"Q={DIMS['Dh']}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "E3316" not in r.stdout + r.stderr
+    diff = max_diff(hf_logits(model, PROMPT), hf_logits(load_export(out), PROMPT))
+    print(f"gemma3 .gguf (converter-style) -> --hf vs transformers, {len(PROMPT)} tokens: {diff:.2e}")
+    assert diff < 1e-4
 
 
 # ---------------------------------------------------------------- gemma2
