@@ -217,6 +217,7 @@ class Workspace:
         self._roots: list = []  # the project's folders (the editor's workspace folders):
         # where the IDE queries across files look for files that are not open (ide/project.py)
         self._default_targets: Optional[frozenset] = None  # the settings' targets for a plain `forward`
+        self._tensor_parallel = 1  # the ranks vLLM splits a `vllm` export across (E3307)
         self._export_checking: set = set()  # paths whose export checks are running now
 
     # ------------------------------------------------------------ configuration
@@ -284,6 +285,20 @@ class Workspace:
     @property
     def default_targets(self) -> Optional[frozenset]:
         return self._default_targets
+
+    def set_tensor_parallel(self, ranks) -> bool:
+        """The ranks vLLM is to split `vllm` exports across (`[export.vllm] tensor_parallel`,
+        `--tensor-parallel`; None or 1: no split), which E3307 checks; whether it changed."""
+        ranks = int(ranks) if ranks else 1
+        if ranks == self._tensor_parallel:
+            return False
+        self._tensor_parallel = ranks
+        self._clear_analyses()
+        return True
+
+    @property
+    def tensor_parallel(self) -> int:
+        return self._tensor_parallel
 
     def exported(self, analysis) -> list:
         """[(FnItem, targets)] of an analysed file: the one rule (targets.py), with this
@@ -702,9 +717,9 @@ class Workspace:
         else:
             changed = ()
         ivisible = imp[1]
-        # an own name hides an import's (looked up from the smaller map: no set of all the names)
-        small, large = (ivisible, own) if len(ivisible) <= len(own) else (own, ivisible)
-        shadowed = any(n in large for n in small)
+        # an own name hides an import's (the views look the smaller map's names up in the
+        # larger, in C: no set of all the names)
+        shadowed = not own.keys().isdisjoint(ivisible.keys())
         if ivisible:
             visible = dict(ivisible)
             visible.update(own)
@@ -729,6 +744,7 @@ class Workspace:
         # step instead of a walk over every visible name
         if cutoff and _same_dims(last[9], f.items):
             dims = last[10]
+            dims.rebind(visible)  # not the last version's map: it isn't kept alive beside this one
         else:
             dims = DimTable(visible, self._dim_overrides)
         if dims.diags:
@@ -756,8 +772,7 @@ class Workspace:
             self._declare(names, imodels, isigs, meanings, dims, model_names, own, diags)
             if any(n not in last[2] and n not in last[3] for n, _ in names):
                 # a name new to the imports: in the order of `visible`, as a whole analysis has them
-                imodels = {n: imodels[n] for n in ivisible if n in imodels}
-                isigs = {n: isigs[n] for n in ivisible if n in isigs}
+                imodels, isigs = _in_order(imodels, ivisible), _in_order(isigs, ivisible)
             if last[5] is f.items:
                 # this file's items are the ones of the last analysis (an import changed, not
                 # this file): their models, signatures and errors too, for the same reason
@@ -861,12 +876,7 @@ class Workspace:
             elif isinstance(now, A.ModelItem):
                 declared.add(n)
         if any(n not in imp[1] for n in changed):  # a new name: in the order a whole pass gives
-            order: dict = {}
-            for m in maps:
-                for n, it in m.items():
-                    order.setdefault(n, it)
-            ivisible = order
-            broken = {n: broken[n] for n in ivisible if n in broken}
+            ivisible = _first_of_each(maps)  # (`broken` is looked up by name only: any order)
         return (lists, ivisible, broken, declared), tuple(sorted(changed))
 
     def _declare(self, names, models: dict, sigs: dict, meanings: Meanings, dims, model_names, own: dict,
@@ -1029,6 +1039,21 @@ def _same_dims(old: list, new: list) -> bool:
         return True
     region = _differing(old, new, CUTOFF_ITEMS)
     return region is not None and all(it.name is not None and not _is_dim(it) for it in region)
+
+
+def _in_order(values: dict, order: dict) -> dict:
+    """The entries of `values` in the order of `order`'s keys (each of its keys is one of them)."""
+    return {n: values[n] for n in order if n in values}
+
+
+def _first_of_each(maps: list) -> dict:
+    """name -> item of several name maps in order, the first map's item for a name that
+    several have (as `_first_of_each_name` over their items)."""
+    out: dict = {}
+    for m in maps:
+        for n, it in m.items():
+            out.setdefault(n, it)
+    return out
 
 
 def _only(values: dict, own: dict) -> dict:
