@@ -217,6 +217,7 @@ class Workspace:
         self._roots: list = []  # the project's folders (the editor's workspace folders):
         # where the IDE queries across files look for files that are not open (ide/project.py)
         self._default_targets: Optional[frozenset] = None  # the settings' targets for a plain `forward`
+        self._tensor_parallel = 1  # the ranks vLLM splits a `vllm` export across (E3307)
         self._export_checking: set = set()  # paths whose export checks are running now
 
     # ------------------------------------------------------------ configuration
@@ -284,6 +285,20 @@ class Workspace:
     @property
     def default_targets(self) -> Optional[frozenset]:
         return self._default_targets
+
+    def set_tensor_parallel(self, ranks) -> bool:
+        """The ranks vLLM is to split `vllm` exports across (`[export.vllm] tensor_parallel`,
+        `--tensor-parallel`; None or 1: no split), which E3307 checks; whether it changed."""
+        ranks = int(ranks) if ranks else 1
+        if ranks == self._tensor_parallel:
+            return False
+        self._tensor_parallel = ranks
+        self._clear_analyses()
+        return True
+
+    @property
+    def tensor_parallel(self) -> int:
+        return self._tensor_parallel
 
     def exported(self, analysis) -> list:
         """[(FnItem, targets)] of an analysed file: the one rule (targets.py), with this
@@ -702,9 +717,9 @@ class Workspace:
         else:
             changed = ()
         ivisible = imp[1]
-        # an own name hides an import's (looked up from the smaller map: no set of all the names)
-        small, large = (ivisible, own) if len(ivisible) <= len(own) else (own, ivisible)
-        shadowed = any(n in large for n in small)
+        # an own name hides an import's (the views look the smaller map's names up in the
+        # larger, in C: no set of all the names)
+        shadowed = not own.keys().isdisjoint(ivisible.keys())
         if ivisible:
             visible = dict(ivisible)
             visible.update(own)
@@ -715,9 +730,23 @@ class Workspace:
         else:  # the same as from `visible`: the imports' first, then this file's
             own_broken, own_models = _declared(own)
             broken_kinds, models_declared = {**imp[2], **own_broken}, imp[3] | own_models
+        own_key = self._interface_entry(f.path)[2]
+        last = self._decl_prev.get(f.path)
+        # this file's declarations are the same, and of the imports only the names in
+        # `changed` (none: an edit in this file) have new items, none of them a dim or a
+        # model that became something else or the reverse (`_imported_since`)
+        cutoff = stamp is not None and last is not None and last[0] == own_key and not shadowed \
+            and changed is not None and (last[1] == stamp[0] or changed) \
+            and tuple(last[4]) == tuple(stamp[1]) and all(map(operator.is_, last[4].values(), old_lists))
         # dims: a view over `visible` (a dim that didn't parse is still a dim, of unknown
-        # size: its uses raise nothing)
-        dims = DimTable(visible, self._dim_overrides)
+        # size: its uses raise nothing). With the same dim items as the last analysis, its
+        # table: the same fingerprint object, which every read of all dims compares in one
+        # step instead of a walk over every visible name
+        if cutoff and _same_dims(last[9], f.items):
+            dims = last[10]
+            dims.rebind(visible)  # not the last version's map: it isn't kept alive beside this one
+        else:
+            dims = DimTable(visible, self._dim_overrides)
         if dims.diags:
             for it in own.values():
                 diags.extend(dims.diags.get(id(it), []))
@@ -727,17 +756,10 @@ class Workspace:
                             lambda: (dims.fingerprint, tuple(sorted((n, it.kind) for n, it in visible.items()))))
         prev = self._meanings.get(f.path)
         meanings.carry_decl(prev)
-        own_key = self._interface_entry(f.path)[2]
-        last = self._decl_prev.get(f.path)
-        if stamp is not None and last is not None and last[0] == own_key and not shadowed \
-                and changed is not None and (last[1] == stamp[0] or changed) \
-                and tuple(last[4]) == tuple(stamp[1]) and all(map(operator.is_, last[4].values(), old_lists)):
-            # this file's declarations are the same, and of the imports only the names in
-            # `changed` (none: an edit in this file) have new items, none of them a dim or a
-            # model that became something else or the reverse (`_imported_since`): every
-            # other imported declaration reads dims and model names that mean what they
-            # meant, so its model or signature is the last analysis's. Only this file's
-            # items and the changed names are looked at (cutoff by name)
+        if cutoff:
+            # every imported declaration but the changed names' reads dims and model names
+            # that mean what they meant, so its model or signature is the last analysis's.
+            # Only this file's items and the changed names are looked at (cutoff by name)
             imodels, isigs = dict(last[2]), dict(last[3])
             names = []
             for n in changed:
@@ -750,21 +772,36 @@ class Workspace:
             self._declare(names, imodels, isigs, meanings, dims, model_names, own, diags)
             if any(n not in last[2] and n not in last[3] for n, _ in names):
                 # a name new to the imports: in the order of `visible`, as a whole analysis has them
-                imodels = {n: imodels[n] for n in ivisible if n in imodels}
-                isigs = {n: isigs[n] for n in ivisible if n in isigs}
-            models, sigs = dict(imodels), dict(isigs)
-            self._declare(own.items(), models, sigs, meanings, dims, model_names, own, diags)
-            meanings.models, meanings.sigs = models, sigs
-            meanings.carry_full(prev, (*changed, *own))
+                imodels, isigs = _in_order(imodels, ivisible), _in_order(isigs, ivisible)
+            if last[5] is f.items:
+                # this file's items are the ones of the last analysis (an import changed, not
+                # this file): their models, signatures and errors too, for the same reason
+                omodels, osigs, odiags = last[6], last[7], last[8]
+                models, sigs = {**imodels, **omodels}, {**isigs, **osigs}
+                meanings.models, meanings.sigs = models, sigs
+                meanings.carry_full(prev, changed)
+            else:
+                models, sigs, odiags = dict(imodels), dict(isigs), []
+                self._declare(own.items(), models, sigs, meanings, dims, model_names, own, odiags)
+                omodels, osigs = _only(models, own), _only(sigs, own)
+                meanings.models, meanings.sigs = models, sigs
+                meanings.carry_full(prev, (*changed, *own))
+            diags.extend(odiags)
         else:
-            models, sigs = {}, {}
-            self._declare(visible.items(), models, sigs, meanings, dims, model_names, own, diags)
+            models, sigs, odiags = {}, {}, []
+            self._declare(visible.items(), models, sigs, meanings, dims, model_names, own, odiags)
+            diags.extend(odiags)
             imodels = {n: m for n, m in models.items() if own.get(n) is None}
             isigs = {n: g for n, g in sigs.items() if own.get(n) is None}
+            omodels, osigs = _only(models, own), _only(sigs, own)
             meanings.models, meanings.sigs = models, sigs
             meanings.carry_full(prev)
         if stamp is not None:
-            self._decl_prev[f.path] = (own_key, stamp[0], imodels, isigs, stamp[1])
+            # what the next analysis may take over: the imports' models and signatures, and
+            # (for the same items, in the order a whole analysis gives them: not with an own
+            # name hiding an import's) this file's, with their errors
+            self._decl_prev[f.path] = (own_key, stamp[0], imodels, isigs, stamp[1],
+                                       None if shadowed else f.items, omodels, osigs, odiags, f.items, dims)
         self._meanings[f.path] = meanings
         env = FileEnv(dims, models, sigs, broken)
         diags.extend(self._model_cycles_of(f.path, models, own))
@@ -839,12 +876,7 @@ class Workspace:
             elif isinstance(now, A.ModelItem):
                 declared.add(n)
         if any(n not in imp[1] for n in changed):  # a new name: in the order a whole pass gives
-            order: dict = {}
-            for m in maps:
-                for n, it in m.items():
-                    order.setdefault(n, it)
-            ivisible = order
-            broken = {n: broken[n] for n in ivisible if n in broken}
+            ivisible = _first_of_each(maps)  # (`broken` is looked up by name only: any order)
         return (lists, ivisible, broken, declared), tuple(sorted(changed))
 
     def _declare(self, names, models: dict, sigs: dict, meanings: Meanings, dims, model_names, own: dict,
@@ -998,6 +1030,35 @@ def _differing(old: list, new: list, limit: int):
 
 def _is_model(it) -> bool:
     return isinstance(it, A.ModelItem) or (isinstance(it, A.BrokenItem) and it.declared_kind == "model")
+
+
+def _same_dims(old: list, new: list) -> bool:
+    """Whether two versions of a file's items have the same dim items (the same objects,
+    in the same order): the items that differ (`_differing`) are all named, none a dim."""
+    if old is new:
+        return True
+    region = _differing(old, new, CUTOFF_ITEMS)
+    return region is not None and all(it.name is not None and not _is_dim(it) for it in region)
+
+
+def _in_order(values: dict, order: dict) -> dict:
+    """The entries of `values` in the order of `order`'s keys (each of its keys is one of them)."""
+    return {n: values[n] for n in order if n in values}
+
+
+def _first_of_each(maps: list) -> dict:
+    """name -> item of several name maps in order, the first map's item for a name that
+    several have (as `_first_of_each_name` over their items)."""
+    out: dict = {}
+    for m in maps:
+        for n, it in m.items():
+            out.setdefault(n, it)
+    return out
+
+
+def _only(values: dict, own: dict) -> dict:
+    """The entries of `values` whose name is one of this file's, in `own`'s order."""
+    return {n: values[n] for n in own if n in values}
 
 
 def _first_of_each_name(items: list) -> dict:

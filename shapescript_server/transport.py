@@ -205,7 +205,8 @@ class Framer:
         """The next message, or _WAIT until more bytes come."""
         buf, n = self.buf, self.length
         if len(buf) >= n:
-            body = bytes(buf[:n])
+            with memoryview(buf) as view:  # one copy of a long body, not two
+                body = view[:n].tobytes()
             try:
                 return self._done(n, _checked(json.loads(body), body))
             except RecursionError:  # deeper than json's C parser goes: no value, maybe an id

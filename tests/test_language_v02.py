@@ -197,9 +197,9 @@ def test_if_and_else_are_keywords_only_between_operands():
     assert kinds.get(f"else@{src.index('else:')}") != "keyword"
 
 
-def test_a_scalar_parameter_given_a_value_the_model_computes_stops_the_export(tmp_path):
-    """Inside its function a scalar parameter is a compile-time value; the value a call
-    passes is checked where the call is compiled (docs/language.md)."""
+def test_a_scalar_parameter_given_a_value_the_model_computes_is_e0413_at_the_call(tmp_path):
+    """Inside its function a scalar parameter is a compile-time value; each call must pass
+    one, checked per calling context over what an exported function reaches."""
     pytest.importorskip("torch")
     from differential_support import Case, export
     from shapescript_core.evaluate import load
@@ -208,8 +208,41 @@ def test_a_scalar_parameter_given_a_value_the_model_computes_stops_the_export(tm
         .replace("fn attn(b: Block, x: [b n D], pos: [b n] i64, theta: [], window: []) -> [b n D]:",
                  "fn attn(b: Block, x: [b n D], pos: [b n] i64, theta: [], window: []) -> [b n D]:\n"
                  "    theta = theta if theta > 1 else 2.0")
-    assert errors(src) == []
-    weights = load(src).random_weights("forward", seed=0)
-    r = export(Case(src, lm=True), weights, str(tmp_path / "hf"))
-    assert not r.ok and "error[E0413]: this condition isn't known before the model runs" in r.message
+    ws, diags = check(src)
+    got = [(d.code, d.message, d.span.abs_start, d.primary_label) for d in diags if d.severity == 1]
+    call = src.index("x = attn(layer, x, pos, theta, w)") + len("x = attn(layer, x, pos, ")
+    line = src[:src.index("theta if theta > 1")].count("\n") + 1
+    assert got == [("E0413", "this condition isn't known before the model runs", call,
+                    f"computed when the model runs, but `theta` of `attn` chooses a branch at line {line}")]
+    r = export(Case(src, lm=True), {}, str(tmp_path / "hf"))
+    assert not r.ok and [d.code for d in r.diagnostics] == ["E0413"]
     assert not (tmp_path / "hf").exists()
+
+
+def test_scalar_parameters_decide_per_calling_context():
+    src = """
+dim D = 8
+dim W = 4
+
+fn pick(x: [b n D], t: []) -> [b n D]:
+    u = t * 2
+    return x if u > 1 else -x
+
+fn att(q: [b h n D], w: []) -> [b h n D]:
+    return scaled_dot_product_attention(q, q, q, attn_mask=causal[n n], window=w)
+
+fn via(x: [b n D], s: []) -> [b n D]:
+    s = s + 1
+    return pick(x, s)
+
+model M:
+    g: [D] = ones
+
+@export(hf)
+fn forward(m: M, x: [b n D], k: [b h n D]) -> [b n D]:
+    y = pick(x, 3) + via(x, W) + pick(x, mean(x))
+    o = att(k, sum(x))
+    return y + via(x, mean(x)) * m.g
+"""
+    got = [(d.code, src[d.span.abs_start:d.span.abs_end]) for d in check(src)[1] if d.severity == 1]
+    assert got == [("E0413", "mean(x)"), ("E0413", "sum(x)"), ("E0413", "mean(x)")]

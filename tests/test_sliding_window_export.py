@@ -121,3 +121,15 @@ def test_two_windows_are_refused_before_anything_is_written(tmp_path, target):
     assert not r.ok
     assert "hold one sliding window per model" in r.message and "windows 4, 8" in r.message
     assert not os.path.exists(tmp_path / target)
+
+
+def test_litert_refuses_a_window_it_would_drop(tmp_path):
+    """LiteRT-Torch's export_hf runs prefill attention as plain causal attention."""
+    from envs import require_litert
+    require_litert()
+    from shapescript_core.evaluate import load
+    weights = load(SOURCE).random_weights("forward", seed=0)
+    r = export(Case(SOURCE, lm=True), weights, str(tmp_path / "litert"), target="litert")
+    assert not r.ok
+    assert "has sliding-window attention (a window of 4)" in r.message and "export it with --hf or --vllm" in r.message
+    assert not os.path.exists(tmp_path / "litert")

@@ -100,23 +100,29 @@ def test_renaming_a_used_function_rechecks_exactly_its_users(tmp_path):
 
 def test_an_interface_change_looks_only_at_the_changed_names_in_each_importer(tmp_path):
     """Cutoff by name: an importer takes every imported model and signature but the
-    changed names' from its last analysis, so its work is its own declarations plus the
-    changed names, not every name its imports declare."""
+    changed names' from its last analysis, and its own too while its items are the same:
+    its work is the changed names, not every name it and its imports declare."""
     ws, paths = chain(str(tmp_path))
     before = analyze_all(ws, paths)
+    tables = [ws.analyze(p).env.dims for p in paths]
     # a whole analysis looks up every visible model and signature: f3 sees all six
     assert delta({}, before, "declarations") == [3, 4, 5, 6]
     ws.set_text(paths[0], F0.replace("fn helper", "fn helped"))
     after = analyze_all(ws, paths)
-    # f0: its own three; each importer: its own one, and `helped` (`helper` is gone)
-    assert delta(before, after, "declarations") == [3, 2, 2, 2]
+    # f0: its own three; each importer: `helped` only (`helper` is gone; its own
+    # declarations are the same items, reading names that mean the same)
+    assert delta(before, after, "declarations") == [3, 1, 1, 1]
     assert delta(before, after, "items") == [2, 1, 0, 0]
+    # the same dims: each importer keeps its dim table (one comparison for every read of all dims)
+    assert [ws.analyze(p).env.dims is t for p, t in zip(paths, tables)] == [False, True, True, True]
+    # ... read over this analysis's map of names, not the last one's (which it would keep alive)
+    assert all(ws.analyze(p).env.dims.names is ws.analyze(p).visible for p in paths[1:])
     fresh, _ = chain(str(tmp_path), [F0.replace("fn helper", "fn helped"), F1, F2, F3])
     for name in ("sigs", "models"):  # in the order a whole analysis gives them
         assert list(getattr(ws.analyze(paths[3]).env, name)) == list(getattr(fresh.analyze(paths[3]).env, name))
     ws.set_text(paths[0], F0.replace("return x * 2.0", "return x * 2.0 +"))  # `helper` stops parsing
     again = analyze_all(ws, paths)
-    assert delta(after, again, "declarations") == [2, 1, 1, 1]  # no signature for a broken name
+    assert delta(after, again, "declarations") == [2, 0, 0, 0]  # no signature for a broken name
     assert [d.code for d in ws.diagnostics(paths[1])] == []  # a broken callee: no second diagnostic
     assert "helper" not in ws.analyze(paths[3]).env.sigs
 
@@ -125,9 +131,11 @@ def test_a_changed_dim_declares_every_importer_again(tmp_path):
     """A dim's size is read by every declaration: no cutoff by name then."""
     ws, paths = chain(str(tmp_path))
     before = analyze_all(ws, paths)
+    tables = [ws.analyze(p).env.dims for p in paths]
     ws.set_text(paths[0], F0.replace("dim F = 128", "dim F = 256"))
     after = analyze_all(ws, paths)
     assert delta(before, after, "declarations") == [3, 4, 5, 6]
+    assert not any(ws.analyze(p).env.dims is t for p, t in zip(paths, tables))
 
 
 def test_a_body_edit_keeps_navigation_on_the_current_items(tmp_path):

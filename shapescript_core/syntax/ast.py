@@ -328,15 +328,16 @@ LITERAL_IN_TEXT = False  # DimItem.value not built yet: a literal the parser che
 class DimItem(Item):
     """`dim NAME` or `dim NAME = size`. All slots, no dict: a file of a million dims.
 
-    Its text is a slice of a source string (`_src[_start:_start + _len]`): the file's
-    text for a dim the parser's fast path made (no string of its own: `parser.rebase`
-    points it at each new version of the file), else its own text. The fast path also
+    Its text is `_len` characters of a source string: the file's text at the item's
+    offset, for a dim the parser's fast path made (no string of its own: `parser.rebase`
+    points it at each new version of the file, as its offset moves), else its own text
+    (`_len` is all of `_src`). The fast path also
     leaves a plain literal (1 to 18 digits, not 0: always a valid size) in the text
     (`value` is LITERAL_IN_TEXT until asked for), so a million dims keep no million
     strings, nodes nor ints; `literal_size()` reads it without a node. The rare doc
     comment, layout problems and name span go in one slot (`_more`, a dict, or None)."""
 
-    __slots__ = ("_src", "_start", "_len", "_value", "_more")
+    __slots__ = ("_src", "_len", "_value", "_more")
     kind = "dim"
 
     def __init__(self, text: str, path: str, offset: int):
@@ -348,30 +349,33 @@ class DimItem(Item):
     def in_source(cls, src: str, start: int, end: int, path: str) -> "DimItem":
         """The item of src[start:end], its text left in src."""
         item = cls.__new__(cls)
-        item._src, item._start, item._len = src, start, end - start
+        item._src, item._len = src, end - start
         item.path, item.offset, item.name = path, start, None
         item._value = item._more = None
         return item
 
     @property
     def text(self) -> str:
-        s, a = self._src, self._start
-        return s if a == 0 and self._len == len(s) else s[a:a + self._len]
+        s, n = self._src, self._len
+        if n == len(s):
+            return s
+        a = self.offset
+        return s[a:a + n]
 
     @text.setter
     def text(self, text: str):
-        self._src, self._start, self._len = text, 0, len(text)
+        self._src, self._len = text, len(text)
 
     def rebase(self, src: str):
         """The same text, found in `src` at the item's offset (a newer version of the
-        file): the older version is not kept alive by it."""
+        file, the offset already moved): the older version is not kept alive by it."""
         if self._src is not src and self._len != len(self._src):
-            self._src, self._start = src, self.offset
+            self._src = src
 
     def __getstate__(self):
         # its own text, not the file's (a pickled item never holds the whole file)
         return None, {"path": self.path, "offset": self.offset, "name": self.name, "_src": self.text,
-                      "_start": 0, "_len": self._len, "_value": self._value, "_more": self._more}
+                      "_len": self._len, "_value": self._value, "_more": self._more}
 
     @property
     def value(self) -> Optional[SizeExpr]:

@@ -21,6 +21,7 @@ FAMILY = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2", 
 GEMMA3_SWA_THETA = 10000.0  # what llama.cpp's gemma3 uses for its windowed layers when the file doesn't say
 BUFFERS = ("rope_freqs.weight",)
 MAGIC = b"GGUF"
+DEQUANTIZE_CHUNK = 16 * 1024 * 1024  # bytes of float32 dequantized at a time
 
 
 def is_gguf(path: str) -> bool:
@@ -188,12 +189,27 @@ class GGUFCheckpoint:
                 f"re-quantize the model to another type (Q8_0, Q4_K, F16...)")
 
     def read(self, name: str):
+        """The tensor in float32, dequantized a few rows at a time into the one array
+        returned: gguf-py's dequantization makes temporaries the size of its output, so
+        the whole tensor at once would hold it about twice."""
         t = self.tensors[name]
+        shape = self.shape(name)
+        data = np.asarray(t.data)
+        rows = data.reshape(-1, data.shape[-1]) if data.ndim > 1 else data.reshape(1, -1)
+        out = np.empty(int(np.prod(shape, dtype=np.int64)), dtype=np.float32)
+        step = max(1, (DEQUANTIZE_CHUNK // 4) // max(1, out.size // max(1, rows.shape[0])))
+        pos = 0
         try:
-            x = dequantize(np.asarray(t.data), t.tensor_type)
+            for i in range(0, rows.shape[0], step):
+                x = np.asarray(dequantize(rows[i:i + step], t.tensor_type), dtype=np.float32).reshape(-1)
+                out[pos:pos + x.size] = x
+                pos += x.size
         except (NotImplementedError, ValueError) as e:
             raise ExportError(f"can't dequantize `{name}` ({t.tensor_type.name}) from {self.name}: {e}") from None
-        return np.asarray(x, dtype=np.float32).reshape(self.shape(name))
+        if pos != out.size:
+            raise ExportError(f"can't dequantize `{name}` ({t.tensor_type.name}) from {self.name}: "
+                              f"{pos} values for a tensor of {out.size}")
+        return out.reshape(shape)
 
     def can_copy(self, name: str) -> bool:
         return False
