@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Set up, check the examples, show what a diagnostic and its page look like, then export
-# the llama (tiny, random weights) to Hugging Face and generate with it in transformers.
+# the llama (tiny, random weights) to Hugging Face and generate with it in transformers;
+# then bring checkpoints in: a Qwen3 saved by transformers, and a tiny Llama trained here
+# on a story, each exported with its own weights, the same output from every engine.
 set -euo pipefail
 
 cd "$(dirname "$0")"
@@ -127,5 +129,58 @@ else:
 for name, toks in runs.items():
     print(f"{name:32} {toks}")
 if len({tuple(t) for t in runs.values()}) != 1:
+    sys.exit("demo: the engines disagree")
+EOF
+
+# A model that has learned something: a tiny Llama trained here (about 10 s) on
+# examples/tiny_story/story.txt, saved as a Hub checkpoint with its tokenizer, exported
+# into examples/llama.ss with its own weights; the same text from every engine.
+story=out/tiny-story-checkpoint
+echo
+echo "\$ python examples/tiny_story/train.py $story"
+read -ra story_dims <<<"$(.venv/bin/python examples/tiny_story/train.py "$story")"
+echo "(trained; examples/llama.ss takes its sizes: ${story_dims[*]})"
+echo "\$ shapescript export examples/llama.ss --hf --weights $story ${story_dims[*]} --force -o out/tiny-story-hf"
+.venv/bin/shapescript export examples/llama.ss --hf --weights "$story" "${story_dims[@]}" --force -o out/tiny-story-hf
+echo "\$ shapescript export examples/llama.ss --gguf --weights $story ${story_dims[*]} --force -o out/tiny-story.gguf"
+.venv/bin/shapescript export examples/llama.ss --gguf --weights "$story" "${story_dims[@]}" --force -o out/tiny-story.gguf
+echo
+echo "\$ python: greedy text from the checkpoint (transformers), its --hf export, and llama.cpp (its own tokenizer)"
+.venv/bin/python - "$story" out/tiny-story-hf out/tiny-story.gguf <<'EOF'
+import sys
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers.utils import logging
+
+logging.disable_progress_bar()
+prompt = "Pip closed the"
+runs = {}
+for name, path, extra in (("transformers (the checkpoint)", sys.argv[1], {}),
+                          ("transformers (our --hf export)", sys.argv[2], {"trust_remote_code": True})):
+    tok = AutoTokenizer.from_pretrained(path, **extra)
+    m = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, **extra).eval()
+    ids = tok.encode(prompt, add_special_tokens=False)
+    with torch.no_grad():
+        out = m.generate(torch.tensor([ids]), max_new_tokens=16, do_sample=False, eos_token_id=None, pad_token_id=0)
+    runs[name] = tok.decode(out[0])
+try:
+    import llama_cpp
+except ImportError:
+    print("(llama-cpp-python is not installed: llama.cpp skipped)")
+else:
+    llm = llama_cpp.Llama(model_path=sys.argv[3], n_ctx=64, verbose=False, n_threads=2,
+                          type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32)
+    got = llm.tokenize(prompt.encode(), add_bos=False, special=False)
+    n = len(got) + 16
+    for t in llm.generate(got, top_k=1, temp=0.0, reset=True):
+        got.append(t)
+        if len(got) == n:
+            break
+    runs["llama.cpp (our --gguf export)"] = llm.detokenize(got).decode()
+    llm.close()
+for name, text in runs.items():
+    print(f"{name:32} {text!r}")
+if len(set(runs.values())) != 1:
     sys.exit("demo: the engines disagree")
 EOF

@@ -127,6 +127,17 @@ def _requests(args, paths) -> dict:
     return {p: [(args.fn, targets)] for p in paths}
 
 
+def _tensor_parallel(args, paths) -> int:
+    """--tensor-parallel, else the nearest settings' `[export.vllm] tensor_parallel`."""
+    n = args.tensor_parallel
+    if n is None:
+        cfg, _ = find_settings(paths[0]) if paths else (None, None)
+        n = cfg.export.get("tensor_parallel", 1) if cfg is not None else 1
+    if n < 1:
+        raise UsageError(f"--tensor-parallel takes a number of ranks (1 or more), got `{n}`")
+    return n
+
+
 def _require_fn(ws: Workspace, paths, name: str):
     for p in paths:
         f = ws.file(p)
@@ -155,6 +166,7 @@ def cmd_check(args) -> int:
     ws = Workspace(dims, _access(files))
     paths = _load(ws, files)
     ws.set_export_requests(_requests(args, paths))  # before anything analyses the files
+    ws.set_tensor_parallel(_tensor_parallel(args, paths))
     _require_dims(ws, paths, dims)
     if args.fn:
         _require_fn(ws, paths, args.fn)
@@ -281,6 +293,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--fn", help="the function the export checks run on")
     c.add_argument("--fix", action="store_true", help="apply the safe fixes")
     c.add_argument("--dim", action="append", metavar="NAME=VALUE", help="override a dim's value")
+    c.add_argument("--tensor-parallel", type=int, default=None, metavar="N",
+                   help="with --target vllm: check that vLLM can split the model N ways (E3307; default: "
+                        "the settings' [export.vllm] tensor_parallel)")
     c.set_defaults(run=cmd_check)
     e = sub.add_parser("explain", help="print a code's explanation")
     e.add_argument("code")
@@ -322,6 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "of an architecture the importer doesn't know (docs/importing-weights.md)")
     x.add_argument("--random-weights", action="store_true",
                    help="fill each param from its initializer (ones, zeros, normal(STD)) instead of weights")
+    x.add_argument("--tensor-parallel", type=int, default=None, metavar="N",
+                   help="--vllm: refuse a model vLLM can't split N ways (E3307; default: the settings' "
+                        "[export.vllm] tensor_parallel)")
     x.add_argument("--seed", type=int, default=None, metavar="N",
                    help="the seed of --random-weights (default 0): the same seed gives the same weights")
     x.add_argument("--dtype", choices=DTYPES["gguf"], default=None,

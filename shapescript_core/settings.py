@@ -9,6 +9,8 @@
     dtype = "f16"
     prefill_length = 128               # --litert's (see docs/serving-engines.md)
     cache_length = 1024
+    [export.vllm]                      # vLLM's splits, checked by E3307 (docs/serving-engines.md)
+    tensor_parallel = 2                # the ranks vLLM splits each layer across
     exclude = ["build", "generated/*.ss"]  # what `shapescript check` skips in folders
     [limits]                           # what the tools read and write (docs/security.md)
     max_file_size = "32 MiB"           # the largest source, import or settings file read
@@ -37,7 +39,7 @@ DTYPES = STORED
 class Config:
     default_targets: Optional[list] = None
     dims: dict = field(default_factory=dict)
-    export: dict = field(default_factory=dict)  # output weights random_weights seed dtype
+    export: dict = field(default_factory=dict)  # output weights random_weights seed dtype tensor_parallel
     problems: list = field(default_factory=list)
     exclude: list = field(default_factory=list)  # glob patterns (docs/command-line.md)
     max_file_size: Optional[int] = None    # [limits]; None: the default (files.DEFAULT_FILE_LIMIT)
@@ -107,6 +109,7 @@ def parse_settings(data, source: str = "settings") -> Config:
                     cfg.export[key] = v
                 else:
                     cfg.problems.append(f"{source}: `export.{key}` can't be `{v}`")
+            _vllm_settings(export.get("vllm"), cfg, source)
     exclude = data.get("exclude")
     if exclude is not None:
         if isinstance(exclude, list) and all(isinstance(p, str) and p.strip() for p in exclude):
@@ -130,6 +133,23 @@ def parse_settings(data, source: str = "settings") -> Config:
                 else:
                     setattr(cfg, key, n)
     return cfg
+
+
+def _vllm_settings(vllm, cfg: Config, source: str):
+    """`[export.vllm]`: `tensor_parallel` (editor: `export.vllm.tensorParallel`)."""
+    if vllm is None:
+        return
+    if not isinstance(vllm, dict):
+        cfg.problems.append(f"{source}: `export.vllm` takes a table")
+        return
+    v = _get(vllm, "tensor_parallel", "tensorParallel")
+    if v is None:
+        return
+    if _positive(v):
+        cfg.export["tensor_parallel"] = v
+    else:
+        cfg.problems.append(f"{source}: `export.vllm.tensor_parallel` takes a number of ranks (1 or more), "
+                            f"got `{v!s:.40}`")
 
 
 def settings_dir(start: str) -> Optional[str]:

@@ -217,6 +217,7 @@ class Workspace:
         self._roots: list = []  # the project's folders (the editor's workspace folders):
         # where the IDE queries across files look for files that are not open (ide/project.py)
         self._default_targets: Optional[frozenset] = None  # the settings' targets for a plain `forward`
+        self._tensor_parallel = 1  # the ranks vLLM splits a `vllm` export across (E3307)
         self._export_checking: set = set()  # paths whose export checks are running now
 
     # ------------------------------------------------------------ configuration
@@ -284,6 +285,20 @@ class Workspace:
     @property
     def default_targets(self) -> Optional[frozenset]:
         return self._default_targets
+
+    def set_tensor_parallel(self, ranks) -> bool:
+        """The ranks vLLM is to split `vllm` exports across (`[export.vllm] tensor_parallel`,
+        `--tensor-parallel`; None or 1: no split), which E3307 checks; whether it changed."""
+        ranks = int(ranks) if ranks else 1
+        if ranks == self._tensor_parallel:
+            return False
+        self._tensor_parallel = ranks
+        self._clear_analyses()
+        return True
+
+    @property
+    def tensor_parallel(self) -> int:
+        return self._tensor_parallel
 
     def exported(self, analysis) -> list:
         """[(FnItem, targets)] of an analysed file: the one rule (targets.py), with this
@@ -729,6 +744,7 @@ class Workspace:
         # step instead of a walk over every visible name
         if cutoff and _same_dims(last[9], f.items):
             dims = last[10]
+            dims.rebind(visible)  # not the last version's map: it isn't kept alive beside this one
         else:
             dims = DimTable(visible, self._dim_overrides)
         if dims.diags:

@@ -34,7 +34,9 @@ def apply_config(ls: ShapeScriptServer, client_settings=None, force: bool = Fals
     ls.update_access()  # the size limit may have changed
     if cfg.problems and cfg.problems != old.problems:
         ls.show("shapescript: " + "; ".join(cfg.problems), T.MessageType.Warning)
-    if not force and (cfg.dims, cfg.default_targets) == (old.dims, old.default_targets):
+    ranks = cfg.export.get("tensor_parallel", 1)  # E3307 (`export.vllm.tensorParallel`)
+    if not force and (cfg.dims, cfg.default_targets, ranks) == (old.dims, old.default_targets,
+                                                                old.export.get("tensor_parallel", 1)):
         return
     dims = dict(cfg.dims)
     targets = set(cfg.default_targets) if cfg.default_targets else None
@@ -42,6 +44,7 @@ def apply_config(ls: ShapeScriptServer, client_settings=None, force: bool = Fals
     def job():
         ls.ws.set_dim_overrides(dims)
         ls.ws.set_default_targets(targets)
+        ls.ws.set_tensor_parallel(ranks)
 
     ls.submit("settings", job)
     recheck_all(ls)

@@ -440,7 +440,7 @@ def test_help_says_what_each_flag_does(capsys):
     flags = {o: a.help for a in sub._actions for o in a.option_strings if o.startswith("--") and o != "--help"}
     assert sorted(flags) == sorted(["--hf", "--vllm", "--gguf", "--litert", "--fn", "--out", "--dim", "--weights",
                                     "--weights-map", "--random-weights", "--seed", "--dtype", "--force", "--tokenizer",
-                                    "--prefill-length", "--cache-length", "--quantize", "--split-cache"])
+                                    "--prefill-length", "--cache-length", "--quantize", "--split-cache", "--tensor-parallel"])
     for flag, text in flags.items():
         assert text and len(text) > 15, flag
         assert " ".join(text.split()) in out, flag

@@ -55,7 +55,7 @@ def test_layout_is_a_hugging_face_decoder(exported):
     assert isinstance(model.model.layers[0].attn.wq, torch.nn.Linear)
     cores = [m for m in model.modules() if type(m).__name__ == "CausalAttention"]
     assert [c.layer_idx for c in cores] == [0, 1]
-    assert model.model.layers[1].attn.attention_core is cores[1]
+    assert model.model.layers[1].attn.attention is cores[1]
     assert cores[0].num_key_value_groups == 2
     hidden = model.model(PROMPTS).last_hidden_state
     assert hidden.shape == (3, 9, 256)

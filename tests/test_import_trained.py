@@ -1,11 +1,13 @@
 """A model that has learned something survives import and export (issue 17): a tiny
 transformers Llama trained here for a few hundred steps on a short story shipped in the
-repo (tests/data/tiny_story.txt), with a byte-level BPE trained on the same story, saved
-as a Hub checkpoint is. Its greedy text (the story, recited) comes out the same from
-transformers' own model, from `--hf` in transformers, from `--gguf` in llama.cpp (which
-tokenizes and detokenizes with the vocabulary that came along), and from `--vllm` in vLLM."""
+repo (examples/tiny_story: story.txt and train.py, which ./demo.sh runs too), with a
+byte-level BPE trained on the same story, saved as a Hub checkpoint is. Its greedy text
+(the story, recited) comes out the same from transformers' own model, from `--hf` in
+transformers, from `--gguf` in llama.cpp (which tokenizes and detokenizes with the
+vocabulary that came along), and from `--vllm` in vLLM."""
 from __future__ import annotations
 
+import importlib.util
 import os
 
 import pytest
@@ -13,72 +15,35 @@ import pytest
 from checkout import ROOT
 from import_support import load_export, run_cli
 
-
-STORY = os.path.join(ROOT, "tests", "data", "tiny_story.txt")
+TINY_STORY = os.path.join(ROOT, "examples", "tiny_story")
 SOURCE = os.path.join(ROOT, "examples", "llama.ss")
-SIZE = dict(D=64, H=2, Hkv=1, F=128, L=2)   # V: the tokenizer's. Heads 32 wide: vLLM's CPU attention refuses 16
 PROMPTS = ["Once upon a time", "Pip closed the", "The cat was"]
 NEW = 16      # tokens generated per prompt
-STEPS = 200   # about 10 s on one core; the loss is below 0.1 after 100
 
 
-def _train(directory: str):
-    """(model, tokenizer) trained on the story and saved in `directory` with
-    save_pretrained: config.json, model.safetensors, tokenizer files, generation_config.json."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-    text = open(STORY, encoding="utf-8").read()
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator([text], trainers.BpeTrainer(
-        vocab_size=384, special_tokens=["<|endoftext|>"], show_progress=False,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|endoftext|>", bos_token="<|endoftext|>")
-    ids = torch.tensor(fast.encode(text, add_special_tokens=False))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # deterministic, and fast on a shared machine (two threads contend)
-    torch.manual_seed(0)
-    try:
-        model = LlamaForCausalLM(LlamaConfig(
-            vocab_size=len(fast), hidden_size=SIZE["D"], intermediate_size=SIZE["F"],
-            num_hidden_layers=SIZE["L"], num_attention_heads=SIZE["H"], num_key_value_heads=SIZE["Hkv"],
-            max_position_embeddings=256, rms_norm_eps=1e-5, tie_word_embeddings=False,
-            rope_parameters={"rope_type": "default", "rope_theta": 500000.0},  # examples/llama.ss's
-            bos_token_id=0, eos_token_id=0, pad_token_id=0))
-        opt = torch.optim.AdamW(model.parameters(), lr=3e-3)
-        window, batch = 64, 16
-        for _ in range(STEPS):
-            starts = torch.randint(0, len(ids) - window, (batch,))
-            x = torch.stack([ids[s:s + window] for s in starts])
-            loss = model(x, labels=x).loss
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    finally:
-        torch.set_num_threads(threads)
-    model.eval()
-    model.config._attn_implementation = "eager"
-    model.save_pretrained(directory)
-    fast.save_pretrained(directory)
-    return model, fast
+def _recipe():
+    """examples/tiny_story/train.py, the recipe ./demo.sh runs too."""
+    spec = importlib.util.spec_from_file_location("tiny_story_train", os.path.join(TINY_STORY, "train.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+RECIPE = _recipe()
+STORY = RECIPE.STORY
 
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     d = str(tmp_path_factory.mktemp("trained") / "checkpoint")
-    model, fast = _train(d)
+    model, fast = RECIPE.train(d)
     return d, model, fast
-
-
-def _dims(fast) -> list:
-    return [a for k, v in dict(SIZE, V=len(fast)).items() for a in ("--dim", f"{k}={v}")]
 
 
 def _export(trained, target: str, out, weights=None):
     d, _, fast = trained
-    r = run_cli("export", SOURCE, f"--{target}", "-o", out, "--weights", weights or d, "--force", *_dims(fast))
+    r = run_cli("export", SOURCE, f"--{target}", "-o", out, "--weights", weights or d, "--force",
+                *RECIPE.dim_flags(len(fast)))
     assert r.returncode == 0, r.stdout + r.stderr
     assert "E3316" not in r.stderr
     return str(out)
@@ -113,7 +78,7 @@ def test_the_trained_model_recites_the_story(reference):
 def test_the_hf_export_says_the_same(trained, reference, tmp_path):
     from transformers import AutoTokenizer
     out = _export(trained, "hf", tmp_path / "hf")
-    tok = AutoTokenizer.from_pretrained(out)  # the checkpoint's tokenizer came along
+    tok = AutoTokenizer.from_pretrained(out, trust_remote_code=True)  # the checkpoint's tokenizer came along
     assert _hf_texts(load_export(out), tok) == reference
 
 

@@ -115,6 +115,8 @@ def test_an_interface_change_looks_only_at_the_changed_names_in_each_importer(tm
     assert delta(before, after, "items") == [2, 1, 0, 0]
     # the same dims: each importer keeps its dim table (one comparison for every read of all dims)
     assert [ws.analyze(p).env.dims is t for p, t in zip(paths, tables)] == [False, True, True, True]
+    # ... read over this analysis's map of names, not the last one's (which it would keep alive)
+    assert all(ws.analyze(p).env.dims.names is ws.analyze(p).visible for p in paths[1:])
     fresh, _ = chain(str(tmp_path), [F0.replace("fn helper", "fn helped"), F1, F2, F3])
     for name in ("sigs", "models"):  # in the order a whole analysis gives them
         assert list(getattr(ws.analyze(paths[3]).env, name)) == list(getattr(fresh.analyze(paths[3]).env, name))

@@ -313,6 +313,12 @@ class DimTable:
     def plain(self, name: str, item) -> bool:
         return _plain(name, item, self.overrides)
 
+    def rebind(self, names):
+        """Read the dims from `names`, a newer version of the names map this table was
+        built over with the very same dim items (the caller checks that): the views and
+        the fingerprint follow, and the older map is no longer kept alive by them."""
+        self.names = self.items._names = self.fingerprint.names = names
+
     def _diag(self, item, d: Diagnostic):
         self.diags.setdefault(id(item), []).append(d)
 

@@ -26,10 +26,11 @@ from ..check.builtins import BUILTINS
 from ..check.sizes import Size
 from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
 from ..dtypes import TABLE, torch_name
-from ..escape import py_comment
+from ..escape import py_comment, py_str
 from .graph import Bind, CompileError, Loop, Ret, trace_program
 from .layout import PatternLowering, align, dims_arg, match_positions, permute_code, positions
 from .names import Scope, py_ident
+from .parallel_plan import ParallelPlan, plan_parallel
 from .plan import Plan, attr_name, models_in_order, py_name, walk_nodes
 from .prelude import HELPERS
 from .rotary_plan import Rotary, rotary_plan
@@ -144,6 +145,9 @@ class Generator:
         if self.rotary is not None and self.rope_parameters is None:  # the table's one theta is the model's
             self.rope_parameters = {"rope_type": "default", "rope_theta": self.rotary.theta}
         self.attention_fns = self._attention_fns() if self.lm else set()
+        # how ranks split it (tensor and pipeline parallelism): read by the config's plans,
+        # the head counts of reshapes and the pipeline stages of the base model's forward
+        self.parallel = plan_parallel(prog, plan, self.attention_count) if self.lm else ParallelPlan()
 
     # ------------------------------------------------------------ naming
     def _dim_names(self) -> dict:
@@ -207,7 +211,16 @@ class Generator:
             g = self.prog.fns[fn]
             taken = {fp.attr for (m, _), fp in self.plan.fields.items() if m == model}
             used = taken | set(cls.methods.values())
-            mname = "forward" if fn == entry.name and model == self.plan.root else attr_name(fn, used)
+            if fn == entry.name and model == self.plan.root:
+                mname = "forward"
+            elif model != self.plan.root and not cls.methods and "forward" not in used and \
+                    self._takes_model(g, model):
+                # a model's first function is its module's forward, called as `module(...)`:
+                # engines replace or skip modules by calling them (vLLM's fusers trace the
+                # forward, its pipeline stages put a PPMissingLayer where a layer isn't theirs)
+                mname = "forward"
+            else:
+                mname = attr_name(fn, used)
             cls.methods[fn] = mname
             cls.order.append(fn)
             order, _ = walk_nodes(g.body)
@@ -229,6 +242,11 @@ class Generator:
                     name += "_"
                 taken.add(name)
                 cls.site_attrs[id(site)] = name
+
+    @staticmethod
+    def _takes_model(g, model: str) -> bool:
+        first = g.params[0][1] if g.params else None
+        return isinstance(first, ModelT) and first.name == model
 
     # ------------------------------------------------------------ attention scales
     def site_scale(self, n):
@@ -419,8 +437,59 @@ class MethodGen:
 
     # ------------------------------------------------------------ statements
     def body(self) -> list:
-        lines = self.stmts(self.g.body)
+        if self.lm_entry:
+            lines = self.stages()
+        else:
+            lines = self.stmts(self.g.body)
         return self.svar_bindings() + lines
+
+    # ------------------------------------------------------------ pipeline stages
+    def stages(self) -> list:
+        """A language model's forward as pipeline stages (parallel_plan.py): vLLM gives each
+        stage a range of the layers and puts a PPMissingLayer (an nn.Identity) for the
+        others; the first stage runs what comes before the loop over the layers, the last
+        what comes after it, the others take and return the hidden states."""
+        body = self.g.body
+        pipe = self.gen.parallel.pipeline
+        if self.gen.flavor == "vllm":  # the native model: vLLM's stages (the ForCausalLM refuses others)
+            if pipe is None:
+                return self.stmts(body)
+            i = next(k for k, s in enumerate(body) if s is pipe.loop)
+            x = self.var(pipe.carried)
+            lines = ["if get_pp_group().is_first_rank:"]
+            lines += ["    " + line for line in (self.stmts(body[:i]) or ["pass"])]
+            lines += ["else:", f"    {x} = inputs_embeds  # the hidden states of the stage before"]
+            lines += self.stmts([pipe.loop])
+            lines += ["if not get_pp_group().is_last_rank:  # the hidden states, for the stage after",
+                      f'    return IntermediateTensors({{"hidden_states": {x}[0]}})']
+            return lines + self.stmts(body[i + 1:])
+        if pipe is None:
+            stack = next((fp.attr for (m, _), fp in self.gen.plan.fields.items()
+                          if m == self.gen.plan.root and fp.kind == "stack"), None)
+            if stack is None:
+                return self.stmts(body)
+            why = f"this model can't be run in pipeline stages: {self.gen.parallel.no_pipeline}"
+            return [f"if any(isinstance(layer, nn.Identity) for layer in self.{stack}):  # a pipeline stage",
+                    f"    raise NotImplementedError({py_str(why)})"] + self.stmts(body)
+        i = next(k for k, s in enumerate(body) if s is pipe.loop)
+        x = self.var(pipe.carried)
+        before = self.stmts(body[:i]) or ["pass"]
+        lines = [f"first_stage = not isinstance(self.{pipe.layers}[0], nn.Identity)  # pipeline stages (vLLM)",
+                 f"last_stage = not isinstance(self.{pipe.layers}[-1], nn.Identity)",
+                 "if first_stage:"]
+        lines += ["    " + line for line in before]
+        lines += ["else:", f"    {x} = inputs_embeds  # the hidden states of the stage before"]
+        lines += self.stmts([pipe.loop])
+        lines += ["if not last_stage:  # the hidden states, for the stage after"]
+        lines += ["    " + line for line in self.hidden_return(x)]
+        return lines + self.stmts(body[i + 1:])
+
+    @staticmethod
+    def hidden_return(hidden: str) -> list:
+        return [f"hidden_states = {hidden}",
+                "if return_dict is False:",
+                "    return (hidden_states, past_key_values)",
+                "return with_cache(BaseModelOutputWithPast, past_key_values, last_hidden_state=hidden_states)"]
 
     def stmts(self, body) -> list:
         out = []
@@ -474,10 +543,9 @@ class MethodGen:
         if self.gen.flavor == "vllm":
             return [f"hidden_states = {hidden}  # the output layer `{self.lm.output}` is the lm_head",
                     "return hidden_states[0]  # back to vLLM's flat tokens"]
-        return [f"hidden_states = {hidden}  # the output layer `{self.lm.output}` is the lm_head",
-                "if return_dict is False:",
-                "    return (hidden_states, past_key_values)",
-                "return with_cache(BaseModelOutputWithPast, past_key_values, last_hidden_state=hidden_states)"]
+        lines = self.hidden_return(hidden)
+        lines[0] += f"  # the output layer `{py_comment(self.lm.output)}` is the lm_head"
+        return lines
 
     # ------------------------------------------------------------ expressions
     def ex(self, n) -> str:
@@ -621,6 +689,8 @@ class MethodGen:
         else:
             owner, cls = "self", self.cls
         method = cls.methods[callee.name]
+        if method == "forward":
+            return f"{owner}({', '.join(codes)})"
         return f"{owner}.{method}({', '.join(codes)})"
 
     @staticmethod
@@ -740,7 +810,7 @@ class MethodGen:
             if d is None:
                 raise CompileError(f"`{name}` has no size", n.where)
             return d
-        return PatternLowering(pat, size_of, self.size)
+        return PatternLowering(pat, size_of, self.size, self.gen.parallel.local_sizes)
 
 
 def _default(builtin: str, param: str):

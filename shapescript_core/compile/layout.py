@@ -100,27 +100,50 @@ def _elements(side: A.PSide) -> tuple:
 class PatternLowering:
     """Lowers one pattern call; `size(Size)` renders a size as code (or None)."""
 
-    def __init__(self, pat, size_of_name, size_code):
+    def __init__(self, pat, size_of_name, size_code, local=()):
         self.pat = pat
         self.size_of_name = size_of_name  # pattern name -> Size
         self.size_code = size_code
+        # sizes a rank may hold a share of (a language model's head counts, split by
+        # tensor parallelism): a reshape reads them from the tensor (-1), not a constant
+        self.local = local
 
-    def _size(self, e: _El):
+    def _size(self, e: _El, local: bool = False):
         if e.value is not None:
             return str(e.value)
-        return self.size_code(self.size_of_name(e.name))
+        size = self.size_of_name(e.name)
+        if local and size in self.local:
+            return None
+        return self.size_code(size)
 
     def _shape(self, sizes: list) -> str:
         if sum(1 for s in sizes if s is None) > 1:
             raise CompileError("can't compute the sizes of this pattern's groups")
         return ", ".join("-1" if s is None else s for s in sizes)
 
+    def _sizes(self, groups: list) -> list:
+        """Each group's size as code (None: -1), a head count as -1 where it is the only
+        size so written."""
+        for local in ((True, False) if self.local else (False,)):
+            sizes = []
+            for g in groups:
+                parts = [self._size(e, local) for e in g]
+                if any(p is None for p in parts):
+                    sizes.append(None)
+                elif len(parts) == 1:
+                    sizes.append(parts[0])
+                else:
+                    sizes.append(" * ".join(parts))
+            if sum(1 for s in sizes if s is None) <= 1:
+                return sizes
+        return sizes
+
     def split_groups(self, code: str, side: A.PSide) -> tuple:
         """Reshape an operand so that each element of its side is one axis."""
         els, groups = _elements(side)
         if all(len(g) == 1 for g in groups):
             return code, els
-        sizes = [self._size(e) for e in els]
+        sizes = self._sizes([[e] for e in els])
         return f"{code}.reshape({self._shape(sizes)})", els
 
     def merge_groups(self, code: str, side: A.PSide, present: int) -> str:
@@ -128,16 +151,7 @@ class PatternLowering:
         els, groups = _elements(side)
         if all(len(g) == 1 for g in groups) and len(els) == present:
             return code
-        sizes = []
-        for g in groups:
-            parts = [self._size(e) for e in g]
-            if any(p is None for p in parts):
-                sizes.append(None)
-            elif len(parts) == 1:
-                sizes.append(parts[0])
-            else:
-                sizes.append(" * ".join(parts))
-        return f"{code}.reshape({self._shape(sizes)})"
+        return f"{code}.reshape({self._shape(self._sizes(groups))})"
 
     def rearrange(self, code: str) -> str:
         pat = self.pat

@@ -48,6 +48,13 @@ def field_decl(gen: Generator, model: str, fname: str, f, layer_idx: Optional[st
         if layer_idx is not None and per:
             step = "i" if per == 1 else f"i * {per}"
             arg = f", {step}" if layer_idx == "0" else f", {layer_idx} + {step}"
+        pipe = gen.parallel.pipeline
+        if gen.flavor == "vllm" and pipe is not None and model == plan.root and fp.attr == pipe.layers:
+            # this pipeline stage's layers; a PPMissingLayer for the others'
+            return ["pp = get_pp_group()",
+                    f"self.start_layer, self.end_layer = get_pp_indices({count}, pp.rank_in_group, pp.world_size)",
+                    f"self.{fp.attr} = nn.ModuleList([{sub.name}(config{arg}) if self.start_layer <= i < self.end_layer "
+                    f"else PPMissingLayer() for i in range({count})]){comment}"]
         return [f"self.{fp.attr} = nn.ModuleList([{sub.name}(config{arg}) for i in range({count})]){comment}"]
     if fp.kind in ("lm_head", "bias"):
         return []
@@ -55,13 +62,36 @@ def field_decl(gen: Generator, model: str, fname: str, f, layer_idx: Optional[st
     sizes = field_sizes(gen, f)
     if fp.kind == "linear":
         bias = "True" if fp.bias else "False"
+        if gen.flavor == "vllm" and gen.lm is not None:
+            return [f"self.{fp.attr} = {_parallel_linear(gen, (model, fname), sizes, bias)}{comment}"]
         return [f"self.{fp.attr} = nn.Linear({sizes[1]}, {sizes[0]}, bias={bias}){comment}"]
     if fp.kind == "embedding" and gen.flavor == "vllm" and gen.lm is not None and \
             (model, fname) == (gen.plan.root, gen.lm.table):
-        return [f"self.{fp.attr} = VocabParallelEmbedding({sizes[0]}, {sizes[1]}){comment}"]
+        embed = f"VocabParallelEmbedding({sizes[0]}, {sizes[1]})"
+        if gen.parallel.pipeline is None:
+            return [f"self.{fp.attr} = {embed}{comment}"]
+        # the first pipeline stage embeds; the last holds the table too when the output layer reads it
+        keep = "pp.is_first_rank or pp.is_last_rank" if gen.lm.tied else "pp.is_first_rank"
+        return ["pp = get_pp_group()", f"self.{fp.attr} = {embed} if {keep} else PPMissingLayer(){comment}"]
     if fp.kind == "embedding":
         return [f"self.{fp.attr} = nn.Embedding({sizes[0]}, {sizes[1]}){comment}"]
     return [f"self.{fp.attr} = nn.Parameter({_init_code(f, sizes)}){comment}"]
+
+
+def _parallel_linear(gen: Generator, key, sizes: list, bias: str) -> str:
+    """vLLM's linear for a param by its role (compile/parallel_plan.py): split by rows
+    (colwise), by columns (rowwise, the ranks summing), each part of a packed param split
+    by rows, or whole on every rank. vLLM's weight loaders shard the checkpoint's tensors."""
+    style = gen.parallel.style(key)
+    common = f"bias={bias}, return_bias=False"
+    if style == "colwise":
+        return f"ColumnParallelLinear({sizes[1]}, {sizes[0]}, {common})"
+    if style == "rowwise":
+        return f"RowParallelLinear({sizes[1]}, {sizes[0]}, {common})"
+    if style == "packed":
+        k = gen.parallel.parts(key)
+        return f"MergedColumnParallelLinear({sizes[1]}, [({sizes[0]}) // {k}] * {k}, {common})"
+    return f"ReplicatedLinear({sizes[1]}, {sizes[0]}, {common})"
 
 
 def field_sizes(gen: Generator, f) -> list:

@@ -119,6 +119,11 @@ class CausalAttention(nn.Module):
         self.sliding_window = sliding_window  # a query sees the last `sliding_window` keys (None: all)
 
     def forward(self, query, key, value, attention_mask=None, past_key_values=None, **kwargs):
+        engine = getattr(self, "attn", None)  # vLLM's Attention, where vLLM serves this module
+        if engine is not None and (engine.num_heads, engine.num_kv_heads) != (query.shape[1], key.shape[1]):
+            raise RuntimeError(f"vLLM gives this attention {engine.num_heads} query and {engine.num_kv_heads} "
+                               f"key/value heads per rank, but the model computes {query.shape[1]} and "
+                               f"{key.shape[1]}: it can't be split this way (ShapeScript's E3307 says why)")
         if isinstance(attention_mask, dict):  # one mask per layer type, as transformers' hybrid models
             attention_mask = attention_mask["sliding_attention" if self.sliding_window else "full_attention"]
         if self.sliding_window:
@@ -181,13 +186,22 @@ class CausalAttention(nn.Module):
         super().__init__()
         vllm_config = get_current_vllm_config()
         self.layer_idx = layer_idx
+        # tensor parallelism: each rank computes its share of the heads; a single
+        # key/value head is on every rank (vLLM's Llama replicates key/value heads)
+        ranks = get_tensor_model_parallel_world_size()
+        kv_heads = num_heads // num_key_value_groups
         # the layer's own window (None: full attention; vLLM then takes the cache config's,
         # which it sets only when every layer of config.json's `layer_types` slides)
-        self.attn = PagedAttention(num_heads, head_dim, scaling, num_kv_heads=num_heads // num_key_value_groups,
+        self.attn = PagedAttention(num_heads // ranks, head_dim, scaling, num_kv_heads=max(1, kv_heads // ranks),
                               cache_config=vllm_config.cache_config, quant_config=vllm_config.quant_config,
                               per_layer_sliding_window=sliding_window, prefix=f"layers.{layer_idx}.attention")
 
     def forward(self, query, key, value, attention_mask=None, past_key_values=None, **kwargs):
+        engine = self.attn
+        if (engine.num_heads, engine.num_kv_heads) != (query.shape[1], key.shape[1]):
+            raise RuntimeError(f"vLLM gives this attention {engine.num_heads} query and {engine.num_kv_heads} "
+                               f"key/value heads per rank, but the model computes {query.shape[1]} and "
+                               f"{key.shape[1]}: it can't be split this way (ShapeScript's E3307 says why)")
         batch, heads, tokens = query.shape[0], query.shape[1], query.shape[2]
         flat = [x.transpose(1, 2).reshape(batch * tokens, -1) for x in (query, key, value)]
         out = self.attn(*flat)

@@ -23,7 +23,8 @@ def run_export_command(ws, path: str, target: str, args, dims: dict, usage_error
                                dtype=args.dtype, force=args.force, dims=dims, tokenizer=args.tokenizer,
                                prefill_length=args.prefill_length, cache_length=args.cache_length,
                                quantize=args.quantize, split_cache=getattr(args, "split_cache", None),
-                               weights_map=getattr(args, "weights_map", None))
+                               weights_map=getattr(args, "weights_map", None),
+                               tensor_parallel=getattr(args, "tensor_parallel", None))
     except RequestError as e:
         raise usage_error(str(e))
     if request.random_weights and request.random_reason:

@@ -49,6 +49,7 @@ class ExportRequest:
     quantize: Optional[str] = None        # litert: None (float32) or "int8" (dynamic int8 weights)
     split_cache: bool = False             # litert: export_hf's split-cache mode (embedder, auxiliary, model)
     max_tensor_size: Optional[int] = None  # bytes; None: export/sizes.py's default (settings' [limits])
+    tensor_parallel: int = 1        # vllm: the ranks vLLM is to split it across (checked by E3307)
 
     @property
     def kind(self) -> str:
@@ -102,7 +103,7 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
                  dims: Optional[dict] = None, tokenizer: Optional[str] = None,
                  prefill_length: Optional[int] = None, cache_length: Optional[int] = None,
                  quantize: Optional[str] = None, split_cache: Optional[bool] = None,
-                 weights_map: Optional[str] = None, settings=None,
+                 weights_map: Optional[str] = None, tensor_parallel: Optional[int] = None, settings=None,
                  settings_dir: Optional[str] = None,
                  base: Optional[str] = None) -> ExportRequest:
     """Validate the options and fill in the defaults; RequestError names what is wrong.
@@ -167,11 +168,23 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
         check_tokenizer_dir(tok)
     litert = _litert_options(target, prefill_length, cache_length, quantize, split_cache, defaults)
     given = _positive_dims(dims)
-    return ExportRequest(**litert, path=path, target=target, output=out, fn=fn, weights=w, random_weights=rand,
+    tp = _tensor_parallel(target, tensor_parallel, defaults)
+    return ExportRequest(**litert, tensor_parallel=tp, path=path, target=target, output=out, fn=fn, weights=w, random_weights=rand,
                          random_reason=reason, seed=s, dtype=dt, force=bool(force),
                          dims={**settings.dims, **given}, tokenizer=tok, weights_map=wmap,
                          explicit_dims=tuple(given),
                          max_tensor_size=getattr(settings, "max_tensor_size", None))
+
+
+def _tensor_parallel(target: str, ranks, defaults) -> int:
+    """--tensor-parallel (else the settings' `[export.vllm] tensor_parallel`): vllm only."""
+    if ranks is not None and target != "vllm":
+        raise RequestError("--tensor-parallel is for --vllm only")
+    if ranks is None:
+        ranks = defaults.get("tensor_parallel", 1) if target == "vllm" else 1
+    if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
+        raise RequestError(f"--tensor-parallel takes a number of ranks (1 or more), got `{ranks}`")
+    return ranks
 
 
 def _litert_options(target: str, prefill, cache, quantize, split_cache, defaults) -> dict:

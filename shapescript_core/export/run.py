@@ -102,6 +102,7 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
     check_output(request.output, KIND[request.target], request.force, sources)  # before any work
 
     step(f"checking `{fn_item.name}` for {request.target}")
+    ws.set_tensor_parallel(request.tensor_parallel)  # E3307, for a vllm export asked to split
     errors = _export_errors(ws, path, fn_item.name, request.target)
     if errors:
         n = len(errors)

@@ -55,3 +55,28 @@ def e3306(fn: str) -> str:
 
 
 E3306_HELP = "Make the model the first parameter."
+
+
+def e3307_dim(fn: str, n: int, dim: str, count: int, what: str) -> str:
+    return f"vLLM can't split `{fn}` {n} ways: {dim} is {count} {what}, which {n} ranks can't share"
+
+
+def _either(words: list) -> str:
+    words = [str(w) for w in words]
+    return ", ".join(words[:-1]) + (" or " if len(words) > 1 else "") + words[-1]
+
+
+def e3307_help(sizes: list, dims: list) -> str:
+    return f"Serve it with a tensor-parallel size of {_either(sizes)}, or change {_either(dims)}."
+
+
+def e3307_packed(fn: str, n: int, field: str, parts: int) -> str:
+    return (f"vLLM can't split `{fn}` {n} ways: `{field}` holds {parts} projections in one param, "
+            f"and a rank would get whole parts of it rather than its share of each")
+
+
+E3307_PACKED_HELP = "Make each projection a param of its own (the split's parts), or serve it on one rank."
+
+
+def e3307_unsplit(fn: str, n: int) -> str:
+    return f"vLLM can't split `{fn}` {n} ways: this attention's projections aren't linears of the model"

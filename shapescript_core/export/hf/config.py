@@ -76,6 +76,41 @@ def conventional(gen) -> dict:
     return out
 
 
+def module_paths(gen) -> dict:
+    """(model, field) -> the patterns of its module's path under the base model
+    (`layers.*.attn.wq`: a stack's layers are `*`)."""
+    out: dict = {}
+    prog, plan = gen.prog, gen.plan
+
+    def visit(model: str, prefix: str):
+        for fname, f in prog.model(model).fields.items():
+            fp = plan.fields[(model, fname)]
+            if fp.kind == "model":
+                visit(f.type.name, f"{prefix}{fp.attr}.")
+            elif fp.kind == "stack":
+                visit(f.type.model, f"{prefix}{fp.attr}.*.")
+            else:
+                out.setdefault((model, fname), []).append(prefix + fp.attr)
+    visit(plan.root, "")
+    return out
+
+
+def parallel_plans(gen) -> dict:
+    """`base_model_tp_plan` and `base_model_pp_plan` (compile/parallel_plan.py), where the
+    model has them: what vLLM's Transformers backend splits it by (transformers' own
+    `tp_plan="auto"` reads the same keys; only vLLM's use is tested)."""
+    out: dict = {}
+    par, plan = gen.parallel, gen.plan
+    tp = par.tp_plan(module_paths(gen))
+    if tp:
+        out["base_model_tp_plan"] = tp
+    if par.pipeline is not None:
+        table = plan.fields[(plan.root, gen.lm.table)].attr
+        out["base_model_pp_plan"] = {table: [["input_ids"], ["inputs_embeds"]],
+                                     par.pipeline.layers: [["hidden_states", "attention_mask"], ["hidden_states"]]}
+    return out
+
+
 def config_json(gen, names, dtype: str, source_name: str) -> dict:
     prog = gen.prog
     lm = gen.lm
@@ -92,6 +127,7 @@ def config_json(gen, names, dtype: str, source_name: str) -> dict:
     cfg.update(conventional(gen))
     if lm is not None:
         cfg["use_cache"] = True
+        cfg.update(parallel_plans(gen))
     cfg["dtype"] = TORCH_DTYPE_NAMES.get(dtype, "float32")
     cfg["torch_dtype"] = cfg["dtype"]
     cfg["shapescript"] = {"source": source_name, "function": prog.entry.name,
@@ -101,7 +137,8 @@ def config_json(gen, names, dtype: str, source_name: str) -> dict:
 
 
 def configuration_source(gen, names, cfg: dict, source_name: str) -> str:
-    skip = {"architectures", "auto_map", "model_type", "dtype", "torch_dtype", "shapescript"}
+    plans = ("base_model_tp_plan", "base_model_pp_plan")  # class attributes, as transformers' configs have them
+    skip = {"architectures", "auto_map", "model_type", "dtype", "torch_dtype", "shapescript", *plans}
     fields = [(k, v) for k, v in cfg.items() if k not in skip]
     args = ", ".join(f"{k}={py_value(v)}" for k, v in fields)
     sets = "\n".join(f"        self.{k} = {k}" for k, v in fields if k != "tie_word_embeddings")
@@ -114,6 +151,7 @@ def configuration_source(gen, names, cfg: dict, source_name: str) -> str:
         "",
         f"class {names.config}(PretrainedConfig):",
         f"    model_type = {py_str(names.model_type)}",
+        *(f"    {k} = {py_value(cfg[k])}" for k in plans if k in cfg),
         "",
         f"    def __init__(self, {args}{', ' if args else ''}**kwargs):",
         sets if sets else "        pass",

@@ -35,9 +35,17 @@ try:
 except ImportError:  # vLLM before 0.11 kept it in vllm.attention
     from vllm.attention import Attention as PagedAttention
 from vllm.config import get_current_vllm_config
+from vllm.distributed import get_pp_group, get_tensor_model_parallel_world_size
+from vllm.distributed.utils import get_pp_indices
+from vllm.model_executor.layers.linear import (ColumnParallelLinear, MergedColumnParallelLinear, ReplicatedLinear,
+                                               RowParallelLinear)
 from vllm.model_executor.layers.logits_processor import LogitsProcessor
 from vllm.model_executor.layers.vocab_parallel_embedding import ParallelLMHead, VocabParallelEmbedding
-from vllm.model_executor.model_loader.weight_utils import default_weight_loader'''
+from vllm.model_executor.model_loader.weight_utils import default_weight_loader
+from vllm.model_executor.models.interfaces import SupportsPP
+from vllm.model_executor.models.utils import (PPMissingLayer, is_pp_missing_parameter,
+                                              make_empty_intermediate_tensors_factory)
+from vllm.sequence import IntermediateTensors'''
 
 
 def native_source(prog, plan, names: Names, source_name: str) -> str:
@@ -74,7 +82,9 @@ def _forward(gen: Generator, source_name: str) -> list:
     pre = [
         py_docstring(f"`fn {entry.name}` ({shown(source_name)}:{line}) up to its output layer, "
                      "over vLLM's flattened tokens."),
-        "if inputs_embeds is None:",
+        "if not get_pp_group().is_first_rank:  # a later pipeline stage: the hidden states of the one before",
+        '    inputs_embeds = intermediate_tensors["hidden_states"]',
+        "elif inputs_embeds is None:",
         f"    inputs_embeds = self.{table}(input_ids)",
         "inputs_embeds = inputs_embeds.unsqueeze(0)  # vLLM's tokens, as a batch of one",
         "position_ids = positions.unsqueeze(0)",
@@ -89,11 +99,21 @@ def _causal_lm(gen: Generator, names: Names) -> list:
     table = plan.fields[(plan.root, lm.table)].attr
     w = gen.prog.model(plan.root).fields[lm.output].type
     v, d = (gen.size_code(a.size) for a in w.axes)
-    head = (["        self.lm_head = self.model.%s  # tied: the output layer reads the embedding table" % table]
+    head = (["self.lm_head = self.model.%s  # tied: the output layer reads the embedding table" % table]
             if lm.tied else
-            [f'        self.lm_head = ParallelLMHead({v}, {d}, prefix=f"{{prefix}}.lm_head" if prefix else "lm_head")'])
+            [f'self.lm_head = ParallelLMHead({v}, {d}, prefix=f"{{prefix}}.lm_head" if prefix else "lm_head")'])
+    par = gen.parallel
+    if par.pipeline is not None:
+        head = (["if get_pp_group().is_last_rank:  # the last pipeline stage holds the output layer"]
+                + ["    " + line for line in head] + ["else:", "    self.lm_head = PPMissingLayer()"])
+        stages = [f'self.make_empty_intermediate_tensors = make_empty_intermediate_tensors_factory('
+                  f'["hidden_states"], {d})']
+    else:
+        why = f"this model can't be run in pipeline stages: {par.no_pipeline}"
+        stages = ["if get_pp_group().world_size > 1:", f"    raise NotImplementedError({py_str(why)})"]
+    head, stages = ["        " + line for line in head], ["        " + line for line in stages]
     return [
-        f"class {names.causal_lm}(nn.Module):",
+        f"class {names.causal_lm}(nn.Module, SupportsPP):",
         "    " + py_docstring(f"`{gen.prog.entry.name}` as vLLM runs it: the base model, then the output layer "
                              f"`{lm.output}`."),
         "",
@@ -101,6 +121,7 @@ def _causal_lm(gen: Generator, names: Names) -> list:
         "        super().__init__()",
         "        config = vllm_config.model_config.hf_config",
         "        self.config = config",
+        *stages,
         f"        self.model = {names.base}(config)",
         *head,
         f"        self.logits_processor = LogitsProcessor({v})",
@@ -123,6 +144,8 @@ def _causal_lm(gen: Generator, names: Names) -> list:
         "        params = dict(self.named_parameters())",
         "        loaded = set()",
         "        for name, tensor in weights:",
+        "            if is_pp_missing_parameter(name, self):  # another pipeline stage's",
+        "                continue",
         "            param = params.get(name)",
         "            if param is None:",
         (f'                if name == "lm_head.weight":  # tied to the embedding\n'

@@ -53,6 +53,21 @@ outputs = llm.generate({prompt}, SamplingParams(max_tokens=16, temperature=0))
 {tok_note}vLLM packs the tokens of many requests along one axis; the export checks
 (E3301 to E3306) are what make that safe for this model: see "Serving engines" in the
 ShapeScript docs.
+
+## Several GPUs or machines
+
+Both models split across ranks: `--tensor-parallel-size N` gives each rank a share of
+every layer's heads and hidden units (`base_model_tp_plan` in `config.json`; vLLM's
+parallel layers in the native model), `--pipeline-parallel-size N` a range of the layers
+(`base_model_pp_plan`):
+
+```
+vllm serve {out_sh} --trust-remote-code --model-impl transformers{tok} --tensor-parallel-size 2
+```
+
+`shapescript check --target vllm --tensor-parallel N` says first whether this model
+splits N ways (E3307). Across machines, add `--distributed-executor-backend ray` on a
+Ray cluster; on the CPU, bind each rank to its cores: `VLLM_CPU_OMP_THREADS_BIND='0|1'`.
 """
 
 

@@ -1,0 +1,173 @@
+"""Splitting a `--vllm` export across ranks, without running vLLM (test_vllm_parallel.py
+runs it): E3307 from the settings, the CLI and the editor; the tp and pp plans in
+config.json derived from the compiled graph's roles; the generated code vLLM needs
+(modules called through `forward`, head counts read from the tensors, pipeline stages)."""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest_lsp
+from lsprotocol import types as T
+from pytest_lsp import LanguageClient
+
+import checkout
+from lsp_support import codes, config, initialize, open_doc, uri_of, wait_publishes, wait_version
+from shapescript_core.settings import parse_settings
+from shapescript_core.workspace import Workspace
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGE = (ROOT / "docs" / "errors" / "E3307.md").read_text(encoding="utf-8")
+BAD, GOOD = re.findall(r"```shapescript\n(.*?)```", PAGE, re.S)
+LLAMA = ROOT / "examples" / "llama.ss"
+FUSED = Path(checkout.program("hf", "llama_fused.ss"))
+QWEN2 = Path(checkout.program("gguf", "qwen2.ss"))
+GPT2 = Path(checkout.program("gguf", "gpt2_separate.ss"))
+TINY = ["--dim", "V=256", "--dim", "D=256", "--dim", "H=4", "--dim", "Hkv=2", "--dim", "F=512", "--dim", "L=2"]
+
+
+def diagnostics(text: str, ranks: int, path: str = "/tmp/shapescript-tp/model.ss") -> list:
+    ws = Workspace()
+    ws.set_tensor_parallel(ranks)
+    ws.set_text(path, text)
+    return ws.diagnostics(path)
+
+
+def line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def test_the_page_examples_raise_it_and_check_clean_with_four_ranks():
+    d, = diagnostics(BAD, 4)
+    assert d.code == "E3307"
+    assert d.message == "vLLM can't split `forward` 4 ways: `H` is 6 query heads, which 4 ranks can't share"
+    assert BAD[d.span.abs_start:d.span.abs_end] == "H" and line_of(BAD, d.span.abs_start) == 3
+    assert [l.message for l in d.labels] == ["`Hkv` is 2 key/value heads, which 4 ranks can't share either"]
+    assert d.helps == ["Serve it with a tensor-parallel size of 1 or 2, or change `H` or `Hkv`."]
+    assert diagnostics(GOOD, 4) == []
+    # not asked for: no E3307 (one rank, or two, which six heads and two kv heads allow)
+    assert diagnostics(BAD, 1) == [] and diagnostics(BAD, 2) == []
+
+
+def test_fused_params_are_refused_at_their_split():
+    text = FUSED.read_text(encoding="utf-8")
+    ds = diagnostics(text, 2)
+    assert [d.code for d in ds] == ["E3307", "E3307"]
+    assert [re.search(r"`(\w+)` holds (\d) projections", d.message).groups() for d in ds] == [
+        ("w_qkv", "3"), ("w_gate_up", "2")]
+    assert [line_of(text, d.span.abs_start) for d in ds] == [25, 30]  # the two `split`s
+    assert ds[0].helps == ["Make each projection a param of its own (the split's parts), or serve it on one rank."]
+    assert diagnostics(text, 1) == []
+
+
+def test_cli_check_takes_the_ranks_from_the_flag_or_the_settings(tmp_path):
+    src = tmp_path / "llama.ss"
+    src.write_text(LLAMA.read_text(encoding="utf-8"), encoding="utf-8")
+    r = checkout.shapescript("check", src, "--target", "vllm", "--tensor-parallel", "3", *TINY, "--format", "json")
+    assert r.returncode == 1
+    d, = [json.loads(line) for line in r.stdout.splitlines()]
+    assert (d["code"], d["range"]["start"]["line"]) == ("E3307", 6)
+    assert "`H` is 4 query heads, which 3 ranks can't share" in d["message"]
+    assert checkout.shapescript("check", src, "--target", "vllm", "--tensor-parallel", "2", *TINY).returncode == 0
+    (tmp_path / "shapescript.toml").write_text("[export.vllm]\ntensor_parallel = 64\n", encoding="utf-8")
+    r = checkout.shapescript("check", src, "--target", "vllm")
+    assert r.returncode == 1 and "vLLM can't split `forward` 64 ways: `H` is 32 query heads" in r.stdout
+    assert "help: Serve it with a tensor-parallel size of 1, 2, 4 or 8" in r.stdout
+
+
+def test_export_refuses_a_split_it_cant_make_and_writes_nothing(tmp_path):
+    out = tmp_path / "out"
+    r = checkout.shapescript("export", LLAMA, "--vllm", "--random-weights", *TINY, "--tensor-parallel", "8",
+                             "-o", out)
+    assert r.returncode == 1 and "E3307" in r.stdout + r.stderr and not out.exists()
+    r = checkout.shapescript("export", LLAMA, "--hf", "--random-weights", *TINY, "--tensor-parallel", "2",
+                             "-o", out)
+    assert r.returncode == 2 and "--tensor-parallel is for --vllm only" in r.stderr
+
+
+def test_settings_read_the_ranks_and_report_a_bad_value():
+    assert parse_settings({"export": {"vllm": {"tensorParallel": 4}}}).export["tensor_parallel"] == 4
+    cfg = parse_settings({"export": {"vllm": {"tensor_parallel": 0}}}, "shapescript.toml")
+    assert "tensor_parallel" not in cfg.export
+    assert cfg.problems == ["shapescript.toml: `export.vllm.tensor_parallel` takes a number of ranks (1 or more), "
+                            "got `0`"]
+
+
+@pytest_lsp.fixture(config=config())
+async def client(lsp_client: LanguageClient, tmp_path):
+    lsp_client.root = tmp_path
+    await initialize(lsp_client, root=str(tmp_path))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_the_editor_setting_asks_for_the_check(client: LanguageClient):
+    uri = uri_of(client.root / "lm.ss")
+    open_doc(client, uri, BAD)
+    p = await wait_version(client, uri, 1)
+    assert codes(p) == []
+    n = len([q for q in client.publishes if q.uri == uri])
+    client.set_configuration({"export": {"vllm": {"tensorParallel": 4}}}, section="shapescript")
+    client.workspace_did_change_configuration(T.DidChangeConfigurationParams(settings=None))
+    ps = await wait_publishes(client, uri, n + 1)
+    assert codes(ps[-1]) == ["E3307"] and ps[-1].diagnostics[0].range.start.line == 2
+
+
+def export(tmp_path, src: Path, *dims) -> Path:
+    out = tmp_path / src.stem
+    checkout.shapescript("export", src, "--vllm", "--random-weights", *dims, "-o", out, check=True)
+    return out
+
+
+def test_the_plans_follow_the_roles_in_the_graph(tmp_path):
+    llama = json.loads((export(tmp_path, LLAMA, *TINY) / "config.json").read_text())
+    assert llama["base_model_tp_plan"] == {
+        "layers.*.mlp.w_down": "rowwise", "layers.*.mlp.w_gate": "colwise", "layers.*.mlp.w_up": "colwise",
+        "layers.*.attn.wk": "colwise", "layers.*.attn.wo": "rowwise", "layers.*.attn.wq": "colwise",
+        "layers.*.attn.wv": "colwise"}
+    assert llama["base_model_pp_plan"] == {"embed": [["input_ids"], ["inputs_embeds"]],
+                                           "layers": [["hidden_states", "attention_mask"], ["hidden_states"]]}
+    one_kv = export(tmp_path / "kv1", LLAMA, *TINY, "--dim", "Hkv=1")
+    plan = json.loads((one_kv / "config.json").read_text())["base_model_tp_plan"]
+    assert (plan["layers.*.attn.wk"], plan["layers.*.attn.wv"], plan["layers.*.attn.wq"]) == (
+        "replicate", "replicate", "colwise")  # one key/value head: every rank holds it
+    # biases ride with their linears; a helper function (`heads`) and a gelu MLP are followed
+    qwen = json.loads((export(tmp_path, QWEN2) / "config.json").read_text())["base_model_tp_plan"]
+    assert qwen["layers.*.attn.wq"] == "colwise" and qwen["layers.*.w_down"] == "rowwise"
+    gpt2 = json.loads((export(tmp_path, GPT2) / "config.json").read_text())["base_model_tp_plan"]
+    assert gpt2 == {"blocks.*.w_proj": "rowwise", "blocks.*.w_fc": "colwise", "blocks.*.w_o": "rowwise",
+                    "blocks.*.wq": "colwise", "blocks.*.wk": "colwise", "blocks.*.wv": "colwise"}
+    # fused params: no tp plan (half of one would be worse), the pp plan still
+    fused = json.loads((export(tmp_path, FUSED, "--dim", "V=256", "--dim", "D=256", "--dim", "H=4",
+                               "--dim", "F=512", "--dim", "L=2") / "config.json").read_text())
+    assert "base_model_tp_plan" not in fused and "layers" in fused["base_model_pp_plan"]
+
+
+def test_the_generated_code_is_what_vllm_splits(tmp_path):
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+    out = export(tmp_path, LLAMA, *TINY)
+    code = (out / "modeling_llama.py").read_text()
+    assert "def forward(self, x, pos, attention_mask=None" in code  # `fn attention`, Attention's forward
+    assert "x = layer(x, position_ids, " in code and "self.attn(rms_norm(" in code and "self.mlp(rms_norm(" in code
+    assert "self.wq(x).reshape(b, n, -1, Dh)" in code and "self.wk(x).reshape(b, n, -1, Dh)" in code
+    assert "o.transpose(1, 2).reshape(b, n, -1)" in code
+    class Missing(torch.nn.Identity):  # vLLM's PPMissingLayer: an Identity taking any arguments
+        def forward(self, *args, **kwargs):
+            return args[0] if args else next(iter(kwargs.values()))
+
+    cfg = AutoConfig.from_pretrained(out, trust_remote_code=True)
+    assert type(cfg).base_model_tp_plan["layers.*.attn.wq"] == "colwise"  # a class attribute, as transformers'
+    model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True).eval()
+    ids = torch.tensor([[5, 17, 99, 3]])
+    with torch.no_grad():
+        whole = model.model(ids).last_hidden_state
+        # two pipeline stages by hand, as vLLM makes them
+        layers = list(model.model.layers)
+        model.model.layers[1] = Missing()
+        first = model.model(ids).last_hidden_state
+        model.model.layers[1], model.model.layers[0] = layers[1], Missing()
+        second = model.model(inputs_embeds=first).last_hidden_state
+    assert (second - whole).abs().max().item() < 1e-5
+    assert (first - whole).abs().max().item() > 1e-2  # the first stage returns the hidden states before the norm
