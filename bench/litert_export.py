@@ -6,7 +6,10 @@ conversion it runs (getrusage of the waited-for children: the largest of them, t
 conversion's python), and the CPU time of both (on a shared machine, the steadier number). The issue measured about 15 s and 0.9 GB for such an export on an
 idle 2-core machine.
 
-    python bench/litert_export.py [--runs 2] [--dir DIR]
+    python bench/litert_export.py [--runs 2] [--dir DIR] [--split-cache]
+
+`--split-cache` measures export_hf's split-cache mode instead (embedder.tflite and
+auxiliary.tflite beside model.tflite).
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--dir", default=None)
+    ap.add_argument("--split-cache", action="store_true")
     args = ap.parse_args()
     from test_gguf_tokenizer import train  # a byte-level BPE of V=320 tokens
     work = args.dir or tempfile.mkdtemp(prefix="shapescript-bench-litert-")
@@ -39,7 +43,7 @@ def main() -> int:
         out = os.path.join(work, f"out{run}")
         cmd = [sys.executable, "-m", "shapescript_core.cli", "export", os.path.join(ROOT, "examples", "llama.ss"),
                "--litert", "--random-weights", "--tokenizer", tok, "-o", out, "--force",
-               "--prefill-length", "16", "--cache-length", "64"]
+               "--prefill-length", "16", "--cache-length", "64"] + (["--split-cache"] if args.split_cache else [])
         for k, v in DIMS.items():
             cmd += ["--dim", f"{k}={v}"]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -53,11 +57,10 @@ def main() -> int:
             return 1
         peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         m = re.search(r"converted in (\d+) s", p.stderr)
-        sizes = {f: os.path.getsize(os.path.join(out, f)) / 1e6 for f in ("model.tflite", "model.litertlm")}
+        files = ("model.tflite", "model.litertlm") + (("embedder.tflite", "auxiliary.tflite") if args.split_cache else ())
+        sizes = ", ".join(f"{f} {os.path.getsize(os.path.join(out, f)) / 1e6:.2f} MB" for f in files)
         print(f"run {run + 1}: {wall:.1f} s wall, {cpu:.1f} s CPU (conversion {m.group(1) if m else '?'} s wall), "
-              f"peak RSS of the largest "
-              f"process so far {peak_mib:.0f} MiB; model.tflite {sizes['model.tflite']:.1f} MB, "
-              f"model.litertlm {sizes['model.litertlm']:.1f} MB")
+              f"peak RSS of the largest process so far {peak_mib:.0f} MiB; {sizes}")
     return 0
 
 

@@ -4,6 +4,8 @@ in a process of its own and prints its wall time and peak resident memory.
   dims      `shapescript check` of a file of N `dim` declarations (default 1,000,000 lines,
             about 20 MB): time, peak RSS, and the peak as a multiple of the file's size
             (the interpreter's own ~30 MB included); goal: at most 10x
+  blank     `shapescript check` of one dim and N blank lines (default 20,000,000): the
+            line index and the items' ends on a file of very many short lines
   server    the same file opened in the language server (the real stdio server, a
             didOpen of its text): time to the first publish and to the answer of a hover
             on its last dim (after the check), the server's peak RSS by then, and once it
@@ -13,7 +15,7 @@ in a process of its own and prints its wall time and peak resident memory.
             writes (the params of every layer, the size checks) through `export` into a
             per-tensor cap of 1 byte, which refuses right after them: nothing is written
 
-    .venv/bin/python bench/scale.py [dims|layers|server] [--n N]
+    .venv/bin/python bench/scale.py [dims|layers|blank|server] [--n N]
 """
 from __future__ import annotations
 
@@ -76,6 +78,16 @@ def layers(n: int):
               f"peak RSS {peak:.0f} MiB ({tail[:60]}…)")
 
 
+def blank(n: int):
+    with tempfile.TemporaryDirectory() as d:
+        with open(os.path.join(d, "blank.ss"), "w") as fh:
+            fh.write("dim X = 1\n" + "\n" * n)
+        size = os.path.getsize(os.path.join(d, "blank.ss")) / 2 ** 20
+        took, peak, rc, _ = run(["check", "blank.ss"], d)
+        print(f"blank: a dim and {n:,} blank lines ({size:.1f} MiB): check {took:.1f} s, exit {rc}, "
+              f"peak RSS {peak:.0f} MiB = {peak / size:.0f}x the file")
+
+
 def peak_of(pid: int) -> float:
     """A live process's peak resident set size (Linux: VmHWM), in MiB."""
     with open(f"/proc/{pid}/status") as fh:
@@ -135,11 +147,13 @@ def server(n: int):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("case", nargs="?", choices=("dims", "layers", "server"))
+    ap.add_argument("case", nargs="?", choices=("dims", "layers", "blank", "server"))
     ap.add_argument("--n", type=int)
     a = ap.parse_args()
     if a.case in (None, "layers"):
         layers(a.n or 100_000)
+    if a.case in (None, "blank"):  # before dims: the children's peak is the largest so far
+        blank(a.n or 20_000_000)
     if a.case in (None, "dims"):
         dims(a.n or 1_000_000)
     if a.case in (None, "server"):

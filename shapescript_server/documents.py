@@ -17,7 +17,7 @@ from pygls import uris
 from pygls.exceptions import JsonRpcInvalidParams
 
 from shapescript_core.files import shown, usable_path
-from shapescript_core.syntax.source import line_starts
+from shapescript_core.syntax.source import line_starts, offsets_array
 
 UNTITLED = os.path.join(os.sep, "__untitled__")
 
@@ -41,7 +41,7 @@ class Document:
     path: str
     text: str
     version: Optional[int]
-    starts: array = field(default_factory=lambda: array("q"))  # offset of each line's start
+    starts: array = field(default_factory=lambda: array("I"))  # offset of each line's start
 
     def __post_init__(self):
         if not self.starts:
@@ -74,8 +74,16 @@ class Document:
         la = bisect.bisect_right(starts, start) - 1
         lb = bisect.bisect_right(starts, end) - 1
         delta = len(new) - (end - start)
-        added = array("q", [start + i + 1 for i, ch in enumerate(new) if ch == "\n"] if "\n" in new else [])
-        starts[la + 1:] = added + array("q", map(delta.__add__, starts[lb + 1:]))
+        added = offsets_array(len(self.text) + delta)
+        if "\n" in new:
+            added.extend(start + i + 1 for i, ch in enumerate(new) if ch == "\n")
+        added.extend(map(delta.__add__, starts[lb + 1:]))
+        if added.typecode == starts.typecode:
+            starts[la + 1:] = added
+        else:  # past 4 GiB: wider offsets
+            self.starts = offsets_array(len(self.text) + delta)
+            self.starts.extend(iter(starts[:la + 1]))
+            self.starts.extend(added)
         self.text = self.text[:start] + new + self.text[end:]
 
 

@@ -125,7 +125,9 @@ print(json.dumps({"eos": engine.eos_token_ids, "runs": runs}))
 # - torch.export of prefill and decode through the extension's exportables (what export_hf
 #   traces), plain and with apply_gpu_composites: the odml composites found in each graph;
 # - weights resolvable: with every fusion/composite flag on, each parameter of the patched
-#   model is found by Converter V2's HFCheckpointWeightsLoader in hf/ (shape and value).
+#   model is found by Converter V2's HFCheckpointWeightsLoader in hf/ (shape and value), the
+#   loader made inside the extension's patch_context as export_hf makes it (a tied head's
+#   table key comes from there), and the loader class restored after it.
 EXTENSION_CHECKS = r"""
 import dataclasses, importlib, json, os, sys
 import torch
@@ -190,13 +192,21 @@ def composites(gpu, extension=True):
     return {"exportables": [c.__name__ for c in pair], "signatures": found}
 
 from litert_torch.generative.export_hf.core import weights_loader
-loader = weights_loader.HFCheckpointWeightsLoader(hf, tie_word_embeddings=bool(model.config.tie_word_embeddings))
+original_loader = weights_loader.HFCheckpointWeightsLoader
+with ext.patch_context():
+    loader = weights_loader.HFCheckpointWeightsLoader(hf, tie_word_embeddings=bool(model.config.tie_word_embeddings))
+loader_restored = weights_loader.HFCheckpointWeightsLoader is original_loader
+plain_loader = original_loader(hf, tie_word_embeddings=bool(model.config.tie_word_embeddings))
 every_flag = dataclasses.replace(config, apply_gpu_composites=True, use_sdpa_composite=True, use_rope_composite=True,
                                  use_swiglu_composite=True, use_qkv_norm_rope_composite=True)
-unresolved, mismatched, checked = [], [], 0
+unresolved, mismatched, checked, plain_unresolved = [], [], 0, []
 with ext.patch_model(model, every_flag):
     for pname, p in model.named_parameters(remove_duplicate=False):
         checked += 1
+        try:
+            plain_loader(pname)
+        except KeyError:
+            plain_unresolved.append(pname)
         try:
             t = loader(pname)
         except KeyError:
@@ -205,8 +215,9 @@ with ext.patch_model(model, every_flag):
         if tuple(t.shape) != tuple(p.shape) or not torch.equal(t.to(p.dtype), p.detach()):
             mismatched.append(pname)
 
-print(json.dumps({"swapped": swapped, "restored": restored,
+print(json.dumps({"swapped": swapped, "restored": restored, "loader_restored": loader_restored,
                   "weights": {"checked": checked, "unresolved": unresolved, "mismatched": mismatched},
+                  "without_the_extension_unresolved": plain_unresolved,
                   "parity": float((during - before).abs().max()), "after": float((after - before).abs().max()),
                   "plain": composites(False), "gpu": composites(True),
                   "gpu_generic_exportables": composites(True, extension=False),
@@ -267,4 +278,45 @@ for prompt in prompts:
                        "max_logit": float(np.abs(ref[p]).max()),
                        "argmax": [int(logits.argmax()), int(ref[p].argmax())]})
 print(json.dumps({"signatures": sigs, "prefill": P, "cache": C, "steps": report}))
+"""
+
+# argv: OUT. Converter V2's checkpoint loader on OUT/hf, made as export_hf makes it (inside
+# the shipped extension's patch_context) and made plainly: which parameters of the model
+# each resolves, and whether each resolved one equals the model's.
+V2_LOADER = r"""
+import importlib, json, os, sys
+import torch, transformers
+
+out = sys.argv[1]
+hf = out + "/hf"
+sys.path.insert(0, out)
+name = next(f[:-3] for f in os.listdir(out) if f.startswith("shapescript_litert_") and f.endswith(".py"))
+importlib.import_module(name)
+from litert_torch.generative.export_hf.core import exportable_module, weights_loader
+from litert_torch.generative.export_hf.model_ext import extension as extension_lib
+
+model = transformers.AutoModelForCausalLM.from_pretrained(hf, trust_remote_code=True, dtype=torch.float32).eval()
+config = exportable_module.ExportableModuleConfig(model=hf, trust_remote_code=True, prefill_lengths=[8],
+                                                  cache_length=32, quantization_recipe="none",
+                                                  extension_modules=[name])
+ext = extension_lib.resolve_model_extension(model.config.model_type, config)
+tied = model.get_output_embeddings().weight is model.get_input_embeddings().weight
+original = weights_loader.HFCheckpointWeightsLoader
+with ext.patch_context():
+    patched = weights_loader.HFCheckpointWeightsLoader(hf, tie_word_embeddings=tied)
+plain = weights_loader.HFCheckpointWeightsLoader(hf, tie_word_embeddings=tied)
+report = {"tied": tied, "restored": weights_loader.HFCheckpointWeightsLoader is original}
+for label, loader in (("extension", patched), ("plain", plain)):
+    unresolved, mismatched, checked = [], [], 0
+    for pname, p in model.named_parameters(remove_duplicate=False):
+        checked += 1
+        try:
+            t = loader(pname)
+        except KeyError:
+            unresolved.append(pname)
+            continue
+        if tuple(t.shape) != tuple(p.shape) or not torch.equal(t.to(p.dtype), p.detach()):
+            mismatched.append(pname)
+    report[label] = {"checked": checked, "unresolved": unresolved, "mismatched": mismatched}
+print(json.dumps(report))
 """

@@ -4,7 +4,7 @@ query_pre_attn_scalar, tied embeddings) and `MistralForCausalLM` (a window of 8 
 layer), random weights, saved with save_pretrained and imported into examples/gemma3.ss
 and examples/mistral.ss. On a prompt of 40 tokens (5x the window) the exports compute
 transformers' logits within 1e-4, with and without the KV cache, and greedy generation
-gives its tokens; vLLM (its Transformers backend and the native plugin) gives them too.
+gives its tokens; vLLM (its Transformers backend and the native plugin) gives them too, log-probabilities within 1e-4.
 Dropping the window would show: full attention differs past it."""
 from __future__ import annotations
 
@@ -223,4 +223,4 @@ def test_vllm_gives_transformers_tokens_through_both_model_implementations(tmp_p
             assert r["class"].endswith("TransformersForCausalLM"), r["class"]
         for (tokens, logprobs), t, lp in zip(want[kind], r["tokens"], r["logprobs"]):
             assert t == tokens, f"{kind}/{impl}"
-            assert max(abs(a - b) for a, b in zip(lp, logprobs)) < 1e-3, f"{kind}/{impl}"
+            assert max(abs(a - b) for a, b in zip(lp, logprobs)) < ATOL, f"{kind}/{impl}"

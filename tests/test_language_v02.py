@@ -199,12 +199,13 @@ def test_if_and_else_are_keywords_only_between_operands():
 
 def test_a_scalar_parameter_given_a_value_the_model_computes_is_e0413_at_the_call(tmp_path):
     """Inside its function a scalar parameter is a compile-time value; each call must pass
-    one, checked per calling context over what an exported function reaches."""
+    one, checked per calling context over what an exported function reaches. (A value
+    read from the weights: one computed from the tokens would also mix them, E3304.)"""
     pytest.importorskip("torch")
     from differential_support import Case, export
     from shapescript_core.evaluate import load
     src = LAYERS.replace("w = W if i % 6 != 5 else 2 * W", "w = W") \
-        .replace("theta = 1e4 if i % 6 != 5 else 1e6", "theta = 1e4 if i % 6 != 5 else mean(x)") \
+        .replace("theta = 1e4 if i % 6 != 5 else 1e6", "theta = 1e4 if i % 6 != 5 else mean(layer.wq)") \
         .replace("fn attn(b: Block, x: [b n D], pos: [b n] i64, theta: [], window: []) -> [b n D]:",
                  "fn attn(b: Block, x: [b n D], pos: [b n] i64, theta: [], window: []) -> [b n D]:\n"
                  "    theta = theta if theta > 1 else 2.0")
@@ -246,3 +247,42 @@ fn forward(m: M, x: [b n D], k: [b h n D]) -> [b n D]:
 """
     got = [(d.code, src[d.span.abs_start:d.span.abs_end]) for d in check(src)[1] if d.severity == 1]
     assert got == [("E0413", "mean(x)"), ("E0413", "sum(x)"), ("E0413", "mean(x)")]
+
+
+BRANCHED = '''
+dim V = 32
+dim D = 64
+dim H = 1
+dim Dh = D / H
+dim L = 2
+
+model Block:
+    wq: [D D]
+
+model M:
+    embed: [V D]
+    layers: [L] Block
+
+fn attn(b: Block, x: [b n D], local: []) -> [b n D]:
+    q = linear(x, b.wq) |> rearrange(b n (H Dh) -> b H n Dh)
+    o = scaled_dot_product_attention(q, q, q, attn_mask=causal[n n], window=4) if local > 0 else OTHER
+    return x + (o |> rearrange(b H n Dh -> b n (H Dh)))
+
+@export(hf, vllm)
+fn forward(m: M, ids: [b n] Index[V]) -> [b n V]:
+    x = embedding(ids, m.embed)
+    for i, layer in m.layers:
+        x = attn(layer, x, i % 2)
+    return linear(x, m.embed)
+'''
+
+
+@pytest.mark.parametrize("other, want", [
+    # attention in both branches: the export checks follow both (no "has no attention")
+    ("scaled_dot_product_attention(q, q, q, attn_mask=causal[n n])", []),
+    # a branch that mixes tokens is E3304 even when the other one attends
+    ("q - mean(q, over=n)", ["E3304"]),
+])
+def test_the_export_checks_follow_both_branches_of_a_compile_time_choice(other, want):
+    got = [c for c, _ in errors(BRANCHED.replace("OTHER", other))]
+    assert got == want

@@ -24,7 +24,8 @@ import pytest
 from checkout import CLI, ROOT
 from envs import require_litert, run_in_env
 from litert_support import (CACHE, DECODE, ENGINE_GREEDY, EXAMPLES, EXTENSION_CHECKS, GPT2_DIMS,
-                            INTERPRETER_PARITY, LLAMA_DIMS, PREFILL, PROMPTS, SPLIT_PARITY, export_litert)
+                            INTERPRETER_PARITY, LLAMA_DIMS, PREFILL, PROMPTS, SPLIT_PARITY, V2_LOADER,
+                            export_litert)
 
 TOLERANCE = 1e-4  # of the largest logit (float32 through XNNPACK: measured below 1e-6)
 
@@ -106,6 +107,17 @@ def test_the_gpt2_tflite_runs_as_transformers_at_every_position(gpt2):
 INT8_TOLERANCE = 0.1  # of the largest logit: int8 weights, float activations (measured 0.033 at 1.25)
 
 
+def test_converter_v2_finds_the_tied_head_of_gpt2_through_the_extension(gpt2):
+    """gpt2.ss reads its output layer from the embedding table (`model.wte.weight`): Converter
+    V2's loader finds it through the extension only (its own list has `transformer.wte.weight`)."""
+    got = run_in_env(require_litert(), V2_LOADER, gpt2[0], timeout=600).result
+    assert got["tied"] is True and got["restored"] is True
+    checked = got["extension"]["checked"]
+    assert got["extension"] == {"checked": checked, "unresolved": [], "mismatched": []}
+    assert "lm_head.weight" not in got["extension"]["unresolved"] and checked > 20
+    assert got["plain"] == {"checked": checked, "unresolved": ["lm_head.weight"], "mismatched": []}
+
+
 def test_int8_weights_only_when_asked_within_their_documented_tolerance(tmp_path, llama):
     out = str(tmp_path / "q8")
     r = export_litert(os.path.join(EXAMPLES, "llama.ss"), out, LLAMA_DIMS, extra=["--quantize", "int8"])
@@ -155,6 +167,7 @@ def test_the_shipped_extension_patches_exactly_and_marks_composites_and_causalit
     assert got["parity"] == 0.0 and got["after"] == 0.0
     # every parameter, under its checkpoint key (the patch renames and fuses nothing)
     assert got["weights"] == {"checked": 9 * got["layers"] + 3, "unresolved": [], "mismatched": []}
+    assert got["loader_restored"] is True and got["without_the_extension_unresolved"] == []
     norms = 2 * got["layers"] + 1  # two per block, the final one
     for variant in ("plain", "gpu"):
         assert got[variant]["exportables"] == ["CausalLiteRTExportableModuleForDecoderOnlyLMPrefill",

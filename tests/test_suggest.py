@@ -3,7 +3,10 @@ import os
 import subprocess
 import sys
 
-from shapescript_core.check.suggest import closest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from shapescript_core.check.suggest import closest, distance, distance_within
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -51,3 +54,35 @@ def test_suggestions_are_the_same_whatever_the_hash_seed():
     out = outs.pop()
     assert "there is a type with a similar name: `Ak`" in out  # Ak, Aq, Av tie: code-point order
     assert "`Dh`" in out  # Dh, Dk, Dv tie
+
+
+def _closest_by_full_distance(name: str, candidates) -> str | None:
+    """The rule `closest` follows, with the full edit-distance table for every candidate."""
+    limit = max(1, len(name) // 3)
+    best = None
+    for c in candidates:
+        if c == name:
+            continue
+        d = distance(name.lower(), c.lower())
+        if d > limit or d >= len(name):
+            continue
+        key = (d, distance(name, c), abs(len(c) - len(name)), c)
+        best = key if best is None or key < best else best
+    return best[3] if best else None
+
+
+NAMES = st.text(alphabet="abAB_1İıß", max_size=9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(NAMES, st.lists(NAMES, max_size=12))
+def test_closest_is_the_full_distance_rule(name, candidates):
+    # the length and letter tests and the bounded distance only skip names out of reach
+    assert closest(name, candidates) == _closest_by_full_distance(name, candidates)
+
+
+@settings(max_examples=300, deadline=None)
+@given(NAMES, NAMES, st.integers(0, 5))
+def test_the_bounded_distance_is_the_distance_within_its_bound(a, b, bound):
+    d = distance(a, b)
+    assert distance_within(a, b, bound) == (d if d <= bound else bound + 1)

@@ -330,12 +330,12 @@ class DimItem(Item):
 
     Its text is `_len` characters of a source string: the file's text at the item's
     offset, for a dim the parser's fast path made (no string of its own: `parser.rebase`
-    points it at each new version of the file, as its offset moves), else its own text
-    (`_len` is all of `_src`). The fast path also
-    leaves a plain literal (1 to 18 digits, not 0: always a valid size) in the text
-    (`value` is LITERAL_IN_TEXT until asked for), so a million dims keep no million
-    strings, nodes nor ints; `literal_size()` reads it without a node. The rare doc
-    comment, layout problems and name span go in one slot (`_more`, a dict, or None)."""
+    points it at each new version of the file, once its offset moved), else its own
+    text (`_len` is all of `_src`). The fast path also leaves a plain literal (1 to 18
+    digits, not 0: always a valid size) in the text (`value` is LITERAL_IN_TEXT until
+    asked for), so a million dims keep no million strings, nodes nor ints;
+    `literal_size()` reads it without a node. The rare doc comment, layout problems and
+    name span go in one slot (`_more`, a dict, or None)."""
 
     __slots__ = ("_src", "_len", "_value", "_more")
     kind = "dim"

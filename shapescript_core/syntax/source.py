@@ -17,19 +17,32 @@ def normalize_newlines(text: str) -> str:
     return _BARE_CR.sub("\n", text) if "\r" in text else text
 
 
+def offsets_array(largest: int) -> array:
+    """An empty array for offsets up to `largest`: 4 bytes each (8 past 4 GiB), not a
+    list of int objects (a file of twenty million blank lines)."""
+    return array("I" if largest < 1 << 32 else "q")
+
+
 def line_starts(text: str) -> array:
-    """The offset of each line's start, as 64-bit ints in an array (8 bytes a line, not a
-    list of int objects: a file of a million lines)."""
-    out = array("q", [0])
+    """The offset of each line's start, in an array (`offsets_array`)."""
+    out = offsets_array(len(text))
+    out.append(0)
     if "\r" in text:
         out.extend(m.end() for m in _BREAK.finditer(text))
         return out
-    # one past each "\n": split a chunk at a time (no list of every line at once), the
-    # lengths accumulated in C; a line that crosses a chunk's end ends in the next one
+    # one past each "\n", into an array made at its full size (grown a step at a time,
+    # the reallocations of twenty million blank lines' array left 90 MB behind): each
+    # chunk of the text split at once, the lengths accumulated in C; a line that
+    # crosses a chunk's end ends in the next one
+    out *= text.count("\n") + 1
+    at = 1
     for lo in range(0, len(text), _CHUNK):
+        part = offsets_array(len(text))
         ends = itertools.accumulate(map((1).__add__, map(len, text[lo:lo + _CHUNK].split("\n")[:-1])), initial=lo)
         next(ends)
-        out.extend(ends)
+        part.extend(ends)
+        out[at:at + len(part)] = part
+        at += len(part)
     return out
 
 
@@ -38,7 +51,11 @@ _CHUNK = 1 << 20
 
 def shifted(starts: array, k: int, delta: int) -> array:
     """The line starts with those from index k on moved by delta."""
-    return starts[:k] + array("q", map(delta.__add__, starts[k:]))
+    out = offsets_array(starts[-1] + delta)
+    head = starts[:k]
+    out.extend(head if head.typecode == out.typecode else iter(head))
+    out.extend(map(delta.__add__, starts[k:]))
+    return out
 
 
 class LineIndex:

@@ -120,6 +120,13 @@ class TokenFlow(TokenRules):
                 items.append((yield self.expr(ctx, x, vals)))
             items = tuple(items)
             return Val(items=items, tainted=any(v.tainted for v in items))
+        if isinstance(e, A.IfExpr):
+            # a compile-time choice (E0413 otherwise): some copy of a loop may take either
+            # branch, so both are followed (their attentions, their token axes) and joined
+            yield self.expr(ctx, e.cond, vals)
+            then = yield self.expr(ctx, e.then, vals)
+            other = yield self.expr(ctx, e.other, vals)
+            return join(then, other)
         return CLEAN
 
     def by_name(self, ctx, t, inputs, tainted: bool) -> Val:

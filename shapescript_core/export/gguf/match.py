@@ -42,7 +42,8 @@ class ArchMatcher(Projections, Sublayers):
         self.found: list = []  # [_Depart] collected along the residual stream
         self.arch = "llama"
         self.attention_plan = None  # the compiler's AttentionPlan, made at the first attention
-        self.layer_attn: list = []  # gemma3: (rope theta, window or None, attention node) per block
+        # gemma2/3: (rope theta, window or None, attention node, no per-head norms) per block
+        self.layer_attn: list = []
 
     # ------------------------------------------------------------ helpers
     def depart(self, node, place: str, what: str):
@@ -197,7 +198,7 @@ class ArchMatcher(Projections, Sublayers):
         hp["softcaps"] = {"attn_softcap": NO_CAP, "final_softcap": NO_CAP}
 
     def embedding_scale(self, tok, scaled, hp):
-        """gemma3's token embedding times sqrt(D); no other architecture scales it."""
+        """gemma2's and gemma3's token embedding times sqrt(D); no other architecture scales it."""
         D = hp["embedding_length"]
         if self.arch not in ("gemma3", "gemma2"):
             if scaled is not None:
@@ -269,7 +270,7 @@ class ArchMatcher(Projections, Sublayers):
         return out
 
     def windows(self) -> dict:
-        """gemma3's per-layer settings as llama.cpp reads them: one window for the layers
+        """gemma2's and gemma3's per-layer settings as llama.cpp reads them: one window for the layers
         that have one (`sliding_window`, which layers: `sliding_window_pattern`), one rope
         theta for those (`rope.freq_base_swa`) and one for the others (`rope.freq_base`)."""
         layers = self.layer_attn
@@ -284,12 +285,12 @@ class ArchMatcher(Projections, Sublayers):
             for theta, _, att, _ in group[1:]:
                 if theta != group[0][0]:
                     raise Depart(att, f"this {what} layer's rope theta is {_num(theta)}{line_of(att)}, where the "
-                                      f"first {what} layer's is {_num(group[0][0])}: gemma3 has one theta for "
-                                      f"each kind of layer")
+                                      f"first {what} layer's is {_num(group[0][0])}: {self.arch} has one theta "
+                                      f"for each kind of layer")
         for _, w, att, _ in swa[1:]:
             if w != swa[0][1]:
                 raise Depart(att, f"this attention's window is {_num(w)}{line_of(att)}, where the first's is "
-                                  f"{_num(swa[0][1])}: gemma3 has one sliding window")
+                                  f"{_num(swa[0][1])}: {self.arch} has one sliding window")
         if not swa:
             return {"freq_base": full[0][0]}
         out = {"freq_base": (full or swa)[0][0], "freq_base_swa": swa[0][0], "sliding_window": int(swa[0][1]),

@@ -1,7 +1,7 @@
 """The matcher's two sublayers: attention (q, k, v, rope, the grouped heads, the output
-projection; gpt2's one attn_qkv; gemma3's window, theta and scale per layer) and the MLP
-(SwiGLU for the llama family, GeGLU for gemma3, gelu_tanh for gpt2), each adding its
-tensors to the plan of its block.
+projection; gpt2's one attn_qkv; gemma2's and gemma3's window, theta and scale per
+layer) and the MLP (SwiGLU for the llama family, GeGLU for gemma2/3, gelu_tanh for gpt2),
+each adding its tensors to the plan of its block.
 """
 from __future__ import annotations
 

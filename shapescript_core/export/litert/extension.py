@@ -15,6 +15,11 @@ registered for the export's `model_type`, tells it what it can't see by itself:
 - **Stop tokens.** The tokenizer's end-of-sequence ids, added to the `.litertlm`'s
   metadata (the LiteRT-LM engine refuses a session without any) when
   `generation_config.json` did not give them already.
+- **A tied head for Converter V2** (`--use_v2`, which needs tf-nightly). Its checkpoint
+  loader serves a tied `lm_head.weight` only from embedding keys of its own list
+  (`model.embed_tokens.weight`, `transformer.wte.weight`, ...); `patch_context` (around
+  model loading, where export_hf makes the loader) gives it this export's table key
+  (`model.<table>.weight`) as well.
 
 Every user-controlled string reaches the generated file through `repr` (`_py`).
 """
@@ -30,7 +35,8 @@ Registers itself for the export's model type when imported: pass this module's n
         --prefill_lengths={prefill} --cache_length={cache} --keep_temporary_files=True
 
 (see README.md beside it). What it does: `odml.rms_norm` composites for the norms over
-the last axis, the causal flag of prefill attention, the stop tokens.
+the last axis, the causal flag of prefill attention, the stop tokens, and (Converter V2)
+the tied head's checkpoint key.
 """
 import contextlib
 import sys
@@ -38,6 +44,7 @@ import sys
 import torch
 from litert_torch.generative.export_hf.core import exportable_module
 from litert_torch.generative.export_hf.core import exportable_module_config
+from litert_torch.generative.export_hf.core import weights_loader
 from litert_torch.generative.export_hf.model_ext import extension
 from litert_torch.generative.layers import normalization
 
@@ -45,6 +52,7 @@ SOURCE = {source}
 FUNCTION = {function}
 MODEL_TYPE = {model_type}
 STOP_TOKEN_IDS = {stop_ids}
+TIED_TABLE = {tied_table}  # the checkpoint key of the table a tied lm_head reads, or None
 
 
 def _last_axis(x, weight, dims) -> bool:
@@ -95,6 +103,35 @@ def patched(model):
             setattr(module, name, fn)
 
 
+def _tied_head_loader(base):
+    class TiedHeadLoader(base):
+        """Converter V2's checkpoint loader, serving a tied lm_head from this export's table."""
+
+        def __call__(self, param_name):
+            try:
+                return super().__call__(param_name)
+            except KeyError:
+                if (param_name.endswith("lm_head.weight") and getattr(self, "_tie_word_embeddings", False)
+                        and TIED_TABLE in getattr(self, "_weight_map", {{}})):
+                    return self._get(TIED_TABLE)
+                raise
+
+    TiedHeadLoader.__name__ = TiedHeadLoader.__qualname__ = "TiedHead" + base.__name__
+    return TiedHeadLoader
+
+
+@contextlib.contextmanager
+def loader_patched():
+    """export_hf's checkpoint loader knowing the tied table's key; restored on exit."""
+    original = weights_loader.HFCheckpointWeightsLoader
+    if TIED_TABLE is not None:
+        weights_loader.HFCheckpointWeightsLoader = _tied_head_loader(original)
+    try:
+        yield
+    finally:
+        weights_loader.HFCheckpointWeightsLoader = original
+
+
 def _causal(base):
     class Causal(base):
         """`base` for a text export of this model: its attention is causal."""
@@ -114,6 +151,11 @@ def _causal(base):
 @extension.register_model_extension()
 class {cls}(extension.ModelExtension):
     model_types = (MODEL_TYPE,)
+
+    @contextlib.contextmanager
+    def patch_context(self):
+        with loader_patched():
+            yield
 
     @contextlib.contextmanager
     def patch_model(self, model, export_config):
@@ -153,10 +195,11 @@ def module_name(stem: str) -> str:
 
 
 def extension_source(*, stem: str, model_type: str, source: str, function: str, stop_ids: list,
-                     prefill: int, cache: int) -> str:
+                     prefill: int, cache: int, tied_table=None) -> str:
     cls = "ShapeScript" + "".join(p[:1].upper() + p[1:] for p in stem.split("_") if p) + "Extension"
     if not cls.isidentifier():
         cls = "ShapeScriptExtension"
     return TEMPLATE.format(module=module_name(stem), prefill=int(prefill), cache=int(cache), source=_py(source),
                            function=_py(function), model_type=_py(model_type),
-                           stop_ids=_py(tuple(int(i) for i in stop_ids)), cls=cls)
+                           stop_ids=_py(tuple(int(i) for i in stop_ids)), cls=cls,
+                           tied_table=_py(None if tied_table is None else str(tied_table)))

@@ -41,7 +41,7 @@ Exported by ShapeScript from `{source}` (function `{fn}`) through LiteRT-Torch's
   `ai_edge_litert.interpreter.Interpreter(model_path=...).get_signature_runner(...)`.
 {split}{litertlm}- `hf/`: the Hugging Face export it was made from.
 - `{module}.py`: the LiteRT-Torch ModelExtension for its model type `{model_type}`
-  (`odml.rms_norm` composites, the causal flag, stop tokens).
+  (`odml.rms_norm` composites, the causal flag, stop tokens, a tied head's key for `--use_v2`).
 
 To convert again with other options (the folder holding the extension on PYTHONPATH):
 
@@ -88,7 +88,7 @@ def write(ctx) -> str:
     stop_ids = eos if isinstance(eos, list) else ([eos] if isinstance(eos, int) else [])
     text = extension_source(stem=stem, model_type=config["model_type"], source=os.path.basename(ctx.request.path),
                             function=ctx.fn_item.name, stop_ids=stop_ids, prefill=o.prefill_length,
-                            cache=o.cache_length)
+                            cache=o.cache_length, tied_table=_tied_table(art))
     compile(text, f"{module}.py", "exec")
     with open(os.path.join(ctx.tmp, f"{module}.py"), "w", encoding="utf-8") as fh:
         fh.write(text)
@@ -125,6 +125,12 @@ def write(ctx) -> str:
         ctx.notes.append("model.litertlm holds the split-cache model: LiteRT-LM runs it on an NPU backend "
                          "(its CPU backend refuses it: no input positions)")
     return summary
+
+
+def _tied_table(art):
+    """The checkpoint key of the embedding table a tied output layer reads, or None."""
+    lm = art.generator.lm
+    return art.keys.get(lm.table) if lm is not None and lm.tied else None
 
 
 def position_table(art):
