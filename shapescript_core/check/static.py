@@ -12,6 +12,7 @@ import math
 import operator
 from typing import Callable, Optional
 
+from ..post_order import bottom_up
 from ..syntax import ast as A
 
 
@@ -43,19 +44,7 @@ _MISSING = object()
 def value(e, names: dict, dim_value: Callable[[str], Optional[int]]):
     """The value of the compile-time expression e, or None where it reads a name with no
     value here (or divides by zero). Iterative: no depth of nesting recurses."""
-    done: dict = {}
-    stack = [(e, False)]
-    while stack:
-        n, ready = stack.pop()
-        if id(n) in done:
-            continue
-        kids = _kids(n)
-        if not ready and kids:
-            stack.append((n, True))
-            stack.extend((k, False) for k in kids if id(k) not in done)
-            continue
-        done[id(n)] = _one(n, done, names, dim_value)
-    return done[id(e)]
+    return bottom_up(e, _kids, lambda n, done: _one(n, done, names, dim_value))
 
 
 def _kids(n) -> list:

@@ -53,6 +53,7 @@ from ..check.patterns import flat_names
 from ..check.sizes import Size
 from ..check.static import FUNCTIONS as STATIC_FUNCTIONS, OPERATORS as STATIC_OPERATORS
 from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
+from ..post_order import bottom_up
 from ..syntax import ast as A
 from ..targets import exported
 from .reach import Reach
@@ -236,19 +237,7 @@ class _Lowerer:
 
     # -- expressions (iterative: a 1,000-term sum must not exhaust the stack)
     def expr(self, e) -> Node:
-        done: dict = {}
-        stack = [(e, False)]
-        while stack:
-            n, ready = stack.pop()
-            if id(n) in done:
-                continue
-            kids = _children(n)
-            if not ready and kids:
-                stack.append((n, True))
-                stack.extend((k, False) for k in reversed(kids) if id(k) not in done)
-                continue
-            done[id(n)] = self._node(n, done)
-        return done[id(e)]
+        return bottom_up(e, _children, self._node)
 
     def _t(self, e):
         return self.res.types.get(id(e))
@@ -537,19 +526,7 @@ class _Tracer:
 
     def value(self, root: Node, env, g):
         """The traced value of a FnGraph node (iterative over its inputs)."""
-        done: dict = {}
-        stack = [(root, False)]
-        while stack:
-            n, ready = stack.pop()
-            if id(n) in done:
-                continue
-            kids = [] if n.op == "call" else n.inputs[:1] if n.op == "if" else n.inputs
-            if not ready and kids:
-                stack.append((n, True))
-                stack.extend((k, False) for k in reversed(kids) if id(k) not in done)
-                continue
-            done[id(n)] = self._one(n, done, env, g)
-        return done[id(root)]
+        return bottom_up(root, _traced_inputs, lambda n, done: self._one(n, done, env, g))
 
     def _one(self, n: Node, done, env, g):
         if n.op == "if":  # only the chosen branch is traced: its condition is known at export
@@ -672,3 +649,9 @@ def trace_program(prog: Program, unroll: Optional[int] = None) -> Trace:
             args[name] = inputs[name] = tr.emit(Node("input", [], {"name": name}, t, (g.path, g.item and 0)))
     out = tr.run(g, args)
     return Trace(tr.nodes, inputs, out, prog, tr.params, tr.attention_runs, tr.attention_windows, tr.rope_thetas)
+
+
+def _traced_inputs(n: Node) -> list:
+    """The inputs a traced node's value needs first: none of a call (it traces its own
+    body), only the condition of an `if` (the chosen branch is traced once it is known)."""
+    return [] if n.op == "call" else n.inputs[:1] if n.op == "if" else n.inputs
