@@ -4,6 +4,14 @@ They are plain PyTorch, so that a generated file imports only torch (and transfo
 """
 from __future__ import annotations
 
+# where vLLM serves an attention, the heads it gives each rank must be the heads the model
+# computes there, or the tensor-parallel split can't be this model's (E3307): one message
+# for the hf flavour (vLLM's Transformers backend) and the vLLM one
+_HEADS_GUARD = '''(engine.num_heads, engine.num_kv_heads) != (query.shape[1], key.shape[1]):
+            raise RuntimeError(f"vLLM gives this attention {engine.num_heads} query and {engine.num_kv_heads} "
+                               f"key/value heads per rank, but the model computes {query.shape[1]} and "
+                               f"{key.shape[1]}: it can't be split this way (ShapeScript's E3307 says why)")'''
+
 HELPERS = {
     "rms_norm": '''
 def rms_norm(x, weight, dims, eps):
@@ -120,10 +128,7 @@ class CausalAttention(nn.Module):
 
     def forward(self, query, key, value, attention_mask=None, past_key_values=None, **kwargs):
         engine = getattr(self, "attn", None)  # vLLM's Attention, where vLLM serves this module
-        if engine is not None and (engine.num_heads, engine.num_kv_heads) != (query.shape[1], key.shape[1]):
-            raise RuntimeError(f"vLLM gives this attention {engine.num_heads} query and {engine.num_kv_heads} "
-                               f"key/value heads per rank, but the model computes {query.shape[1]} and "
-                               f"{key.shape[1]}: it can't be split this way (ShapeScript's E3307 says why)")
+        if engine is not None and ''' + _HEADS_GUARD + '''
         if isinstance(attention_mask, dict):  # one mask per layer type, as transformers' hybrid models
             attention_mask = attention_mask["sliding_attention" if self.sliding_window else "full_attention"]
         if self.sliding_window:
@@ -198,10 +203,7 @@ class CausalAttention(nn.Module):
 
     def forward(self, query, key, value, attention_mask=None, past_key_values=None, **kwargs):
         engine = self.attn
-        if (engine.num_heads, engine.num_kv_heads) != (query.shape[1], key.shape[1]):
-            raise RuntimeError(f"vLLM gives this attention {engine.num_heads} query and {engine.num_kv_heads} "
-                               f"key/value heads per rank, but the model computes {query.shape[1]} and "
-                               f"{key.shape[1]}: it can't be split this way (ShapeScript's E3307 says why)")
+        if ''' + _HEADS_GUARD + '''
         batch, heads, tokens = query.shape[0], query.shape[1], query.shape[2]
         flat = [x.transpose(1, 2).reshape(batch * tokens, -1) for x in (query, key, value)]
         out = self.attn(*flat)
