@@ -20,6 +20,7 @@ import concurrent.futures
 import logging
 import os
 import traceback
+import weakref
 from typing import Any, Callable, Optional
 
 from lsprotocol import types as T
@@ -153,7 +154,11 @@ class ShapeScriptServer(LanguageServer):
         self.config = Config()
         self.push = True  # publish diagnostics; else the client pulls them
         self.generation = 0  # bumped by every change that can change any diagnostic
-        self.published: dict = {}  # uri -> (version, items) last published
+        self.published: dict = {}  # uri -> (version, items as JSON) last published
+        self.replayed: dict = {}  # uri -> the version whose kept diagnostics were shown at didOpen
+        self.keep_timers: dict = {}  # uri -> the pending write of its diagnostics to disk
+        # SourceFile -> (text, its hash): the texts of the imports a publish was made from
+        self.digests: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         # paths whose diagnostics may have changed with another file's edit, republished
         # in the background after the edited document's own (diagnostics.py)
         self.pending: dict = {}
@@ -251,6 +256,10 @@ class ShapeScriptServer(LanguageServer):
             pass
 
     # ------------------------------------------------------------ helpers for handlers
+    def to_json(self, value):
+        """LSP values as the JSON they are sent as (pygls's converter)."""
+        return self.protocol._converter.unstructure(value)
+
     def lines_for(self, path: str) -> LineIndex:
         f = self.ws.file(path)
         return f.lines if f is not None else LineIndex("")
