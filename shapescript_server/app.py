@@ -260,6 +260,10 @@ class ShapeScriptServer(LanguageServer):
         """LSP values as the JSON they are sent as (pygls's converter)."""
         return self.protocol._converter.unstructure(value)
 
+    def publish_json(self, params: dict):
+        """publishDiagnostics with its params already JSON (converted on the core thread)."""
+        self.protocol._send_data({"jsonrpc": "2.0", "method": T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": params})
+
     def lines_for(self, path: str) -> LineIndex:
         f = self.ws.file(path)
         return f.lines if f is not None else LineIndex("")

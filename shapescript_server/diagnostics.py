@@ -221,9 +221,7 @@ def _publish(ls: ShapeScriptServer, uri: str, version, items: list, record=None)
 
 
 def _send(ls: ShapeScriptServer, uri: str, version, items: list):
-    """publishDiagnostics with diagnostics already in JSON (converted on the core thread)."""
-    ls.protocol._send_data({"jsonrpc": "2.0", "method": T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS,
-                            "params": {"uri": uri, "version": version, "diagnostics": items}})
+    ls.publish_json({"uri": uri, "version": version, "diagnostics": items})
 
 
 def _keep_later(ls: ShapeScriptServer, uri: str, version, items: list, record):
@@ -242,7 +240,8 @@ def _keep_later(ls: ShapeScriptServer, uri: str, version, items: list, record):
         deps, settings = record
         ls.submit("keep the diagnostics", lambda: diagnostics_cache.save(path, digest, settings, deps, items))
 
-    ls.keep_timers[uri] = ls.loop.call_later(SAVE_AFTER, keep)
+    if ls.loop is not None:  # else not serving (tests of the scheduling): nothing to keep
+        ls.keep_timers[uri] = ls.loop.call_later(SAVE_AFTER, keep)
 
 
 def _save_later(ls: ShapeScriptServer, uri: str, path: str):
