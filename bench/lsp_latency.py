@@ -208,9 +208,9 @@ def cold_open(cmd: list, root: str, name: str, text: str, language: str, env=Non
         else:
             srv.answer_server_request(msg)
     end = time.perf_counter() + 30
-    while linger and not any(n.endswith(".pickle") for n in os.listdir(linger) if os.path.isdir(linger)) \
+    while linger and not all(any(n.endswith(suffix) for n in os.listdir(linger)) for suffix in (".pickle", ".diags.json")) \
             and time.perf_counter() < end:
-        time.sleep(0.1)  # the server keeps the parsed items once the editor is quiet
+        time.sleep(0.1)  # the server keeps the parsed items and the diagnostics once the editor is quiet
     srv.close()
     if not publishes:
         raise RuntimeError(f"{cmd[0]}: no diagnostics for {name}")

@@ -8,9 +8,6 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as T
 
-from shapescript_core.diagnostics import docs_base
-from shapescript_core.files import ReadRefused, read_bytes
-from shapescript_core.syntax.source import decode_source
 from shapescript_core.workspace import Cancelled
 
 from . import convert, diagnostics_cache, memory
@@ -151,42 +148,29 @@ def _digest(ls: ShapeScriptServer, path: str):
 
 def settings_key(ls: ShapeScriptServer) -> str:
     """The settings the diagnostics depend on (diagnostics_cache.py)."""
-    cfg, access = ls.config, ls.access()
-    return diagnostics_cache.fingerprint({
-        "dims": dict(cfg.dims), "targets": sorted(cfg.default_targets) if cfg.default_targets else None,
-        "ranks": cfg.export.get("tensor_parallel", 1), "roots": list(ls.roots),
-        "access": [access.limit, list(access.roots or ())], "docs": docs_base()})
+    return diagnostics_cache.fingerprint(ls.config, ls.roots, ls.access())
 
 
 def show_kept(ls: ShapeScriptServer, uri: str) -> bool:
     """On the loop, at didOpen: publish the diagnostics an earlier session kept for this
     very text, settings and imports (diagnostics_cache.py), before the file is parsed.
-    The check runs all the same; its publish of this version comes only if it differs."""
+    The check runs all the same; its publish of this version comes only if it differs.
+    A document fast_start.py already published them for is only recorded as such."""
     doc = ls.docs.get(uri)
     if doc is None or not ls.push or doc.path.startswith(UNTITLED + os.sep):
         return False
-    access = ls.access()
-
-    def digest(path: str):
-        other = ls.docs.uri_by_path.get(path)
-        if other is not None:
-            return diagnostics_cache.text_hash(ls.docs.get(other).text)
-        try:
-            return diagnostics_cache.text_hash(decode_source(read_bytes(path, access))[0])
-        except ReadRefused:
-            return None
-
-    items = diagnostics_cache.load(doc.path, doc.text, settings_key(ls), digest)
-    if items is None:
-        return False
-    for d in items:  # a fix's edits were made on these very texts: at the versions open now
-        data = d.get("data")
-        for fix in (data.get("fixes") if isinstance(data, dict) else None) or ():
-            if isinstance(fix, dict) and isinstance(fix.get("versions"), dict):
-                fix["versions"] = {u: ls.docs.version(u) for u in fix["versions"]}
+    early = ls.shown_early.pop(uri, None)
+    if early is not None and early[0] == doc.version:
+        items = early[1]
+    else:
+        open_texts = {d.path: d.text for d in ls.docs}
+        items = diagnostics_cache.kept(doc.path, doc.text, settings_key(ls), open_texts, ls.access(),
+                                       ls.docs.version)
+        if items is None:
+            return False
+        _send(ls, uri, doc.version, items)
     ls.replayed[uri] = doc.version
     ls.published[uri] = (doc.version, items)
-    _send(ls, uri, doc.version, items)
     return True
 
 

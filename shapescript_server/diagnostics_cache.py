@@ -32,8 +32,10 @@ import os
 import tempfile
 from typing import Callable, Iterable, Optional
 
+from shapescript_core.diagnostics import docs_base
+from shapescript_core.files import Access, ReadRefused, read_bytes
 from shapescript_core.syntax import parse_cache
-from shapescript_core.syntax.source import normalize_newlines
+from shapescript_core.syntax.source import decode_source, normalize_newlines
 
 log = logging.getLogger("shapescript.cache")
 
@@ -74,9 +76,13 @@ def text_hash(text: Optional[str]) -> Optional[str]:
     return hashlib.sha256(normalize_newlines(text).encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def fingerprint(settings: dict) -> str:
-    """The settings a check depends on, as one comparable string."""
-    return json.dumps(settings, sort_keys=True, default=repr)
+def fingerprint(config, roots: list, access: Access) -> str:
+    """The settings a check depends on (shapescript_core.settings.Config, the workspace
+    folders, the reading boundary), as one comparable string."""
+    return json.dumps({
+        "dims": dict(config.dims), "targets": sorted(config.default_targets) if config.default_targets else None,
+        "ranks": config.export.get("tensor_parallel", 1), "roots": list(roots),
+        "access": [access.limit, list(access.roots or ())], "docs": docs_base()}, sort_keys=True, default=repr)
 
 
 def _file_for(path: str) -> str:
@@ -130,6 +136,29 @@ def load(path: str, text: str, settings: str, dep_hash: Callable[[str], Optional
     return data["diagnostics"]
 
 
+def kept(path: str, text: str, settings: str, open_texts: dict, access: Access,
+         version_of: Callable[[str], Optional[int]]) -> Optional[list]:
+    """`load` with the imports' texts as the server sees them: an open document's
+    (`open_texts`: path -> text), else the file's on disk as the workspace would read
+    it (`access`), else none. A fix's edits were made on these very texts: their
+    `versions` become the documents' versions now (`version_of`: uri -> version)."""
+    def digest(dep: str) -> Optional[str]:
+        if dep in open_texts:
+            return text_hash(open_texts[dep])
+        try:
+            return text_hash(decode_source(read_bytes(dep, access))[0])
+        except ReadRefused:
+            return None
+
+    items = load(path, text, settings, digest)
+    for d in items or ():
+        data = d.get("data")
+        for fix in (data.get("fixes") if isinstance(data, dict) else None) or ():
+            if isinstance(fix, dict) and isinstance(fix.get("versions"), dict):
+                fix["versions"] = {u: version_of(u) for u in fix["versions"]}
+    return items
+
+
 def save(path: str, text_digest: str, settings: str, deps: Iterable, diagnostics: list) -> bool:
     """Keep the complete diagnostics of `path` (its text's hash `text_digest`, the
     import closure's [(path, hash)]); False (logged) when that can't be done."""
@@ -149,7 +178,7 @@ def save(path: str, text_digest: str, settings: str, deps: Iterable, diagnostics
             fh.write(body)
         os.replace(tmp, cache)
         tmp = None
-        _prune(folder)
+        prune(folder, SUFFIX, MAX_ENTRIES)
         return True
     except Exception as exc:
         log.warning("diagnostics cache for %s not written: %r", path, exc)
@@ -158,15 +187,15 @@ def save(path: str, text_digest: str, settings: str, deps: Iterable, diagnostics
         return False
 
 
-def _prune(folder: str):
-    """At most MAX_ENTRIES entries: the least recently written go."""
+def prune(folder: str, suffix: str, most: int):
+    """At most `most` files named `*suffix` in the folder: the least recently written go."""
     with os.scandir(folder) as it:
-        entries = [e for e in it if e.name.endswith(SUFFIX) and e.is_file(follow_symlinks=False)]
-    if len(entries) <= MAX_ENTRIES:
+        entries = [e for e in it if e.name.endswith(suffix) and e.is_file(follow_symlinks=False)]
+    if len(entries) <= most:
         return
     entries.sort(key=lambda e: e.stat(follow_symlinks=False).st_mtime_ns)
-    for e in entries[:len(entries) - MAX_ENTRIES]:
+    for e in entries[:len(entries) - most]:
         try:
             os.unlink(e.path)
         except OSError as exc:
-            log.debug("diagnostics cache %s not removed: %r", e.path, exc)
+            log.debug("cache file %s not removed: %r", e.path, exc)
