@@ -178,8 +178,9 @@ def _run(early: Early, fd: int, write: Callable[[dict], None]):
         data = os.read(fd, 1 << 16)
         if not data:
             return  # the end of input: the server sees it too
-        for msg in early.framer.feed(data):
-            early.messages.append(msg)
+        messages = early.framer.feed(data)
+        early.messages += messages  # every one goes to the server, those after a stop too
+        for msg in messages:
             if not isinstance(msg, dict):
                 return
             method = msg.get("method")

@@ -34,9 +34,9 @@ def main(argv=None) -> int:
 
     early = None if args.tcp else fast_start.run()  # before pygls is loaded (fast_start.py)
     # imported here, not above, to defer pygls and lsprotocol (about 0.5 s of CPU) until
-    # fast_start has answered what it could: the only reason for an import in a function
-    from .features import create_server
-    from .transport import serve_io, serve_tcp
+    # fast_start has answered what it could (docs/architecture.md, tests/test_layering.py)
+    from .features import create_server  # deferred: pygls
+    from .transport import serve_io, serve_tcp  # deferred: pygls
 
     ls = create_server()
     status = 0
