@@ -31,6 +31,7 @@ from .imports import import_problem, project_root, resolve_import
 from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
 from .syntax import ast as A
 from .syntax import parse_cache
+from .syntax.names import NameMap, without_simple_dims
 from .syntax.parser import changed_range, parse_file, reparse_file
 from .syntax.source import LineIndex, decode_source, normalize_newlines, shifted
 from .targets import export_targets, exported, unknown_targets
@@ -657,17 +658,15 @@ class Workspace:
         # this file's names, the first item of each: the map its interface entry already holds
         # (shared, never changed: a file of a million dims keeps one such map, not three)
         e = self._interface_entry(f.path)
-        own: dict = e[3] if e[0] is f and e[1] is f.items else _first_of_each_name(f.items)
-        for it in f.items:
+        own: NameMap = e[3] if e[0] is f and e[1] is f.items else _first_of_each_name(f.items)
+        for i, it in enumerate(f.items):
             if it.syntax_errors:
                 diags.extend(it.syntax_errors)
             layout = getattr(it, "layout_errors", None)
             if layout:
                 diags.extend(layout)
-            if it.name is None:
-                continue
-            first = own[it.name]
-            if first is not it:
+            first = own.earlier(i, it)
+            if first is not None:
                 diags.append(defined_twice(it.span(it.name_pos), it.name, first.span(first.name_pos))
                              .help(f"rename one of the two `{it.name}`"))
         # imports
@@ -782,14 +781,16 @@ class Workspace:
                 meanings.carry_full(prev, changed)
             else:
                 models, sigs, odiags = dict(imodels), dict(isigs), []
-                self._declare(own.items(), models, sigs, meanings, dims, model_names, own, odiags)
+                self._declare(without_simple_dims(own).items(), models, sigs, meanings, dims, model_names, own,
+                              odiags)
                 omodels, osigs = _only(models, own), _only(sigs, own)
                 meanings.models, meanings.sigs = models, sigs
                 meanings.carry_full(prev, (*changed, *own))
             diags.extend(odiags)
         else:
             models, sigs, odiags = {}, {}, []
-            self._declare(visible.items(), models, sigs, meanings, dims, model_names, own, odiags)
+            self._declare(without_simple_dims(visible).items(), models, sigs, meanings, dims, model_names, own,
+                          odiags)
             diags.extend(odiags)
             imodels = {n: m for n, m in models.items() if own.get(n) is None}
             isigs = {n: g for n, g in sigs.items() if own.get(n) is None}
@@ -807,7 +808,7 @@ class Workspace:
         diags.extend(self._model_cycles_of(f.path, models, own))
         fns: dict = {}
         full, bodies = meanings.full, self._body_cache
-        for n, it in own.items():
+        for n, it in without_simple_dims(own).items():
             if isinstance(it, A.FnItem):
                 e = bodies.get(id(it))  # _body's reuse, inline: this loop sees every function
                 if e is not None and e[0] is it and e[1] == full[n][3] and \
@@ -824,7 +825,7 @@ class Workspace:
         if any(d.code == "E0210" for d in diags):
             # names the missing file would define are not this file's mistakes
             diags = [d for d in diags if d.code not in UNRESOLVED_NAME_CODES]
-        for it in own.values():
+        for it in without_simple_dims(own).values():
             if isinstance(it, A.FnItem) and it.decorators:
                 diags.extend(unknown_targets(it))
         diags.extend(self._unread_fields(f, own, env, fns, models))
@@ -1058,23 +1059,21 @@ def _first_of_each(maps: list) -> dict:
 
 def _only(values: dict, own: dict) -> dict:
     """The entries of `values` whose name is one of this file's, in `own`'s order."""
-    return {n: values[n] for n in own if n in values}
+    return {n: values[n] for n in without_simple_dims(own) if n in values}  # values: models, signatures
 
 
-def _first_of_each_name(items: list) -> dict:
-    """name -> the first item that declares it, in the items' order."""
-    names: dict = {}
-    for it in items:
-        if it.name is not None:
-            names.setdefault(it.name, it)
-    return names
+def _first_of_each_name(items: list) -> NameMap:
+    """name -> the first item that declares it, in the items' order (no string per
+    simple dim: syntax/names.py)."""
+    return NameMap(items)
 
 
 def _declared(visible: dict) -> tuple:
     """({broken name: declared kind}, {model names}) of a name -> item map, in its order
     (its dims: DimTable's view of it)."""
-    broken_kinds = {n: it.declared_kind for n, it in visible.items() if isinstance(it, A.BrokenItem)}
-    model_names = {n for n, it in visible.items() if isinstance(it, A.ModelItem)}
+    some = without_simple_dims(visible)
+    broken_kinds = {n: it.declared_kind for n, it in some.items() if isinstance(it, A.BrokenItem)}
+    model_names = {n for n, it in some.items() if isinstance(it, A.ModelItem)}
     return broken_kinds, model_names
 
 
