@@ -14,12 +14,20 @@ _DIM_LITERAL = re.compile(r"dim[ \t]+[A-Za-z_][A-Za-z0-9_]*[ \t]*=[ \t]*([0-9]+)
 _SHARED_POS: dict = {}
 
 
+SHARED_POS_LIMIT = 65_536  # spans in the table at most (a few MB): past that, new ones are not shared
+
+
 def shared_pos(pos: Pos) -> Pos:
-    """One tuple for each short span (a dim's value sits at one of a few dozen places on
-    its line): a million dims keep no million position tuples."""
-    if pos[1] >= 256:
-        return pos
-    return _SHARED_POS.setdefault(pos, pos)
+    """One tuple for each span (relative to its item): a million dims keep no million
+    position tuples (a dim's value sits at one of a few dozen places on its line), and
+    items written alike (the layers of a model, the blocks of a generated file) share
+    their nodes' spans. The table stops growing at SHARED_POS_LIMIT."""
+    got = _SHARED_POS.get(pos)
+    if got is not None:
+        return got
+    if len(_SHARED_POS) < SHARED_POS_LIMIT:
+        _SHARED_POS[pos] = pos
+    return pos
 
 
 class Node:
@@ -495,14 +503,63 @@ class ModelItem(Item):
     fields: list = []
 
 
+class _Body:
+    """`FnItem.body` when the item's own is not in its dict: none ([]), or, after
+    `drop_body`, its statements parsed again from the item's text (by the parser that
+    registered `body_parser`: it is the same text, so the same statements at the same
+    spans, as new objects). A body in the item's dict is read as a plain attribute."""
+
+    def __get__(self, item, owner=None):
+        if item is None:
+            return self
+        if not item.__dict__.get("body_dropped"):
+            return []
+        if body_parser is None:
+            raise RuntimeError("a dropped function body is read before any parser is loaded")
+        body = body_parser(item.text, item.path, item.offset)
+        item.__dict__["body"] = body
+        del item.__dict__["body_dropped"]
+        return body
+
+
+body_parser = None  # (text, path, offset) -> the statements of a function item's text: parser.py sets it
+
+
 class FnItem(Item):
     kind = "fn"
     decorators: list = []
     params: list = []
     params_pos: Pos = (0, 0)
     ret: Optional[TypeExpr] = None
-    body: list = []
+    body = _Body()
     header_pos: Pos = (0, 0)
+
+    def drop_body(self) -> bool:
+        """Free the body's statements (most of a function's syntax tree); the next read
+        of `body` parses them again from the text. Only for an item that parsed whole
+        (its syntax and layout errors stay as they are); whether it dropped one."""
+        d = self.__dict__
+        if "body" not in d or self.syntax_errors or self.layout_errors:
+            return False
+        del d["body"]
+        d["body_dropped"] = True
+        return True
+
+    def __getstate__(self):
+        """Pickled whole (parse_cache.py): a dropped body is parsed for the copy, not kept here."""
+        state = object.__getstate__(self)
+        own = state[0] if isinstance(state, tuple) else state
+        if own and own.get("body_dropped"):
+            own = dict(own)
+            del own["body_dropped"]
+            own["body"] = body_parser(self.text, self.path, self.offset)
+            state = (own, state[1]) if isinstance(state, tuple) else own
+        return state
+
+    @property
+    def body_loaded(self) -> bool:
+        """Whether the body's statements are in memory (not dropped)."""
+        return not self.__dict__.get("body_dropped")
 
 
 class BrokenItem(Item):

@@ -39,12 +39,15 @@ EXPECT_ORDER = ["COLON", "RPAR", "RSQB", "ARROW", "EQUAL", "_NL", "_INDENT", "NA
 
 def _pos(x) -> A.Pos:
     if isinstance(x, Token):
-        return (x.start_pos, x.end_pos)
+        return _shared((x.start_pos, x.end_pos))
     return x.pos
 
 
 def _join(a, b) -> A.Pos:
-    return (_pos(a)[0], _pos(b)[1])
+    return _shared((_pos(a)[0], _pos(b)[1]))
+
+
+_shared = A.shared_pos
 
 
 _LONGEST_INT = 4000  # digits: Python converts at most 4,300 between text and int
@@ -442,6 +445,17 @@ def parse_item(text: str, path: str, offset: int) -> A.Item:
         item = _broken(text, path, offset)
         item.syntax_errors = [internal_error("parsing this item", item.span((0, min(1, len(text)))), exc)]
         return item
+
+
+def _body_of(text: str, path: str, offset: int) -> list:
+    """The statements of a function item's text (FnItem.drop_body: parsed again)."""
+    item = parse_item(text, path, offset)
+    if not isinstance(item, A.FnItem):  # the text parsed whole before: it can't change
+        raise RuntimeError(f"the dropped body of the item at {path}:{offset} no longer parses as a function")
+    return item.__dict__.get("body", [])
+
+
+A.body_parser = _body_of
 
 
 def _broken(text: str, path: str, offset: int) -> A.BrokenItem:
