@@ -26,6 +26,7 @@ log = logging.getLogger("shapescript.server")
 # before anyone could see the difference.
 EARLY_ITEMS = 200
 SAVE_AFTER = 2.0
+TRIM_RELEASE = 200  # functions slimmed at once: then hand the freed pages back
 IDLE_RETRY = 0.5  # seconds: a save that found the core busy looks again after this
 
 
@@ -87,6 +88,7 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
                 ls.submit("republish dependents", lambda: republish_pending(ls, ls.generation))
         elif others:
             ls.call_soon(refresh_pull, ls)
+        trim(ls)
 
     ls.submit("check", job)
 
@@ -111,6 +113,15 @@ def republish_pending(ls: ShapeScriptServer, generation: int):
             return
         ls.pending.pop(path, None)
         republish(ls, path)
+        trim(ls)  # each file as soon as it is published: the next one's check reuses the memory
+
+
+def trim(ls: ShapeScriptServer):
+    """On the core thread, after a check is published: the files not edited lately keep
+    only what their next check reads (Workspace.trim: the analyses not trimmed yet), and
+    a large amount freed goes back to the system (memory.py)."""
+    if ls.ws.trim() >= TRIM_RELEASE:
+        memory.release()
 
 
 def publish_file(ls: ShapeScriptServer, uri: str, path: str, version, only_if_changed: bool = False):
