@@ -22,7 +22,10 @@ run, on a 10,000-line file each (ours: `gen.py`; ruff's: generated Python with a
 finding every 50 lines): spawn -> first diagnostics (process start, initialize,
 initialized, didOpen, the first publishDiagnostics of the file), didOpen -> first
 diagnostics, and for ours didOpen -> the complete diagnostics when a first, syntax-only
-publish comes before them.
+publish comes before them. Ours twice per run, with a cache folder of its own: first
+open (the folder empty: no kept initialize answer, parsed items or diagnostics), then
+reopened (what the first session kept once idle: the initialize answered before pygls
+is loaded, the kept diagnostics published at didOpen, shapescript_server/fast_start.py).
 
 `--profile FILE` runs the server under cProfile and writes its stats there. Beside
 each kind, the server's CPU time per edit (all its threads, Linux): on a busy machine
