@@ -155,3 +155,15 @@ def test_a_broken_or_foreign_kept_answer_is_not_given(project, damage):
                      "other key": json.dumps({**good, "key": "0" * 64}),
                      "no capabilities": json.dumps({**good, "result": {"serverInfo": {}}})}[damage])
     assert fast_start.load_answer(params) is None
+
+
+def test_the_server_itself_starts_without_numpy_torch_or_transformers():
+    """When there is nothing to answer early (a first start), the server is built with
+    the checker, never with what only an export run needs."""
+    script = ("import sys\nfrom shapescript_server.features import create_server\ncreate_server()\n"
+              "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+              "('numpy', 'torch', 'transformers', 'gguf', 'safetensors', 'jinja2')))")
+    done = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": ROOT}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
