@@ -78,7 +78,7 @@ class _ItemsUnpickler(pickle.Unpickler):
         return obj
 
 
-def _private(fd: int, folder: str) -> bool:
+def private(fd: int, folder: str) -> bool:
     """The file and its folder belong to this user, and no one else can write them."""
     uid = os.getuid() if hasattr(os, "getuid") else None
     for st in (os.fstat(fd), os.stat(folder)):
@@ -94,7 +94,7 @@ def load(path: str) -> dict:
     cache = _file_for(path)
     try:
         with open(cache, "rb") as fh:
-            if not _private(fh.fileno(), os.path.dirname(cache)):
+            if not private(fh.fileno(), os.path.dirname(cache)):
                 log.warning("parse cache %s not read: it or its folder is not private to this user", cache)
                 return {}
             data = _ItemsUnpickler(fh).load()
