@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import re
-import weakref
 from dataclasses import dataclass
 from typing import Optional, Union
 
@@ -279,8 +278,9 @@ class Item(Anchor):
     # slots for what every item has (a file of a million `dim` lines holds no million
     # instance dicts); the rest are class-level defaults, set on an item only when it has
     # its own: no million empty lists. Models, functions, imports and broken items keep
-    # their text, name and other attributes in a dict; a dim has none (see DimItem)
-    __slots__ = ("path", "offset", "__weakref__")
+    # their path, text, name and other attributes in a dict (and can be weakly referred
+    # to); a dim has no dict (see DimItem)
+    __slots__ = ("offset",)
     kind = "item"
     cheap = False  # DimItem.cheap
     doc = ""
@@ -332,20 +332,28 @@ class ImportItem(Item):
 
 
 LITERAL_IN_TEXT = False  # FullDim.value not built yet: a literal the parser checked, in the text
-_LITERALS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # DimItem -> its value's node, once asked
+
+
+class FileText:
+    """A version of a file's text and its path: what the DimItems of that version share."""
+
+    __slots__ = ("text", "path")
+
+    def __init__(self, text: str, path: str):
+        self.text, self.path = text, path
 
 
 class DimItem(Item):
     """`dim NAME` or `dim NAME = size`: every dim is one (`isinstance`); an object of this
     class itself is the commonest, a line `dim NAME = 123` (a plain literal: 1 to 18
     digits, not 0, no doc comment above it) that the parser's fast path left in the
-    file's text. It keeps four slots and nothing else (64 bytes; a file of a million
-    dims): its path, its offset, the weak reference slot and the file's text (`_src`,
-    which `parser.rebase` points at each new version of the file). Its text (its line),
-    name, name span and value are read from that text when asked: no string, tuple,
-    node or int per dim (its value's node, once asked, is kept beside it in a weak map,
-    so it is the same node each time). The other dims (a value to evaluate, a doc, a
-    literal out of range, layout problems) are `FullDim`s."""
+    file's text. It keeps two slots and nothing else (48 bytes; a file of a million
+    dims): its offset and the file's text and path (`_src`, a FileText shared by the
+    dims of the file, which `parser.rebase` points at each new version of it). Its text
+    (its line), name, name span and value are read from that text when asked: no
+    string, tuple, node or int per dim (its value's node is made at each ask). It can't
+    be weakly referred to. The other dims (a value to evaluate, a doc, a literal out
+    of range, layout problems) are `FullDim`s."""
 
     __slots__ = ("_src",)
     kind = "dim"
@@ -353,29 +361,28 @@ class DimItem(Item):
     cheap = True  # parsed again as fast as it unpickles (parse_cache.py doesn't keep it)
 
     @classmethod
-    def in_source(cls, src: str, start: int, path: str) -> "DimItem":
+    def in_source(cls, src: FileText, start: int) -> "DimItem":
         """The item of the line of src at `start` (the caller checked it: a `dim NAME =
         literal` line for which `plain` holds)."""
         item = cls.__new__(cls)
-        item._src, item.path, item.offset = src, path, start
+        item._src, item.offset = src, start
         return item
 
     @property
+    def path(self) -> str:
+        return self._src.path
+
+    @property
     def text(self) -> str:
-        s, a = self._src, self.offset
+        s, a = self._src.text, self.offset
         e = s.find("\n", a)
         return s[a:] if e < 0 else s[a:e + 1]
 
     @property
     def name(self) -> str:
         # `dim`, blanks, the name, blanks, `=` (the parser's fast path matched the line)
-        s, a = self._src, self.offset
+        s, a = self._src.text, self.offset
         return s[a + 3:s.find("=", a)].strip(" \t")
-
-    def rebase(self, src: str):
-        """The same text, found in `src` at the item's offset (a newer version of the
-        file, the offset already moved): the older version is not kept alive by it."""
-        self._src = src
 
     def __reduce_ex__(self, protocol):
         # a copy holds its own text, not the file's (a pickled item never holds the whole file)
@@ -383,19 +390,16 @@ class DimItem(Item):
 
     @property
     def value(self) -> Optional[SizeExpr]:
-        v = _LITERALS.get(self)
-        if v is None:
-            m = _DIM_LITERAL.match(self._src, self.offset)
-            a = self.offset
-            v = _LITERALS[self] = SInt(int(m.group(1)), shared_pos((m.start(1) - a, m.end(1) - a)))
-        return v
+        a = self.offset
+        m = _DIM_LITERAL.match(self._src.text, a)
+        return SInt(int(m.group(1)), shared_pos((m.start(1) - a, m.end(1) - a)))
 
     def literal_size(self) -> Optional[int]:
         """A plain dim's value (None when it has none), without building a node."""
-        return int(_DIM_LITERAL.match(self._src, self.offset).group(1))
+        return int(_DIM_LITERAL.match(self._src.text, self.offset).group(1))
 
     def _derived_name_pos(self) -> Pos:
-        m = _DIM_NAME.match(self._src, self.offset)
+        m = _DIM_NAME.match(self._src.text, self.offset)
         a = self.offset
         return (m.start(1) - a, m.end(1) - a)
 
@@ -406,7 +410,7 @@ class FullDim(DimItem):
     name span in one slot (`_more`, a dict, or None). The parser's fast path may still
     leave a plain literal in the text (`value` is LITERAL_IN_TEXT until asked for)."""
 
-    __slots__ = ("_name", "_value", "_more")
+    __slots__ = ("path", "_name", "_value", "_more", "__weakref__")
 
     def __init__(self, text: str, path: str, offset: int):
         super().__init__(text, path, offset)
@@ -428,9 +432,6 @@ class FullDim(DimItem):
     @name.setter
     def name(self, name: Optional[str]):
         self._name = name
-
-    def rebase(self, src: str):
-        pass  # its own text
 
     __reduce_ex__ = object.__reduce_ex__  # its slots (__getstate__), not a DimItem's copy
 

@@ -35,7 +35,7 @@ class NameMap(Mapping):
         repeats: set = set()  # the positions of the DimItems whose name was declared before
         for i, it in enumerate(items):
             if type(it) is compact:
-                s, a = it._src, it.offset  # DimItem.name, inline: this loop sees every item
+                s, a = it._src.text, it.offset  # DimItem.name, inline: this loop sees every item
                 name = s[a + 3:s.find("=", a)].strip(" \t")
                 if name in other:
                     repeats.add(i)

@@ -627,6 +627,7 @@ def parse_file(text: str, path: str, reuse: dict | None = None) -> list[A.Item]:
 
 def _parse_chunks(text: str, path: str, chunks, reuse: dict | None) -> list[A.Item]:
     items: list[A.Item] = []
+    shared = None  # the FileText of the DimItems made here
     for start, end, doc in chunks:
         item = None
         if reuse:
@@ -641,7 +642,9 @@ def _parse_chunks(text: str, path: str, chunks, reuse: dict | None) -> list[A.It
             m = _SIMPLE_DIM.match(text, start, end)
             if m is not None and m.group(1) not in KEYWORDS:  # parse_item's fast path
                 if not doc and _plain_literal(m.group(2)) and _line_end(text, start) == end:
-                    item = A.DimItem.in_source(text, start, path)  # its text left in the file's
+                    if shared is None:
+                        shared = A.FileText(text, path)
+                    item = A.DimItem.in_source(shared, start)  # its text left in the file's
                 else:
                     item = _simple_dim(m, A.FullDim(text[start:end], path, start))
             else:
@@ -662,9 +665,14 @@ def _line_end(text: str, start: int) -> int:
 def rebase(items: list, text: str):
     """Point the dims whose text is a slice of an older version of the file at `text`
     (where each is at its offset now): no older version stays alive."""
+    now = None  # the FileText of `text`, shared by all
     for it in items:
         if type(it) is A.DimItem:
-            it._src = text
+            old = it._src
+            if old.text is not text:
+                if now is None or now.path != old.path:
+                    now = A.FileText(text, old.path)
+                it._src = now
 
 
 def changed_range(old: str, new: str) -> tuple[int, int, int]:
