@@ -69,6 +69,7 @@ class Cancelled(Exception):
 class SourceFile:
     decode_error: Optional[str] = None  # read from disk, not UTF-8: where the first bad byte is
     _imports: Optional[tuple] = None  # (items, root, [(ImportItem, path)]): Workspace._import_targets
+    saved_check: Optional[tuple] = None  # (key, diagnostics) an earlier session saved (Workspace.saved_diagnostics)
 
     def __init__(self, path: str, text: str, version: Optional[int] = None, cached: bool = False):
         self.path = path
@@ -79,7 +80,8 @@ class SourceFile:
         if cached:  # the items saved for this path by an earlier session, reused by their text
             text = normalize_newlines(text)
             with _no_gc():
-                self.items = parse_file(text, path, parse_cache.load(path))
+                reuse, self.saved_check = parse_cache.load_saved(path)
+                self.items = parse_file(text, path, reuse)
             self.lines = LineIndex(text)
             self.text = text
         else:
@@ -87,6 +89,7 @@ class SourceFile:
 
     def set_text(self, text: str, version: Optional[int] = None):
         text = normalize_newlines(text)  # a bare \r ends a line, as in LSP: same offsets
+        self.saved_check = None  # it was this text's
         with _no_gc():
             self.items = reparse_file(self.items, self.text, text, self.path)
         self.lines = _lines_after(self.text, self.lines, text)
@@ -240,6 +243,7 @@ class Workspace:
         self._export_checking: set = set()  # paths whose export checks are running now
         self._recent: list = []  # the files set_text changed last, the latest last (trim keeps them whole)
         self._slim_env: dict = {}  # path -> _EnvHolder: the environment its slimmed results are restored with
+        self._save_pending: set = set()  # files whose parse cache is to be saved: trim keeps their bodies till then
 
     # ------------------------------------------------------------ configuration
     @property
@@ -389,6 +393,7 @@ class Workspace:
             # environment too (their reads mean the same): they are restored with it
             holder.env = env
             whole = _reached(fns, [it.name for it, _ in self.exported(a)])
+            drop = path not in self._save_pending  # else save_parse_cache drops them, once saved
             for name, res in fns.items():
                 if res.slimmed:
                     continue
@@ -397,7 +402,8 @@ class Workspace:
                 if name in whole or sig is None or a.own.get(name) is not item:
                     continue
                 res.slim(functools.partial(_check_again, item, sig, holder))
-                item.drop_body()
+                if drop:
+                    item.drop_body()
                 slimmed += 1
         return slimmed
 
@@ -412,9 +418,55 @@ class Workspace:
         return out
 
     def save_parse_cache(self, path: str) -> bool:
-        """Keep an open file's parsed items on disk for the next session (parse_cache.py)."""
+        """Keep an open file's parsed items on disk for the next session (parse_cache.py),
+        with its diagnostics when its analysis is current and they are its own alone:
+        none points into another file (whose lines may differ then), and it read no
+        imported body (the export checks, W0102: not in the key)."""
         f = self.files.get(self.norm(path))
-        return f is not None and parse_cache.save(f.path, f.items)
+        if f is None:
+            return False
+        self._save_pending.discard(f.path)
+        a = self._analysis.get(f.path)
+        checked = None
+        if a is not None and self._still_valid(a) and not a.body_reads and not a.volatile and \
+                all(d.span.path == f.path and all(lb.span.path == f.path for lb in d.labels) for d in a.diags):
+            checked = (self._check_key(f, a.stamp), list(a.diags))
+        if checked is not None and f.saved_check is not None and f.saved_check[0] == checked[0]:
+            done = True  # the file as it was loaded (its text unchanged since), and the same check
+        else:
+            done = parse_cache.save(f.path, f.items, checked)
+        if a is not None and a.trimmed:  # the bodies trim kept for this save
+            for res in a.fns.values():
+                if res.slimmed:
+                    res.item.drop_body()
+        return done
+
+    def keep_bodies_until_saved(self, path: str):
+        """`path`'s parse cache is to be saved (save_parse_cache): trim leaves its function
+        bodies till then (a dropped body would be parsed again to be saved)."""
+        self._save_pending.add(self.norm(path))
+
+    def saved_diagnostics(self, path: str) -> Optional[list]:
+        """The diagnostics an earlier session saved for this file (save_parse_cache), when
+        what they were checked from is the same now: its text, its import closure's
+        interfaces and the settings that change a check. None otherwise."""
+        f = self.files.get(self.norm(path))
+        saved = f.saved_check if f is not None else None
+        if saved is None:
+            return None
+        closure = [p for p in self._import_closure(f.path) if p != f.path]
+        stamp = tuple((p, self._interface_entry(p)[2]) for p in closure)
+        return list(saved[1]) if saved[0] == self._check_key(f, stamp) else None
+
+    def _check_key(self, f: SourceFile, stamp: tuple) -> str:
+        """A digest of what a file's analysis is made from, but the imported bodies it reads."""
+        requests = sorted((str(fn), sorted(targets)) for fn, targets in self.export_requests_of(f.path))
+        settings = (sorted(self._dim_overrides.items()), requests, sorted(self._default_targets or ()),
+                    self._tensor_parallel, self.root_of(f.path), f.decode_error)
+        digest = hashlib.blake2b(digest_size=20)
+        digest.update(repr((f.path, stamp, settings)).encode("utf-8", "surrogatepass"))
+        digest.update(f.text.encode("utf-8", "surrogatepass"))
+        return digest.hexdigest()
 
     def invalidate(self, path: str | None = None):
         """Forget file-level results (item-level caches stay valid on their own)."""
@@ -427,6 +479,7 @@ class Workspace:
         if path in self._recent:
             self._recent.remove(path)
         self._slim_env.pop(path, None)
+        self._save_pending.discard(path)
         f = self.files.pop(path, None)
         if f is not None:
             self._forget(f.items)

@@ -53,10 +53,16 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
         f = ls.ws.set_text(path, text, version)
         big = cold and len(f.items) >= EARLY_ITEMS
         if big and ls.push:
-            items = convert.diagnostics(ls.ws.syntax_diagnostics(path), path, ls.lines_for, ls.docs.uri_for,
-                                        ls.docs.version)
+            # a reopened file whose check an earlier session saved, for the same text,
+            # imports and settings: those diagnostics, whole; else its syntax errors
+            saved = ls.ws.saved_diagnostics(path)
+            items = convert.diagnostics(saved if saved is not None else ls.ws.syntax_diagnostics(path), path,
+                                        ls.lines_for, ls.docs.uri_for, ls.docs.version)
+            if saved is not None:
+                early[0] = items
             ls.call_soon(_publish, ls, uri, version, items)
-        if big and ls.ws.use_parse_cache:
+        if big:
+            ls.ws.keep_bodies_until_saved(path)
             ls.call_soon(_save_later, ls, uri, path)
         if big:
             # its check goes behind the jobs already queued: the documents opened with it
@@ -65,6 +71,8 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
             ls.submit("check", check)
             return
         check()
+
+    early = [None]  # what the job published from the saved check: the check publishes only a difference
 
     def check():
         if stale():
@@ -79,7 +87,7 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
         others = importers + [o for o in sorted(ls.ws.open)
                               if o != path and o not in importers and path in ls.ws.importers(o)]
         if ls.push:
-            publish_file(ls, uri, path, version)
+            publish_file(ls, uri, path, version, unless=early[0])
             for other in others:
                 ls.pending[other] = None
             if ls.pending:
@@ -122,15 +130,17 @@ def trim(ls: ShapeScriptServer):
         memory.release()
 
 
-def publish_file(ls: ShapeScriptServer, uri: str, path: str, version, only_if_changed: bool = False):
-    """On the core thread: convert a file's diagnostics and hand them to the loop."""
+def publish_file(ls: ShapeScriptServer, uri: str, path: str, version, only_if_changed: bool = False,
+                 unless: list | None = None):
+    """On the core thread: convert a file's diagnostics and hand them to the loop (not
+    when they are `unless`, published already for this version)."""
     a = ls.ws.analyze(path)
     if only_if_changed and a is not None and ls.published_from.get(path) is a and \
             (ls.published.get(uri) or (None,))[0] == version and _local(a.diags, path):
         return  # the analysis it was published from still holds: nothing to convert
     items = convert.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for, ls.docs.version)
     ls.published_from[path] = a
-    if only_if_changed and ls.published.get(uri) == (version, items):
+    if (only_if_changed and ls.published.get(uri) == (version, items)) or items == unless:
         return
     ls.call_soon(_publish, ls, uri, version, items)
 

@@ -305,3 +305,16 @@ def test_random_edits_across_files_publish_what_check_says(edits):
         assert published(ws, paths) == check_cli(root, paths)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_file_to_be_saved_keeps_its_bodies_till_its_parse_cache_is_written(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHAPESCRIPT_CACHE_DIR", str(tmp_path / "cache"))
+    ws, paths = chain(str(tmp_path))
+    ws.keep_bodies_until_saved(paths[0])
+    analyze_all(ws, paths)
+    assert ws.trim() == 3
+    assert ws.analyze(paths[0]).fns["other"].slimmed
+    assert all(it.body_loaded for it in fn_items(ws, paths[0]).values())  # kept for the save
+    assert not any(it.body_loaded for it in fn_items(ws, paths[1]).values())
+    assert ws.save_parse_cache(paths[0])
+    assert not any(it.body_loaded for it in fn_items(ws, paths[0]).values())  # dropped once saved
