@@ -243,7 +243,6 @@ class Workspace:
         self._export_checking: set = set()  # paths whose export checks are running now
         self._recent: list = []  # the files set_text changed last, the latest last (trim keeps them whole)
         self._slim_env: dict = {}  # path -> _EnvHolder: the environment its slimmed results are restored with
-        self._save_pending: set = set()  # files whose parse cache is to be saved: trim keeps their bodies till then
 
     # ------------------------------------------------------------ configuration
     @property
@@ -393,7 +392,6 @@ class Workspace:
             # environment too (their reads mean the same): they are restored with it
             holder.env = env
             whole = _reached(fns, [it.name for it, _ in self.exported(a)])
-            drop = path not in self._save_pending  # else save_parse_cache drops them, once saved
             for name, res in fns.items():
                 if res.slimmed:
                     continue
@@ -402,8 +400,7 @@ class Workspace:
                 if name in whole or sig is None or a.own.get(name) is not item:
                     continue
                 res.slim(functools.partial(_check_again, item, sig, holder))
-                if drop:
-                    item.drop_body()
+                item.drop_body()
                 slimmed += 1
         return slimmed
 
@@ -425,26 +422,14 @@ class Workspace:
         f = self.files.get(self.norm(path))
         if f is None:
             return False
-        self._save_pending.discard(f.path)
         a = self._analysis.get(f.path)
         checked = None
         if a is not None and self._still_valid(a) and not a.body_reads and not a.volatile and \
                 all(d.span.path == f.path and all(lb.span.path == f.path for lb in d.labels) for d in a.diags):
             checked = (self._check_key(f, a.stamp), list(a.diags))
         if checked is not None and f.saved_check is not None and f.saved_check[0] == checked[0]:
-            done = True  # the file as it was loaded (its text unchanged since), and the same check
-        else:
-            done = parse_cache.save(f.path, f.items, checked)
-        if a is not None and a.trimmed:  # the bodies trim kept for this save
-            for res in a.fns.values():
-                if res.slimmed:
-                    res.item.drop_body()
-        return done
-
-    def keep_bodies_until_saved(self, path: str):
-        """`path`'s parse cache is to be saved (save_parse_cache): trim leaves its function
-        bodies till then (a dropped body would be parsed again to be saved)."""
-        self._save_pending.add(self.norm(path))
+            return True  # the file as it was loaded (its text unchanged since), and the same check
+        return parse_cache.save(f.path, f.items, checked)
 
     def saved_diagnostics(self, path: str) -> Optional[list]:
         """The diagnostics an earlier session saved for this file (save_parse_cache), when
@@ -479,7 +464,6 @@ class Workspace:
         if path in self._recent:
             self._recent.remove(path)
         self._slim_env.pop(path, None)
-        self._save_pending.discard(path)
         f = self.files.pop(path, None)
         if f is not None:
             self._forget(f.items)
@@ -531,7 +515,7 @@ class Workspace:
         except ReadRefused as e:
             return self._refuse(path, e.refusal)
         text, sf_problem = decode_source(data)
-        sf = SourceFile(path, text)
+        sf = SourceFile(path, text, cached=self._use_parse_cache)  # the server: saved items reused
         sf.decode_error = sf_problem  # not UTF-8: E0210 at the import that reads it
         if cached:
             self._forget(cached[1].items)
@@ -1127,7 +1111,7 @@ class Workspace:
         return {p: self.diagnostics(p) for p in paths}
 
 
-RECENT = 2  # files last changed whose syntax trees and check details trim() keeps whole
+RECENT = 1  # files last changed whose syntax trees and check details trim() keeps whole
 
 
 class _EnvHolder:

@@ -62,7 +62,6 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
                 early[0] = items
             ls.call_soon(_publish, ls, uri, version, items)
         if big:
-            ls.ws.keep_bodies_until_saved(path)
             ls.call_soon(_save_later, ls, uri, path)
         if big:
             # its check goes behind the jobs already queued: the documents opened with it

@@ -7,7 +7,8 @@ hash of the path and of the parser's own source (grammar, lexer, parser, AST, me
 a changed parser never reads items an older one made). It holds the items pickled (but
 the simple `dim NAME = 123` lines, which parse again as fast as they unpickle);
 loading gives `parse_file`'s `reuse` table (text -> items), so an item is reused only
-for the very same text, at its new offset. Beside the items it may hold the file's checked diagnostics with the
+for the very same text, at its new offset. A function whose body the workspace had
+dropped (`Workspace.trim`) is saved without it: its body is parsed when first read. Beside the items it may hold the file's checked diagnostics with the
 key of what they were checked from (`Workspace.save_parse_cache`: the text, its
 imports' interfaces, the settings), which a reopened file publishes at once while that
 key still holds. Reading is best effort: a missing,
