@@ -32,6 +32,7 @@ from .imports import import_problem, project_root, resolve_import
 from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
 from .syntax import ast as A
 from .syntax import parse_cache
+from .syntax.names import NameMap, without_simple_dims
 from .syntax.parser import changed_range, parse_file, reparse_file
 from .syntax.source import LineIndex, decode_source, normalize_newlines, shifted
 from .targets import export_targets, exported, unknown_targets
@@ -69,7 +70,6 @@ class Cancelled(Exception):
 class SourceFile:
     decode_error: Optional[str] = None  # read from disk, not UTF-8: where the first bad byte is
     _imports: Optional[tuple] = None  # (items, root, [(ImportItem, path)]): Workspace._import_targets
-    saved_check: Optional[tuple] = None  # (key, diagnostics) an earlier session saved (Workspace.saved_diagnostics)
 
     def __init__(self, path: str, text: str, version: Optional[int] = None, cached: bool = False):
         self.path = path
@@ -80,8 +80,7 @@ class SourceFile:
         if cached:  # the items saved for this path by an earlier session, reused by their text
             text = normalize_newlines(text)
             with _no_gc():
-                reuse, self.saved_check = parse_cache.load_saved(path)
-                self.items = parse_file(text, path, reuse)
+                self.items = parse_file(text, path, parse_cache.load(path))
             self.lines = LineIndex(text)
             self.text = text
         else:
@@ -89,7 +88,6 @@ class SourceFile:
 
     def set_text(self, text: str, version: Optional[int] = None):
         text = normalize_newlines(text)  # a bare \r ends a line, as in LSP: same offsets
-        self.saved_check = None  # it was this text's
         with _no_gc():
             self.items = reparse_file(self.items, self.text, text, self.path)
         self.lines = _lines_after(self.text, self.lines, text)
@@ -415,43 +413,9 @@ class Workspace:
         return out
 
     def save_parse_cache(self, path: str) -> bool:
-        """Keep an open file's parsed items on disk for the next session (parse_cache.py),
-        with its diagnostics when its analysis is current and they are its own alone:
-        none points into another file (whose lines may differ then), and it read no
-        imported body (the export checks, W0102: not in the key)."""
+        """Keep an open file's parsed items on disk for the next session (parse_cache.py)."""
         f = self.files.get(self.norm(path))
-        if f is None:
-            return False
-        a = self._analysis.get(f.path)
-        checked = None
-        if a is not None and self._still_valid(a) and not a.body_reads and not a.volatile and \
-                all(d.span.path == f.path and all(lb.span.path == f.path for lb in d.labels) for d in a.diags):
-            checked = (self._check_key(f, a.stamp), list(a.diags))
-        if checked is not None and f.saved_check is not None and f.saved_check[0] == checked[0]:
-            return True  # the file as it was loaded (its text unchanged since), and the same check
-        return parse_cache.save(f.path, f.items, checked)
-
-    def saved_diagnostics(self, path: str) -> Optional[list]:
-        """The diagnostics an earlier session saved for this file (save_parse_cache), when
-        what they were checked from is the same now: its text, its import closure's
-        interfaces and the settings that change a check. None otherwise."""
-        f = self.files.get(self.norm(path))
-        saved = f.saved_check if f is not None else None
-        if saved is None:
-            return None
-        closure = [p for p in self._import_closure(f.path) if p != f.path]
-        stamp = tuple((p, self._interface_entry(p)[2]) for p in closure)
-        return list(saved[1]) if saved[0] == self._check_key(f, stamp) else None
-
-    def _check_key(self, f: SourceFile, stamp: tuple) -> str:
-        """A digest of what a file's analysis is made from, but the imported bodies it reads."""
-        requests = sorted((str(fn), sorted(targets)) for fn, targets in self.export_requests_of(f.path))
-        settings = (sorted(self._dim_overrides.items()), requests, sorted(self._default_targets or ()),
-                    self._tensor_parallel, self.root_of(f.path), f.decode_error)
-        digest = hashlib.blake2b(digest_size=20)
-        digest.update(repr((f.path, stamp, settings)).encode("utf-8", "surrogatepass"))
-        digest.update(f.text.encode("utf-8", "surrogatepass"))
-        return digest.hexdigest()
+        return f is not None and parse_cache.save(f.path, f.items)
 
     def invalidate(self, path: str | None = None):
         """Forget file-level results (item-level caches stay valid on their own)."""
@@ -756,17 +720,15 @@ class Workspace:
         # this file's names, the first item of each: the map its interface entry already holds
         # (shared, never changed: a file of a million dims keeps one such map, not three)
         e = self._interface_entry(f.path)
-        own: dict = e[3] if e[0] is f and e[1] is f.items else _first_of_each_name(f.items)
-        for it in f.items:
+        own: NameMap = e[3] if e[0] is f and e[1] is f.items else _first_of_each_name(f.items)
+        for i, it in enumerate(f.items):
             if it.syntax_errors:
                 diags.extend(it.syntax_errors)
             layout = getattr(it, "layout_errors", None)
             if layout:
                 diags.extend(layout)
-            if it.name is None:
-                continue
-            first = own[it.name]
-            if first is not it:
+            first = own.earlier(i, it)
+            if first is not None:
                 diags.append(defined_twice(it.span(it.name_pos), it.name, first.span(first.name_pos))
                              .help(f"rename one of the two `{it.name}`"))
         # imports
@@ -881,14 +843,16 @@ class Workspace:
                 meanings.carry_full(prev, changed)
             else:
                 models, sigs, odiags = dict(imodels), dict(isigs), []
-                self._declare(own.items(), models, sigs, meanings, dims, model_names, own, odiags)
+                self._declare(without_simple_dims(own).items(), models, sigs, meanings, dims, model_names, own,
+                              odiags)
                 omodels, osigs = _only(models, own), _only(sigs, own)
                 meanings.models, meanings.sigs = models, sigs
                 meanings.carry_full(prev, (*changed, *own))
             diags.extend(odiags)
         else:
             models, sigs, odiags = {}, {}, []
-            self._declare(visible.items(), models, sigs, meanings, dims, model_names, own, odiags)
+            self._declare(without_simple_dims(visible).items(), models, sigs, meanings, dims, model_names, own,
+                          odiags)
             diags.extend(odiags)
             imodels = {n: m for n, m in models.items() if own.get(n) is None}
             isigs = {n: g for n, g in sigs.items() if own.get(n) is None}
@@ -907,7 +871,7 @@ class Workspace:
         diags.extend(self._model_cycles_of(f.path, models, own))
         fns: dict = {}
         full, bodies = meanings.full, self._body_cache
-        for n, it in own.items():
+        for n, it in without_simple_dims(own).items():
             if isinstance(it, A.FnItem):
                 e = bodies.get(id(it))  # _body's reuse, inline: this loop sees every function
                 if e is not None and e[0] is it and e[1] == full[n][3] and \
@@ -924,7 +888,7 @@ class Workspace:
         if any(d.code == "E0210" for d in diags):
             # names the missing file would define are not this file's mistakes
             diags = [d for d in diags if d.code not in UNRESOLVED_NAME_CODES]
-        for it in own.values():
+        for it in without_simple_dims(own).values():
             if isinstance(it, A.FnItem) and it.decorators:
                 diags.extend(unknown_targets(it))
         diags.extend(self._unread_fields(f, own, env, fns, models))
@@ -1187,23 +1151,21 @@ def _first_of_each(maps: list) -> dict:
 
 def _only(values: dict, own: dict) -> dict:
     """The entries of `values` whose name is one of this file's, in `own`'s order."""
-    return {n: values[n] for n in own if n in values}
+    return {n: values[n] for n in without_simple_dims(own) if n in values}  # values: models, signatures
 
 
-def _first_of_each_name(items: list) -> dict:
-    """name -> the first item that declares it, in the items' order."""
-    names: dict = {}
-    for it in items:
-        if it.name is not None:
-            names.setdefault(it.name, it)
-    return names
+def _first_of_each_name(items: list) -> NameMap:
+    """name -> the first item that declares it, in the items' order (no string per
+    simple dim: syntax/names.py)."""
+    return NameMap(items)
 
 
 def _declared(visible: dict) -> tuple:
     """({broken name: declared kind}, {model names}) of a name -> item map, in its order
     (its dims: DimTable's view of it)."""
-    broken_kinds = {n: it.declared_kind for n, it in visible.items() if isinstance(it, A.BrokenItem)}
-    model_names = {n for n, it in visible.items() if isinstance(it, A.ModelItem)}
+    some = without_simple_dims(visible)
+    broken_kinds = {n: it.declared_kind for n, it in some.items() if isinstance(it, A.BrokenItem)}
+    model_names = {n for n, it in some.items() if isinstance(it, A.ModelItem)}
     return broken_kinds, model_names
 
 

@@ -3,13 +3,15 @@ publishing (push) and `textDocument/diagnostic` (pull)."""
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING
 
 from lsprotocol import types as T
 
 from shapescript_core.workspace import Cancelled
 
-from . import convert, memory
+from . import convert, diagnostics_cache, memory
+from .documents import UNTITLED
 from .guard import guarded
 
 if TYPE_CHECKING:
@@ -52,16 +54,11 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
         cold = path not in ls.ws.files
         f = ls.ws.set_text(path, text, version)
         big = cold and len(f.items) >= EARLY_ITEMS
-        if big and ls.push:
-            # a reopened file whose check an earlier session saved, for the same text,
-            # imports and settings: those diagnostics, whole; else its syntax errors
-            saved = ls.ws.saved_diagnostics(path)
-            items = convert.diagnostics(saved if saved is not None else ls.ws.syntax_diagnostics(path), path,
-                                        ls.lines_for, ls.docs.uri_for, ls.docs.version)
-            if saved is not None:
-                early[0] = items
+        if big and ls.push and ls.replayed.get(uri) != version:  # not when the kept diagnostics are shown
+            items = ls.to_json(convert.diagnostics(ls.ws.syntax_diagnostics(path), path, ls.lines_for,
+                                                   ls.docs.uri_for, ls.docs.version))
             ls.call_soon(_publish, ls, uri, version, items)
-        if big:
+        if big and ls.ws.use_parse_cache:
             ls.call_soon(_save_later, ls, uri, path)
         if big:
             # its check goes behind the jobs already queued: the documents opened with it
@@ -70,8 +67,6 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
             ls.submit("check", check)
             return
         check()
-
-    early = [None]  # what the job published from the saved check: the check publishes only a difference
 
     def check():
         if stale():
@@ -86,7 +81,7 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
         others = importers + [o for o in sorted(ls.ws.open)
                               if o != path and o not in importers and path in ls.ws.importers(o)]
         if ls.push:
-            publish_file(ls, uri, path, version, unless=early[0])
+            publish_file(ls, uri, path, version)
             for other in others:
                 ls.pending[other] = None
             if ls.pending:
@@ -129,19 +124,65 @@ def trim(ls: ShapeScriptServer):
         memory.release()
 
 
-def publish_file(ls: ShapeScriptServer, uri: str, path: str, version, only_if_changed: bool = False,
-                 unless: list | None = None):
-    """On the core thread: convert a file's diagnostics and hand them to the loop (not
-    when they are `unless`, published already for this version)."""
+def publish_file(ls: ShapeScriptServer, uri: str, path: str, version, only_if_changed: bool = False):
+    """On the core thread: convert a file's diagnostics and hand them to the loop."""
     a = ls.ws.analyze(path)
     if only_if_changed and a is not None and ls.published_from.get(path) is a and \
             (ls.published.get(uri) or (None,))[0] == version and _local(a.diags, path):
         return  # the analysis it was published from still holds: nothing to convert
-    items = convert.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for, ls.docs.version)
+    items = ls.to_json(convert.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for,
+                                           ls.docs.version))
     ls.published_from[path] = a
-    if (only_if_changed and ls.published.get(uri) == (version, items)) or items == unless:
+    if only_if_changed and ls.published.get(uri) == (version, items):
         return
-    ls.call_soon(_publish, ls, uri, version, items)
+    record = None
+    if a is not None and not a.volatile and not path.startswith(UNTITLED + os.sep):
+        # what these diagnostics were made from, for the next session (diagnostics_cache.py)
+        record = ([(p, _digest(ls, p)) for p, _ in a.stamp], settings_key(ls))
+    ls.call_soon(_publish, ls, uri, version, items, record)
+
+
+def _digest(ls: ShapeScriptServer, path: str):
+    """On the core thread: the hash of the text the workspace holds for `path` (None:
+    unreadable), remembered while that file keeps that text (and no longer than the
+    workspace keeps the file)."""
+    f = ls.ws.file(path)
+    if f is None:
+        return None
+    memo = ls.digests.get(f)
+    if memo is not None and memo[0] is f.text:
+        return memo[1]
+    h = diagnostics_cache.text_hash(f.text)
+    ls.digests[f] = (f.text, h)
+    return h
+
+
+def settings_key(ls: ShapeScriptServer) -> str:
+    """The settings the diagnostics depend on (diagnostics_cache.py)."""
+    return diagnostics_cache.fingerprint(ls.config, ls.roots, ls.access())
+
+
+def show_kept(ls: ShapeScriptServer, uri: str) -> bool:
+    """On the loop, at didOpen: publish the diagnostics an earlier session kept for this
+    very text, settings and imports (diagnostics_cache.py), before the file is parsed.
+    The check runs all the same; its publish of this version comes only if it differs.
+    A document fast_start.py already published them for is only recorded as such."""
+    doc = ls.docs.get(uri)
+    if doc is None or not ls.push or doc.path.startswith(UNTITLED + os.sep):
+        return False
+    early = ls.shown_early.pop(uri, None)
+    if early is not None and early[0] == doc.version:
+        items = early[1]
+    else:
+        open_texts = {d.path: d.text for d in ls.docs}
+        items = diagnostics_cache.kept(doc.path, doc.text, settings_key(ls), open_texts, ls.access(),
+                                       ls.docs.version)
+        if items is None:
+            return False
+        _send(ls, uri, doc.version, items)
+    ls.replayed[uri] = doc.version
+    ls.published[uri] = (doc.version, items)
+    return True
 
 
 def _local(diags: list, path: str) -> bool:
@@ -158,12 +199,44 @@ def republish(ls: ShapeScriptServer, path: str):
         publish_file(ls, uri, path, f.version, only_if_changed=True)
 
 
-def _publish(ls: ShapeScriptServer, uri: str, version, items: list):
-    """On the loop: publish, unless the document moved on or closed meanwhile."""
+def _publish(ls: ShapeScriptServer, uri: str, version, items: list, record=None):
+    """On the loop: publish, unless the document moved on or closed meanwhile. A complete
+    publish (`record`: what it was made from) is not sent when it repeats the kept
+    diagnostics shown at didOpen (show_kept), and is kept for the next session."""
     if ls.docs.get(uri) is None or ls.docs.version(uri) != version:
         return
+    if record is not None and ls.replayed.get(uri) == version:
+        del ls.replayed[uri]
+        if ls.published.get(uri) == (version, items):
+            return  # what the editor shows already
     ls.published[uri] = (version, items)
-    ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version))
+    _send(ls, uri, version, items)
+    if record is not None:
+        _keep_later(ls, uri, version, items, record)
+
+
+def _send(ls: ShapeScriptServer, uri: str, version, items: list):
+    ls.publish_json({"uri": uri, "version": version, "diagnostics": items})
+
+
+def _keep_later(ls: ShapeScriptServer, uri: str, version, items: list, record):
+    """On the loop: keep a complete publish on disk for the next session once the
+    editor has been quiet for SAVE_AFTER seconds (diagnostics_cache.py)."""
+    old = ls.keep_timers.pop(uri, None)
+    if old is not None:
+        old.cancel()
+
+    def keep():
+        ls.keep_timers.pop(uri, None)
+        doc = ls.docs.get(uri)
+        if doc is None or doc.version != version or ls.published.get(uri, (None, None))[1] is not items:
+            return  # moved on: a later publish keeps its own
+        path, digest = doc.path, diagnostics_cache.text_hash(doc.text)
+        deps, settings = record
+        ls.submit("keep the diagnostics", lambda: diagnostics_cache.save(path, digest, settings, deps, items))
+
+    if ls.loop is not None:  # else not serving (tests of the scheduling): nothing to keep
+        ls.keep_timers[uri] = ls.loop.call_later(SAVE_AFTER, keep)
 
 
 def _save_later(ls: ShapeScriptServer, uri: str, path: str):
@@ -229,6 +302,8 @@ def register(ls: ShapeScriptServer):
         td = params.text_document
         ls.docs.open(td.uri, td.text, td.version)
         ls.update_access()  # with no workspace folders, the document's folder may be read
+        ls.replayed.pop(td.uri, None)
+        show_kept(ls, td.uri)  # an earlier session's diagnostics of this very text, at once
         schedule_check(ls, td.uri)
 
     @ls.feature(T.TEXT_DOCUMENT_DID_CHANGE)
@@ -250,6 +325,7 @@ def register(ls: ShapeScriptServer):
         ls.update_access()
         ls.generation += 1
         ls.published.pop(uri, None)
+        ls.replayed.pop(uri, None)
         ls.published_from.pop(doc.path, None)
         ls.pending.pop(doc.path, None)
         if ls.push:

@@ -110,12 +110,12 @@ def test_a_simple_dims_text_is_the_files_and_follows_its_edits():
     f = ws.file("/s.ss")
     a, b, c = f.items
     assert [it.text for it in f.items] == ["dim A = 1\n", "dim B = 2 * A\n", "dim C = 3  # c\n"]
-    assert a._src is f.text and c._src is f.text and b._src == b.text  # the parser's own dim keeps its text
+    assert a._src.text is f.text and c._src is a._src and b._src == b.text  # the parser's own dim keeps its text
     ws.set_text("/s.ss", "dim Z = 7\n" + text.replace("dim C = 3", "dim C = 4"))
     f = ws.file("/s.ss")
-    assert f.items[1] is a and a.offset == 10 and a.text == "dim A = 1\n" and a._src is f.text
+    assert f.items[1] is a and a.offset == 10 and a.text == "dim A = 1\n" and a._src.text is f.text
     assert [it.text for it in f.items] == ["dim Z = 7\n", "dim A = 1\n", "dim B = 2 * A\n", "dim C = 4  # c\n"]
-    assert all(it._src is f.text for it in f.items if it is not f.items[2])
+    assert all(it._src.text is f.text for it in f.items if it is not f.items[2])
     assert [d.code for d in ws.diagnostics("/s.ss")] == []
     copy = pickle.loads(pickle.dumps(a))
     assert copy._src == "dim A = 1\n" and copy.text == a.text and copy.offset == a.offset

@@ -8,10 +8,7 @@ a changed parser never reads items an older one made). It holds the items pickle
 the simple `dim NAME = 123` lines, which parse again as fast as they unpickle);
 loading gives `parse_file`'s `reuse` table (text -> items), so an item is reused only
 for the very same text, at its new offset. A function whose body the workspace had
-dropped (`Workspace.trim`) is saved without it: its body is parsed when first read. Beside the items it may hold the file's checked diagnostics with the
-key of what they were checked from (`Workspace.save_parse_cache`: the text, its
-imports' interfaces, the settings), which a reopened file publishes at once while that
-key still holds. Reading is best effort: a missing,
+dropped (`Workspace.trim`) is saved without it: its body is parsed when first read. Reading is best effort: a missing,
 unreadable or foreign file is no cache (logged at debug level), never an error.
 Writing goes to a temporary beside the file, renamed over it.
 
@@ -33,7 +30,7 @@ from .. import diagnostics as _diagnostics
 from . import ast as A
 
 log = logging.getLogger("shapescript.cache")
-FORMAT = 2
+FORMAT = 1
 _PARSER_FILES = ("grammar.lark", "lexer.py", "parser.py", "ast.py", "source.py", "syntax_errors.py",
                  os.path.join("..", "check", "messages.py"), os.path.join("..", "diagnostics.py"))
 _version: Optional[str] = None
@@ -82,7 +79,7 @@ class _ItemsUnpickler(pickle.Unpickler):
         return obj
 
 
-def _private(fd: int, folder: str) -> bool:
+def private(fd: int, folder: str) -> bool:
     """The file and its folder belong to this user, and no one else can write them."""
     uid = os.getuid() if hasattr(os, "getuid") else None
     for st in (os.fstat(fd), os.stat(folder)):
@@ -95,41 +92,30 @@ def _private(fd: int, folder: str) -> bool:
 
 def load(path: str) -> dict:
     """text -> [items] of the last items saved for `path` ({} when there are none)."""
-    return load_saved(path)[0]
-
-
-def load_saved(path: str) -> tuple:
-    """(text -> [items], (key, diagnostics) or None) last saved for `path` (({}, None)
-    when there are none)."""
     cache = _file_for(path)
     try:
         with open(cache, "rb") as fh:
-            if not _private(fh.fileno(), os.path.dirname(cache)):
+            if not private(fh.fileno(), os.path.dirname(cache)):
                 log.warning("parse cache %s not read: it or its folder is not private to this user", cache)
-                return {}, None
+                return {}
             data = _ItemsUnpickler(fh).load()
     except FileNotFoundError:
-        return {}, None
+        return {}
     except Exception as exc:  # a broken or foreign cache file is no cache
         log.debug("parse cache %s not read: %r", cache, exc)
-        return {}, None
-    if not (isinstance(data, tuple) and len(data) == 4 and data[0] == FORMAT and data[1] == path
+        return {}
+    if not (isinstance(data, tuple) and len(data) == 3 and data[0] == FORMAT and data[1] == path
             and isinstance(data[2], list) and all(isinstance(it, A.Item) for it in data[2])):
         log.debug("parse cache %s is not this file's", cache)
-        return {}, None
+        return {}
     out: dict = {}
     for it in data[2]:
         out.setdefault(it.text, []).append(it)
-    checked = data[3]
-    if not (isinstance(checked, tuple) and len(checked) == 2 and isinstance(checked[0], str)
-            and isinstance(checked[1], list) and all(isinstance(d, _diagnostics.Diagnostic) for d in checked[1])):
-        checked = None
-    return out, checked
+    return out
 
 
-def save(path: str, items: list, checked: Optional[tuple] = None) -> bool:
-    """Write the items of `path`, and (key, diagnostics) of its check when given; False
-    (logged) when that can't be done."""
+def save(path: str, items: list) -> bool:
+    """Write the items of `path`; False (logged) when that can't be done."""
     cache = _file_for(path)
     folder = os.path.dirname(cache)
     tmp = None
@@ -140,7 +126,7 @@ def save(path: str, items: list, checked: Optional[tuple] = None) -> bool:
             # a simple `dim` is parsed again as fast as it is read back: a file of a
             # million of them keeps (and pickles, with a memo entry per object) none
             kept = [it for it in items if not it.cheap]
-            pickle.dump((FORMAT, path, kept, checked), fh, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump((FORMAT, path, kept), fh, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, cache)
         return True
     except Exception as exc:
