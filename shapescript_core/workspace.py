@@ -479,7 +479,7 @@ class Workspace:
         except ReadRefused as e:
             return self._refuse(path, e.refusal)
         text, sf_problem = decode_source(data)
-        sf = SourceFile(path, text)
+        sf = SourceFile(path, text, cached=self._use_parse_cache)  # the server: saved items reused
         sf.decode_error = sf_problem  # not UTF-8: E0210 at the import that reads it
         if cached:
             self._forget(cached[1].items)
@@ -1075,7 +1075,7 @@ class Workspace:
         return {p: self.diagnostics(p) for p in paths}
 
 
-RECENT = 2  # files last changed whose syntax trees and check details trim() keeps whole
+RECENT = 1  # files last changed whose syntax trees and check details trim() keeps whole
 
 
 class _EnvHolder:
