@@ -10,10 +10,10 @@ changed checker never shows diagnostics an older one made). An entry holds the
 diagnostics as published (LSP JSON) and what they were made from:
 
 - the hash of the file's text (newlines normalised, as the workspace holds it);
-- the hash of the text of every file of its import closure, or null for one that could
-  not be read (missing, refused): an edit anywhere in an import, even inside a body,
-  invalidates the entry (stricter than the checker's own early cutoff, and cheap to
-  verify: no parse);
+- the hash of the text of every file of its import closure, or why one could not be
+  read (missing, outside the workspace, too large...): an edit anywhere in an import,
+  even inside a body, invalidates the entry (stricter than the checker's own early
+  cutoff, and cheap to verify: no parse);
 - the settings the check depends on (dims, default targets, tensor parallel ranks, the
   workspace folders, the size limit, where the docs pages live).
 
@@ -74,6 +74,12 @@ def text_hash(text: Optional[str]) -> Optional[str]:
     if text is None:
         return None
     return hashlib.sha256(normalize_newlines(text).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def unread(kind: Optional[str]) -> str:
+    """What an entry keeps of an import that could not be read: why (missing, outside
+    the workspace, too large...), as the workspace's refusal says."""
+    return f"unread:{kind}"
 
 
 def fingerprint(config, roots: list, access: Access) -> str:
@@ -147,8 +153,8 @@ def kept(path: str, text: str, settings: str, open_texts: dict, access: Access,
             return text_hash(open_texts[dep])
         try:
             return text_hash(decode_source(read_bytes(dep, access))[0])
-        except ReadRefused:
-            return None
+        except ReadRefused as e:
+            return unread(e.refusal.kind)
 
     items = load(path, text, settings, digest)
     for d in items or ():
