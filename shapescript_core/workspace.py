@@ -11,7 +11,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
-import functools
 import gc
 import hashlib
 import operator
@@ -398,7 +397,7 @@ class Workspace:
                 sig = env.sigs.get(name)
                 if name in whole or sig is None or a.own.get(name) is not item:
                     continue
-                res.slim(functools.partial(_check_again, item, sig, holder))
+                res.slim(holder, sig)
                 item.drop_body()
                 slimmed += 1
         return slimmed
@@ -1099,14 +1098,14 @@ RECENT = 1  # files last changed whose syntax trees and check details trim() kee
 class _EnvHolder:
     """The environment of a file's last trimmed analysis (Workspace.trim), one per file:
     the slimmed results point here, not at the environment they were slimmed under (a
-    file's results outlive many analyses: each would keep its own alive)."""
+    file's results outlive many analyses: each would keep its own alive). Called with a
+    slimmed result and its signature, it checks that function again (FnResult.slim): a
+    result still in use holds under this environment (what it read means the same)."""
 
     __slots__ = ("env",)
 
-
-def _check_again(item: A.FnItem, sig: Signature, holder: _EnvHolder) -> FnResult:
-    """A slimmed function result's detail (FnResult.slim), checked again."""
-    return check_function(item, sig, EnvView(holder.env, set()))
+    def __call__(self, res: FnResult, sig: Signature) -> FnResult:
+        return check_function(res.item, sig, EnvView(self.env, set()))
 
 
 def _reached(fns: dict, roots: list) -> set:
