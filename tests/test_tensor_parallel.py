@@ -217,3 +217,29 @@ def test_the_generated_code_is_what_vllm_splits(tmp_path):
         second = model.model(inputs_embeds=first).last_hidden_state
     assert (second - whole).abs().max().item() < 1e-5
     assert (first - whole).abs().max().item() > 1e-2  # the first stage returns the hidden states before the norm
+
+
+def test_a_fused_param_is_stored_as_its_parts_and_read_back_whole(tmp_path):
+    """`w_qkv` [3*D D] is written as three [D D] tensors (blocks of its rows, in order),
+    the mapping lists their keys, and `--weights DIR` reads them back as the param: the
+    export of the export holds the same tensors. Parts that don't stack are refused."""
+    from safetensors.numpy import load_file
+    dims = ["--dim", "V=256", "--dim", "D=256", "--dim", "H=4", "--dim", "F=512", "--dim", "L=2"]
+    first = export(tmp_path, FUSED, *dims)
+    mapping = json.loads((first / "shapescript-weights.json").read_text())["keys"]
+    assert mapping["layers.1.w_qkv"] == [f"model.layers.1.w_qkv.{i}.weight" for i in range(3)]
+    assert mapping["layers.1.w_gate_up"] == [f"model.layers.1.w_gate_up.{i}.weight" for i in range(2)]
+    stored = load_file(first / "model.safetensors")
+    assert [stored[f"model.layers.1.w_qkv.{i}.weight"].shape for i in range(3)] == [(256, 256)] * 3
+    again = tmp_path / "again"
+    checkout.shapescript("export", FUSED, "--vllm", "--weights", first, *dims, "-o", again, check=True)
+    back = load_file(again / "model.safetensors")
+    assert sorted(back) == sorted(stored) and all((back[k] == stored[k]).all() for k in stored)
+    # a mapping whose parts don't stack by rows: one message, nothing written
+    mapping["layers.1.w_qkv"] = ["model.layers.1.w_qkv.0.weight", "model.layers.1.attn_norm"]
+    (first / "shapescript-weights.json").write_text(json.dumps({"format": 1, "keys": mapping}))
+    r = checkout.shapescript("export", FUSED, "--vllm", "--weights", first, *dims, "-o", tmp_path / "bad")
+    assert r.returncode != 0 and not (tmp_path / "bad").exists()
+    assert ("gives `layers.1.w_qkv` as parts that don't stack by rows: `model.layers.1.w_qkv.0.weight` f32 "
+            "[256, 256], `model.layers.1.attn_norm` f32 [256]") in r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("stack by rows") == 1, r.stderr
