@@ -60,7 +60,7 @@ def dims(n: int):
         size = os.path.getsize(path) / 2 ** 20
         took, peak, rc, _ = run(["check", "dims.ss"], d)
         print(f"dims: {n:,} declarations ({size:.1f} MiB): check {took:.1f} s, exit {rc}, "
-              f"peak RSS {peak:.0f} MiB = {peak / size:.0f}x the file")
+              f"peak RSS {peak:.0f} MiB = {peak / size:.1f}x the file")
 
 
 def layers(n: int):
@@ -85,7 +85,7 @@ def blank(n: int):
         size = os.path.getsize(os.path.join(d, "blank.ss")) / 2 ** 20
         took, peak, rc, _ = run(["check", "blank.ss"], d)
         print(f"blank: a dim and {n:,} blank lines ({size:.1f} MiB): check {took:.1f} s, exit {rc}, "
-              f"peak RSS {peak:.0f} MiB = {peak / size:.0f}x the file")
+              f"peak RSS {peak:.0f} MiB = {peak / size:.1f}x the file")
 
 
 def peak_of(pid: int) -> float:
@@ -141,8 +141,8 @@ def server(n: int):
             srv.close(timeout=60)
         print(f"server: {n:,} declarations ({size:.1f} MiB): didOpen to the first publish ({got[0]} diagnostics) "
               f"{at - t:.1f} s, to a hover's answer (after the check) {last - t:.1f} s; "
-              f"peak RSS {checked:.0f} MiB = {checked / size:.0f}x the file (at initialize: {base:.0f} MiB), "
-              f"{saved:.0f} MiB = {saved / size:.0f}x once the parsed items are kept on disk")
+              f"peak RSS {checked:.0f} MiB = {checked / size:.1f}x the file (at initialize: {base:.0f} MiB), "
+              f"{saved:.0f} MiB = {saved / size:.1f}x once the parsed items are kept on disk")
 
 
 def main():

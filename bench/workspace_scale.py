@@ -8,7 +8,10 @@ files are opened in one server; then, measuring from the send of a `didChange` t
 
 - cold open: didOpen of all N files -> every file's first diagnostics (a syntax-only
   publish counts), -> every file's complete diagnostics, and the server's CPU time by
-  then (a loaded machine stretches wall time, CPU time much less);
+  then (a loaded machine stretches wall time, CPU time much less), with an empty parse
+  cache (`SHAPESCRIPT_CACHE_DIR` a new folder);
+- warm open: the same in a new server on the same project and cache, after the first
+  server has gone (a reopened project: the items the first one saved are reused);
 - typing in the first file (imported by all) and in the last one: a body edit and its
   undo (`eps=1e-5` -> `1e-6`), each waited for: p50 / p95 / p99 of its own publish;
 - an interface edit in file 0 (`base_scale` renamed, then back): the time until the
@@ -135,7 +138,17 @@ class Client(StdioClient):
                 first = t
             c1 = cpu_ms(self.proc.pid)
             cpu = (c1 - c0) / 1000 if c0 is not None and c1 is not None else None
-        return {"first": first - t0, "complete": last - t0, "cpu": cpu}
+        idle = None  # the server's CPU once it stops working (checks behind an early publish)
+        while c0 is not None:
+            before = cpu_ms(self.proc.pid)
+            time.sleep(0.5)
+            now = cpu_ms(self.proc.pid)
+            if before is None or now is None:
+                break
+            if now - before < 10:
+                idle = (now - c0) / 1000
+                break
+        return {"first": first - t0, "complete": last - t0, "cpu": cpu, "idle": idle}
 
     def settle(self, uri: str, after: float = 3.0, saved: tuple = ()):
         """Wait `after` seconds, and until `saved` = (folder, n) holds n parse caches (the
@@ -244,7 +257,12 @@ def run_ours(files: list, edits: int) -> dict:
     c.drain(1.0)
     res["rss_end"] = rss_mb(c.proc.pid)
     c.close()
+    c = Client([sys.executable, "-m", "shapescript_server.main"], root)  # the project reopened
+    res["open_warm"] = c.open_all(files, "shapescript")
+    res["rss_warm"] = rss_mb(c.proc.pid)
+    c.close()
     shutil.rmtree(root, ignore_errors=True)
+    shutil.rmtree(env_cache, ignore_errors=True)
     return res
 
 
@@ -268,8 +286,31 @@ def run_ruff(n: int, lines: int, edits: int) -> dict | None:
     res["last"] = typing(c, uris[-1], edits, "unused = x * ", "2", "3")
     res["rss_end"] = rss_mb(c.proc.pid)
     c.close()
+    c = Client(cmd, root)  # reopened (ruff's server keeps nothing on disk: as cold)
+    res["open_warm"] = c.open_all(files, "python")
+    res["rss_warm"] = rss_mb(c.proc.pid)
+    c.close()
     shutil.rmtree(root, ignore_errors=True)
     return res
+
+
+def open_rows(label: str, o: dict, r: dict | None):
+    print(f"  {label}")
+    for what, k in (("first", "first"), ("complete", "complete")):
+        line = f"  {'  didOpen of all -> every ' + what + ' diagnostics':44s} shapescript {o[k] * 1000:7.0f} ms"
+        if r:
+            line += f"   ruff {r[k] * 1000:7.0f} ms   ratio {o[k] / r[k]:.1f}x"
+        print(line)
+    if o["cpu"] is not None:
+        line = f"  {'    server CPU by then (all threads)':44s} shapescript {o['cpu'] * 1000:7.0f} ms"
+        if r and r["cpu"]:
+            line += f"   ruff {r['cpu'] * 1000:7.0f} ms   ratio {o['cpu'] / r['cpu']:.1f}x"
+        print(line)
+    if o.get("idle") is not None:
+        line = f"  {'    server CPU until idle':44s} shapescript {o['idle'] * 1000:7.0f} ms"
+        if r and r.get("idle"):
+            line += f"   ruff {r['idle'] * 1000:7.0f} ms   ratio {o['idle'] / r['idle']:.1f}x"
+        print(line)
 
 
 def main(argv=None) -> int:
@@ -291,23 +332,13 @@ def main(argv=None) -> int:
     print(f"  {'interface edit -> all dependents republished':44s} shapescript {fmt(ours['iface'])}")
     if ours["iface_cpu"]:
         print(f"  {'  server CPU meanwhile (all threads)':44s} shapescript {fmt(ours['iface_cpu'])}")
-    o, r = ours["open"], theirs["open"] if theirs else None
-    line = f"  {'didOpen of all -> every first diagnostics':44s} shapescript {o['first'] * 1000:7.0f} ms"
-    if r:
-        line += f"   ruff {r['first'] * 1000:7.0f} ms   ratio {o['first'] / r['first']:.1f}x"
-    print(line)
-    line = f"  {'didOpen of all -> every complete diagnostics':44s} shapescript {o['complete'] * 1000:7.0f} ms"
-    if r:
-        line += f"   ruff {r['complete'] * 1000:7.0f} ms   ratio {o['complete'] / r['complete']:.1f}x"
-    print(line)
-    if o["cpu"] is not None:
-        line = f"  {'  server CPU by then (all threads)':44s} shapescript {o['cpu'] * 1000:7.0f} ms"
-        if r and r["cpu"]:
-            line += f"   ruff {r['cpu'] * 1000:7.0f} ms   ratio {o['cpu'] / r['cpu']:.1f}x"
-        print(line)
-    line = f"  {'RSS after opening / after the edits':44s} shapescript {ours['rss_open']:.0f} / {ours['rss_end']:.0f} MB"
+    open_rows("cold open (an empty parse cache)", ours["open"], theirs["open"] if theirs else None)
+    open_rows("warm open (the project reopened: the parse cache the first server saved)",
+              ours["open_warm"], theirs["open_warm"] if theirs else None)
+    line = f"  {'RSS after opening / after the edits / warm':44s} shapescript " \
+           f"{ours['rss_open']:.0f} / {ours['rss_end']:.0f} / {ours['rss_warm']:.0f} MB"
     if theirs:
-        line += f"   ruff {theirs['rss_open']:.0f} / {theirs['rss_end']:.0f} MB"
+        line += f"   ruff {theirs['rss_open']:.0f} / {theirs['rss_end']:.0f} / {theirs['rss_warm']:.0f} MB"
     print(line)
     if theirs is None:
         print("  ruff: not installed (pip install ruff), no comparison")

@@ -21,6 +21,7 @@ from .check.messages import unknown_target
 from .check.suggest import closest
 from .check.types import TensorT
 from .syntax import ast as A
+from .syntax.names import without_simple_dims
 
 TARGETS = ("hf", "vllm", "gguf", "litert")
 FULL = frozenset(("vllm", "gguf", "litert"))  # the targets that add E3301 to E3305
@@ -48,7 +49,7 @@ def unknown_targets(item: A.FnItem) -> list:
 def exported(own: dict, env, default_targets=None) -> list:
     """[(FnItem, set of targets)] by rules 1 and 2, in source order. A function marked
     `@export` with no known target is exported for none (its names are E0212)."""
-    fns = [it for it in own.values() if isinstance(it, A.FnItem)]
+    fns = [it for it in without_simple_dims(own).values() if isinstance(it, A.FnItem)]
     marked = [(it, decorated_targets(it)) for it in fns]
     marked = [(it, t) for it, t in marked if t is not None]
     if marked:
@@ -76,7 +77,7 @@ def export_targets(own: dict, env, requests=None, default_targets=None) -> list:
     explicit requests [(fn name or None, targets)] (rule 3) when there are any."""
     if not requests:
         return exported(own, env, default_targets)
-    fns = [it for it in own.values() if isinstance(it, A.FnItem)]
+    fns = [it for it in without_simple_dims(own).values() if isinstance(it, A.FnItem)]
     out: dict = {}
     for name, targets in requests:
         for t in (t for t in targets if t in TARGETS):

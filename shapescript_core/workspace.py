@@ -11,12 +11,13 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
+import functools
 import gc
 import hashlib
 import operator
 import os
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from .diagnostics import error, warning
 from .files import Access, ReadRefused, Refusal, check_path, read_bytes
@@ -31,6 +32,7 @@ from .imports import import_problem, project_root, resolve_import
 from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
 from .syntax import ast as A
 from .syntax import parse_cache
+from .syntax.names import NameMap, without_simple_dims
 from .syntax.parser import changed_range, parse_file, reparse_file
 from .syntax.source import LineIndex, decode_source, normalize_newlines, shifted
 from .targets import export_targets, exported, unknown_targets
@@ -184,6 +186,24 @@ class Analysis:
     body_reads: list = field(default_factory=list)
     lists: dict = field(default_factory=dict)  # import path -> its items list when `visible` was made
     volatile: bool = False
+    trimmed: bool = False  # Workspace.trim has slimmed its function results
+
+
+class Declared(NamedTuple):
+    """What a file's last analysis declared (Workspace._decl_prev), for the next one to
+    take over while it holds (early cutoff by name, `_analyze`)."""
+
+    own_key: tuple  # the file's own interface key
+    closure: tuple  # ((path, interface key), ...) of its import closure
+    imodels: dict  # name -> ModelInfo of the imported models
+    isigs: dict  # name -> Signature of the imported functions
+    lists: dict  # import path -> its items list
+    own_items: Optional[list]  # the file's items, when its own declarations may be reused (no own name hides an import's)
+    omodels: dict  # name -> ModelInfo of the file's own models
+    osigs: dict  # name -> Signature of the file's own functions
+    odiags: list  # the errors of the file's own declarations
+    items: list  # the file's items
+    dims: DimTable  # the dim table (reused with the same dim items)
 
 
 class Workspace:
@@ -202,8 +222,8 @@ class Workspace:
         self._work: dict = {}  # path -> {"analyses": n, "items": n}: the checks each file's analysis ran
         self._analyzing: list = []  # the analyses under way (an import's, inside its importer's)
         self._reads_stack: list = []  # per analysis under way: the imported bodies it read
-        # path -> (its interface, the closure's interfaces, models and signatures of imported
-        # names) of its last analysis: reused while both are the same (an edit in a body)
+        # path -> Declared of its last analysis: reused while its interface and the closure's
+        # are the same (an edit in a body), or by name (`_analyze`)
         self._decl_prev: dict = {}
         self._imported: dict = {}  # path -> what its imports declare (_analyze), per version of their items
         self._meanings: dict = {}  # path -> Meanings of its last analysis (answers carried over)
@@ -219,6 +239,8 @@ class Workspace:
         self._default_targets: Optional[frozenset] = None  # the settings' targets for a plain `forward`
         self._tensor_parallel = 1  # the ranks vLLM splits a `vllm` export across (E3307)
         self._export_checking: set = set()  # paths whose export checks are running now
+        self._recent: list = []  # the files set_text changed last, the latest last (trim keeps them whole)
+        self._slim_env: dict = {}  # path -> _EnvHolder: the environment its slimmed results are restored with
 
     # ------------------------------------------------------------ configuration
     @property
@@ -340,7 +362,45 @@ class Workspace:
             self._forget(before, keep=f.items)
         self.open.add(path)
         self._drop(path)
+        if path in self._recent:
+            self._recent.remove(path)
+        self._recent.append(path)
+        del self._recent[:-RECENT]
         return f
+
+    def trim(self) -> int:
+        """Memory: the analysed files but the RECENT ones last changed keep only what
+        their importers and their own next check read. Each function's per-node check
+        detail is freed (FnResult.slim) and its body's statements too (FnItem.drop_body);
+        a later read of either (hover, an export, a body to check again) parses that body
+        again from its text and checks it with the file's environment. The functions an
+        export of the file reaches stay whole (the export checks read them at every
+        analysis). How many functions it slimmed (each analysis is trimmed once)."""
+        keep = set(self._recent)
+        slimmed = 0
+        for path, a in list(self._analysis.items()):
+            if a.trimmed or path in keep:
+                continue
+            a.trimmed = True
+            env, fns = a.env, a.fns
+            holder = self._slim_env.get(path)
+            if holder is None:
+                holder = self._slim_env[path] = _EnvHolder()
+            # the results slimmed before and still in this analysis hold under its
+            # environment too (their reads mean the same): they are restored with it
+            holder.env = env
+            whole = _reached(fns, [it.name for it, _ in self.exported(a)])
+            for name, res in fns.items():
+                if res.slimmed:
+                    continue
+                item = res.item
+                sig = env.sigs.get(name)
+                if name in whole or sig is None or a.own.get(name) is not item:
+                    continue
+                res.slim(functools.partial(_check_again, item, sig, holder))
+                item.drop_body()
+                slimmed += 1
+        return slimmed
 
     def syntax_diagnostics(self, path: str) -> list:
         """The syntax and layout errors of an open file's items: known as soon as it is
@@ -365,6 +425,9 @@ class Workspace:
     def close(self, path: str):
         path = self.norm(path)
         self.open.discard(path)
+        if path in self._recent:
+            self._recent.remove(path)
+        self._slim_env.pop(path, None)
         f = self.files.pop(path, None)
         if f is not None:
             self._forget(f.items)
@@ -416,7 +479,7 @@ class Workspace:
         except ReadRefused as e:
             return self._refuse(path, e.refusal)
         text, sf_problem = decode_source(data)
-        sf = SourceFile(path, text)
+        sf = SourceFile(path, text, cached=self._use_parse_cache)  # the server: saved items reused
         sf.decode_error = sf_problem  # not UTF-8: E0210 at the import that reads it
         if cached:
             self._forget(cached[1].items)
@@ -657,17 +720,15 @@ class Workspace:
         # this file's names, the first item of each: the map its interface entry already holds
         # (shared, never changed: a file of a million dims keeps one such map, not three)
         e = self._interface_entry(f.path)
-        own: dict = e[3] if e[0] is f and e[1] is f.items else _first_of_each_name(f.items)
-        for it in f.items:
+        own: NameMap = e[3] if e[0] is f and e[1] is f.items else _first_of_each_name(f.items)
+        for i, it in enumerate(f.items):
             if it.syntax_errors:
                 diags.extend(it.syntax_errors)
             layout = getattr(it, "layout_errors", None)
             if layout:
                 diags.extend(layout)
-            if it.name is None:
-                continue
-            first = own[it.name]
-            if first is not it:
+            first = own.earlier(i, it)
+            if first is not None:
                 diags.append(defined_twice(it.span(it.name_pos), it.name, first.span(first.name_pos))
                              .help(f"rename one of the two `{it.name}`"))
         # imports
@@ -735,15 +796,15 @@ class Workspace:
         # this file's declarations are the same, and of the imports only the names in
         # `changed` (none: an edit in this file) have new items, none of them a dim or a
         # model that became something else or the reverse (`_imported_since`)
-        cutoff = stamp is not None and last is not None and last[0] == own_key and not shadowed \
-            and changed is not None and (last[1] == stamp[0] or changed) \
-            and tuple(last[4]) == tuple(stamp[1]) and all(map(operator.is_, last[4].values(), old_lists))
+        cutoff = stamp is not None and last is not None and last.own_key == own_key and not shadowed \
+            and changed is not None and (last.closure == stamp[0] or changed) \
+            and tuple(last.lists) == tuple(stamp[1]) and all(map(operator.is_, last.lists.values(), old_lists))
         # dims: a view over `visible` (a dim that didn't parse is still a dim, of unknown
         # size: its uses raise nothing). With the same dim items as the last analysis, its
         # table: the same fingerprint object, which every read of all dims compares in one
         # step instead of a walk over every visible name
-        if cutoff and _same_dims(last[9], f.items):
-            dims = last[10]
+        if cutoff and _same_dims(last.items, f.items):
+            dims = last.dims
             dims.rebind(visible)  # not the last version's map: it isn't kept alive beside this one
         else:
             dims = DimTable(visible, self._dim_overrides)
@@ -760,7 +821,7 @@ class Workspace:
             # every imported declaration but the changed names' reads dims and model names
             # that mean what they meant, so its model or signature is the last analysis's.
             # Only this file's items and the changed names are looked at (cutoff by name)
-            imodels, isigs = dict(last[2]), dict(last[3])
+            imodels, isigs = dict(last.imodels), dict(last.isigs)
             names = []
             for n in changed:
                 it = ivisible.get(n)
@@ -770,26 +831,28 @@ class Workspace:
                     imodels.pop(n, None)
                     isigs.pop(n, None)
             self._declare(names, imodels, isigs, meanings, dims, model_names, own, diags)
-            if any(n not in last[2] and n not in last[3] for n, _ in names):
+            if any(n not in last.imodels and n not in last.isigs for n, _ in names):
                 # a name new to the imports: in the order of `visible`, as a whole analysis has them
                 imodels, isigs = _in_order(imodels, ivisible), _in_order(isigs, ivisible)
-            if last[5] is f.items:
+            if last.own_items is f.items:
                 # this file's items are the ones of the last analysis (an import changed, not
                 # this file): their models, signatures and errors too, for the same reason
-                omodels, osigs, odiags = last[6], last[7], last[8]
+                omodels, osigs, odiags = last.omodels, last.osigs, last.odiags
                 models, sigs = {**imodels, **omodels}, {**isigs, **osigs}
                 meanings.models, meanings.sigs = models, sigs
                 meanings.carry_full(prev, changed)
             else:
                 models, sigs, odiags = dict(imodels), dict(isigs), []
-                self._declare(own.items(), models, sigs, meanings, dims, model_names, own, odiags)
+                self._declare(without_simple_dims(own).items(), models, sigs, meanings, dims, model_names, own,
+                              odiags)
                 omodels, osigs = _only(models, own), _only(sigs, own)
                 meanings.models, meanings.sigs = models, sigs
                 meanings.carry_full(prev, (*changed, *own))
             diags.extend(odiags)
         else:
             models, sigs, odiags = {}, {}, []
-            self._declare(visible.items(), models, sigs, meanings, dims, model_names, own, odiags)
+            self._declare(without_simple_dims(visible).items(), models, sigs, meanings, dims, model_names, own,
+                          odiags)
             diags.extend(odiags)
             imodels = {n: m for n, m in models.items() if own.get(n) is None}
             isigs = {n: g for n, g in sigs.items() if own.get(n) is None}
@@ -800,14 +863,15 @@ class Workspace:
             # what the next analysis may take over: the imports' models and signatures, and
             # (for the same items, in the order a whole analysis gives them: not with an own
             # name hiding an import's) this file's, with their errors
-            self._decl_prev[f.path] = (own_key, stamp[0], imodels, isigs, stamp[1],
-                                       None if shadowed else f.items, omodels, osigs, odiags, f.items, dims)
+            self._decl_prev[f.path] = Declared(own_key, stamp[0], imodels, isigs, stamp[1],
+                                               None if shadowed else f.items, omodels, osigs, odiags, f.items,
+                                               dims)
         self._meanings[f.path] = meanings
         env = FileEnv(dims, models, sigs, broken)
         diags.extend(self._model_cycles_of(f.path, models, own))
         fns: dict = {}
         full, bodies = meanings.full, self._body_cache
-        for n, it in own.items():
+        for n, it in without_simple_dims(own).items():
             if isinstance(it, A.FnItem):
                 e = bodies.get(id(it))  # _body's reuse, inline: this loop sees every function
                 if e is not None and e[0] is it and e[1] == full[n][3] and \
@@ -824,7 +888,7 @@ class Workspace:
         if any(d.code == "E0210" for d in diags):
             # names the missing file would define are not this file's mistakes
             diags = [d for d in diags if d.code not in UNRESOLVED_NAME_CODES]
-        for it in own.values():
+        for it in without_simple_dims(own).values():
             if isinstance(it, A.FnItem) and it.decorators:
                 diags.extend(unknown_targets(it))
         diags.extend(self._unread_fields(f, own, env, fns, models))
@@ -1011,6 +1075,35 @@ class Workspace:
         return {p: self.diagnostics(p) for p in paths}
 
 
+RECENT = 1  # files last changed whose syntax trees and check details trim() keeps whole
+
+
+class _EnvHolder:
+    """The environment of a file's last trimmed analysis (Workspace.trim), one per file:
+    the slimmed results point here, not at the environment they were slimmed under (a
+    file's results outlive many analyses: each would keep its own alive)."""
+
+    __slots__ = ("env",)
+
+
+def _check_again(item: A.FnItem, sig: Signature, holder: _EnvHolder) -> FnResult:
+    """A slimmed function result's detail (FnResult.slim), checked again."""
+    return check_function(item, sig, EnvView(holder.env, set()))
+
+
+def _reached(fns: dict, roots: list) -> set:
+    """The names of `fns` that the functions `roots` call, directly or not, and the roots."""
+    seen: set = set()
+    stack = [r for r in roots if r in fns]
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        stack.extend(c for c in fns[n].callees if c in fns)
+    return seen
+
+
 CUTOFF_ITEMS = 256  # an import's edit of more items than this: its importers are declared again whole
 
 
@@ -1058,23 +1151,21 @@ def _first_of_each(maps: list) -> dict:
 
 def _only(values: dict, own: dict) -> dict:
     """The entries of `values` whose name is one of this file's, in `own`'s order."""
-    return {n: values[n] for n in own if n in values}
+    return {n: values[n] for n in without_simple_dims(own) if n in values}  # values: models, signatures
 
 
-def _first_of_each_name(items: list) -> dict:
-    """name -> the first item that declares it, in the items' order."""
-    names: dict = {}
-    for it in items:
-        if it.name is not None:
-            names.setdefault(it.name, it)
-    return names
+def _first_of_each_name(items: list) -> NameMap:
+    """name -> the first item that declares it, in the items' order (no string per
+    simple dim: syntax/names.py)."""
+    return NameMap(items)
 
 
 def _declared(visible: dict) -> tuple:
     """({broken name: declared kind}, {model names}) of a name -> item map, in its order
     (its dims: DimTable's view of it)."""
-    broken_kinds = {n: it.declared_kind for n, it in visible.items() if isinstance(it, A.BrokenItem)}
-    model_names = {n for n, it in visible.items() if isinstance(it, A.ModelItem)}
+    some = without_simple_dims(visible)
+    broken_kinds = {n: it.declared_kind for n, it in some.items() if isinstance(it, A.BrokenItem)}
+    model_names = {n for n, it in some.items() if isinstance(it, A.ModelItem)}
     return broken_kinds, model_names
 
 

@@ -20,6 +20,7 @@ import concurrent.futures
 import logging
 import os
 import traceback
+import weakref
 from typing import Any, Callable, Optional
 
 from lsprotocol import types as T
@@ -29,12 +30,14 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.language_server import lsp_method
 
-from shapescript_core.files import DEFAULT_FILE_LIMIT, Access
+from shapescript_core.files import Access
 from shapescript_core.settings import Config
 from shapescript_core.syntax.source import LineIndex
 from shapescript_core.workspace import Workspace
 
+from . import fast_start
 from .documents import UNTITLED, Documents, path_of
+from .roots import reading_access
 
 log = logging.getLogger("shapescript.server")
 
@@ -73,13 +76,30 @@ class Protocol(LanguageServerProtocol):
     the server's own (`Documents`), so pygls keeps no second copy; malformed requests
     are answered instead of dropped."""
 
+    answered_early = None  # the id of the initialize fast_start.py answered: not answered again
+
     @lsp_method(T.INITIALIZE)
     def lsp_initialize(self, params: T.InitializeParams):
         if params.capabilities.general is not None:
             params.capabilities.general.position_encodings = None  # UTF-16, as LSP requires
         result = yield from super().lsp_initialize(params)
         self._server.adjust_capabilities(result.capabilities)
+        raw = self._server.raw_initialize
+        if raw is not None:
+            answer = self._converter.unstructure(result)
+            if self.answered_early is None:
+                fast_start.save_answer(raw, answer)  # the next start answers before pygls is loaded
+            elif fast_start.load_answer(raw) != answer:  # never: the key holds all it depends on
+                log.warning("the early answer to initialize differs from the server's own")
         return result
+
+    def _send_response(self, msg_id, result=None, error=None):
+        if msg_id is not None and msg_id == self.answered_early:
+            self.answered_early = None
+            if error is not None:
+                log.error("initialize, answered early, failed here: %s", error)
+            return
+        super()._send_response(msg_id, result, error)
 
     @lsp_method(T.TEXT_DOCUMENT_DID_OPEN)
     def lsp_text_document__did_open(self, params):
@@ -153,12 +173,19 @@ class ShapeScriptServer(LanguageServer):
         self.config = Config()
         self.push = True  # publish diagnostics; else the client pulls them
         self.generation = 0  # bumped by every change that can change any diagnostic
-        self.published: dict = {}  # uri -> (version, items) last published
+        self.published: dict = {}  # uri -> (version, items as JSON) last published
+        self.replayed: dict = {}  # uri -> the version whose kept diagnostics were shown at didOpen
+        self.shown_early: dict = {}  # uri -> (version, items) fast_start.py published before the server ran
+        self.kept_pull: dict = {}  # uri -> [version, kept items, answered]: a pulling client's first answer
+        self.keep_timers: dict = {}  # uri -> the pending write of its diagnostics to disk
+        # SourceFile -> (text, its hash): the texts of the imports a publish was made from
+        self.digests: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         # paths whose diagnostics may have changed with another file's edit, republished
         # in the background after the edited document's own (diagnostics.py)
         self.pending: dict = {}
         self.published_from: dict = {}  # path -> the Analysis its last publish was made from
         self.init_options: dict = {}
+        self.raw_initialize = None  # the initialize params as the client sent them (JSON): fast_start.py's key
         self.client_settings = None  # the editor's `shapescript` settings
         self.commands: dict = {}  # name -> async fn(ExecuteCommandParams)
         self.export_pool = concurrent.futures.ThreadPoolExecutor(max_workers=1,
@@ -251,6 +278,14 @@ class ShapeScriptServer(LanguageServer):
             pass
 
     # ------------------------------------------------------------ helpers for handlers
+    def to_json(self, value):
+        """LSP values as the JSON they are sent as (pygls's converter)."""
+        return self.protocol._converter.unstructure(value)
+
+    def publish_json(self, params: dict):
+        """publishDiagnostics with its params already JSON (converted on the core thread)."""
+        self.protocol._send_data({"jsonrpc": "2.0", "method": T.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, "params": params})
+
     def lines_for(self, path: str) -> LineIndex:
         f = self.ws.file(path)
         return f.lines if f is not None else LineIndex("")
@@ -290,8 +325,8 @@ class ShapeScriptServer(LanguageServer):
     def access(self) -> Access:
         """What the server may read: files inside the workspace folders the client opened
         (or, with none, the folders of the open documents), at most `max_file_size` each."""
-        roots = self.roots or sorted({os.path.dirname(d.path) for d in self.docs if not d.path.startswith(UNTITLED)})
-        return Access.within(roots, self.config.max_file_size or DEFAULT_FILE_LIMIT)
+        return reading_access(self.roots, [d.path for d in self.docs if not d.path.startswith(UNTITLED)],
+                              self.config.max_file_size)
 
     def update_access(self):
         """After the folders, the open documents or the settings changed: the core's

@@ -3,13 +3,15 @@ publishing (push) and `textDocument/diagnostic` (pull)."""
 from __future__ import annotations
 
 import logging
+import os
 from typing import TYPE_CHECKING
 
 from lsprotocol import types as T
 
 from shapescript_core.workspace import Cancelled
 
-from . import convert, memory
+from . import convert, diagnostics_cache, memory
+from .documents import UNTITLED
 from .guard import guarded
 
 if TYPE_CHECKING:
@@ -24,6 +26,7 @@ log = logging.getLogger("shapescript.server")
 # before anyone could see the difference.
 EARLY_ITEMS = 200
 SAVE_AFTER = 2.0
+TRIM_RELEASE = 200  # functions slimmed at once: then hand the freed pages back
 IDLE_RETRY = 0.5  # seconds: a save that found the core busy looks again after this
 
 
@@ -51,9 +54,9 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
         cold = path not in ls.ws.files
         f = ls.ws.set_text(path, text, version)
         big = cold and len(f.items) >= EARLY_ITEMS
-        if big and ls.push:
-            items = convert.diagnostics(ls.ws.syntax_diagnostics(path), path, ls.lines_for, ls.docs.uri_for,
-                                        ls.docs.version)
+        if big and ls.push and ls.replayed.get(uri) != version:  # not when the kept diagnostics are shown
+            items = ls.to_json(convert.diagnostics(ls.ws.syntax_diagnostics(path), path, ls.lines_for,
+                                                   ls.docs.uri_for, ls.docs.version))
             ls.call_soon(_publish, ls, uri, version, items)
         if big and ls.ws.use_parse_cache:
             ls.call_soon(_save_later, ls, uri, path)
@@ -83,8 +86,15 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
                 ls.pending[other] = None
             if ls.pending:
                 ls.submit("republish dependents", lambda: republish_pending(ls, ls.generation))
-        elif others:
-            ls.call_soon(refresh_pull, ls)
+        else:
+            if uri in ls.kept_pull:
+                a = ls.ws.analyze(path)
+                items = ls.to_json(convert.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for,
+                                                       ls.docs.version))
+                ls.call_soon(_kept_checked, ls, uri, version, items)
+            if others:
+                ls.call_soon(refresh_pull, ls)
+        trim(ls)
 
     ls.submit("check", job)
 
@@ -109,6 +119,15 @@ def republish_pending(ls: ShapeScriptServer, generation: int):
             return
         ls.pending.pop(path, None)
         republish(ls, path)
+        trim(ls)  # each file as soon as it is published: the next one's check reuses the memory
+
+
+def trim(ls: ShapeScriptServer):
+    """On the core thread, after a check is published: the files not edited lately keep
+    only what their next check reads (Workspace.trim: the analyses not trimmed yet), and
+    a large amount freed goes back to the system (memory.py)."""
+    if ls.ws.trim() >= TRIM_RELEASE:
+        memory.release()
 
 
 def publish_file(ls: ShapeScriptServer, uri: str, path: str, version, only_if_changed: bool = False):
@@ -117,11 +136,95 @@ def publish_file(ls: ShapeScriptServer, uri: str, path: str, version, only_if_ch
     if only_if_changed and a is not None and ls.published_from.get(path) is a and \
             (ls.published.get(uri) or (None,))[0] == version and _local(a.diags, path):
         return  # the analysis it was published from still holds: nothing to convert
-    items = convert.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for, ls.docs.version)
+    items = ls.to_json(convert.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for,
+                                           ls.docs.version))
     ls.published_from[path] = a
     if only_if_changed and ls.published.get(uri) == (version, items):
         return
-    ls.call_soon(_publish, ls, uri, version, items)
+    ls.call_soon(_publish, ls, uri, version, items, _record(ls, a, path))
+
+
+def _record(ls: ShapeScriptServer, a, path: str):
+    """On the core thread: what an analysis's diagnostics were made from, for the next
+    session (diagnostics_cache.py): ([(import, its text's hash)], settings); None when
+    they are not to be kept."""
+    if a is None or a.volatile or path.startswith(UNTITLED + os.sep):
+        return None
+    return [(p, _digest(ls, p)) for p, _ in a.stamp], settings_key(ls)
+
+
+def _digest(ls: ShapeScriptServer, path: str):
+    """On the core thread: the hash of the text the workspace holds for `path` (None:
+    unreadable), remembered while that file keeps that text (and no longer than the
+    workspace keeps the file)."""
+    f = ls.ws.file(path)
+    if f is None:
+        return None
+    memo = ls.digests.get(f)
+    if memo is not None and memo[0] is f.text:
+        return memo[1]
+    h = diagnostics_cache.text_hash(f.text)
+    ls.digests[f] = (f.text, h)
+    return h
+
+
+def settings_key(ls: ShapeScriptServer) -> str:
+    """The settings the diagnostics depend on (diagnostics_cache.py)."""
+    return diagnostics_cache.fingerprint(ls.config, ls.roots, ls.access())
+
+
+def _kept_items(ls: ShapeScriptServer, uri: str):
+    """On the loop: the diagnostics an earlier session kept for an open document's very
+    text, settings and imports (diagnostics_cache.py), or None."""
+    doc = ls.docs.get(uri)
+    if doc is None or doc.path.startswith(UNTITLED + os.sep):
+        return None
+    open_texts = {d.path: d.text for d in ls.docs}
+    return diagnostics_cache.kept(doc.path, doc.text, settings_key(ls), open_texts, ls.access(), ls.docs.version)
+
+
+def show_kept(ls: ShapeScriptServer, uri: str) -> bool:
+    """On the loop, at didOpen: publish the kept diagnostics of the document
+    (`_kept_items`) before it is parsed. The check runs all the same; its publish of this
+    version comes only if it differs. A document fast_start.py already published them
+    for is only recorded as such. A client that pulls diagnostics gets them as the
+    answer to its first pull (`hold_kept`)."""
+    doc = ls.docs.get(uri)
+    if doc is None:
+        return False
+    if not ls.push:
+        return hold_kept(ls, uri)
+    early = ls.shown_early.pop(uri, None)
+    if early is not None and early[0] == doc.version:
+        items = early[1]
+    else:
+        items = _kept_items(ls, uri)
+        if items is None:
+            return False
+        _send(ls, uri, doc.version, items)
+    ls.replayed[uri] = doc.version
+    ls.published[uri] = (doc.version, items)
+    return True
+
+
+def hold_kept(ls: ShapeScriptServer, uri: str) -> bool:
+    """Pull: keep the document's kept diagnostics to answer its first pull with, if it
+    comes before the check is done; the check then asks the client to pull again only
+    if it found something else (`_kept_checked`)."""
+    items = _kept_items(ls, uri)
+    if items is None:
+        return False
+    ls.kept_pull[uri] = [ls.docs.version(uri), items, False]  # version, items, answered
+    return True
+
+
+def _kept_checked(ls: ShapeScriptServer, uri: str, version, items: list):
+    """On the loop, after the check of a document held kept diagnostics (pull)."""
+    kept = ls.kept_pull.pop(uri, None)
+    if kept is None or kept[0] != version or ls.docs.version(uri) != version:
+        return
+    if kept[2] and kept[1] != items:
+        refresh_pull(ls)  # it answered with what the check no longer finds
 
 
 def _local(diags: list, path: str) -> bool:
@@ -138,12 +241,44 @@ def republish(ls: ShapeScriptServer, path: str):
         publish_file(ls, uri, path, f.version, only_if_changed=True)
 
 
-def _publish(ls: ShapeScriptServer, uri: str, version, items: list):
-    """On the loop: publish, unless the document moved on or closed meanwhile."""
+def _publish(ls: ShapeScriptServer, uri: str, version, items: list, record=None):
+    """On the loop: publish, unless the document moved on or closed meanwhile. A complete
+    publish (`record`: what it was made from) is not sent when it repeats the kept
+    diagnostics shown at didOpen (show_kept), and is kept for the next session."""
     if ls.docs.get(uri) is None or ls.docs.version(uri) != version:
         return
+    if record is not None and ls.replayed.get(uri) == version:
+        del ls.replayed[uri]
+        if ls.published.get(uri) == (version, items):
+            return  # what the editor shows already
     ls.published[uri] = (version, items)
-    ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=items, version=version))
+    _send(ls, uri, version, items)
+    if record is not None:
+        _keep_later(ls, uri, version, items, record)
+
+
+def _send(ls: ShapeScriptServer, uri: str, version, items: list):
+    ls.publish_json({"uri": uri, "version": version, "diagnostics": items})
+
+
+def _keep_later(ls: ShapeScriptServer, uri: str, version, items: list, record):
+    """On the loop: keep a complete publish on disk for the next session once the
+    editor has been quiet for SAVE_AFTER seconds (diagnostics_cache.py)."""
+    old = ls.keep_timers.pop(uri, None)
+    if old is not None:
+        old.cancel()
+
+    def keep():
+        ls.keep_timers.pop(uri, None)
+        doc = ls.docs.get(uri)
+        if doc is None or doc.version != version or ls.published.get(uri, (None, None))[1] is not items:
+            return  # moved on: a later publish keeps its own
+        path, digest = doc.path, diagnostics_cache.text_hash(doc.text)
+        deps, settings = record
+        ls.submit("keep the diagnostics", lambda: diagnostics_cache.save(path, digest, settings, deps, items))
+
+    if ls.loop is not None:  # else not serving (tests of the scheduling): nothing to keep
+        ls.keep_timers[uri] = ls.loop.call_later(SAVE_AFTER, keep)
 
 
 def _save_later(ls: ShapeScriptServer, uri: str, path: str):
@@ -209,6 +344,9 @@ def register(ls: ShapeScriptServer):
         td = params.text_document
         ls.docs.open(td.uri, td.text, td.version)
         ls.update_access()  # with no workspace folders, the document's folder may be read
+        ls.replayed.pop(td.uri, None)
+        ls.kept_pull.pop(td.uri, None)
+        show_kept(ls, td.uri)  # an earlier session's diagnostics of this very text, at once
         schedule_check(ls, td.uri)
 
     @ls.feature(T.TEXT_DOCUMENT_DID_CHANGE)
@@ -230,6 +368,8 @@ def register(ls: ShapeScriptServer):
         ls.update_access()
         ls.generation += 1
         ls.published.pop(uri, None)
+        ls.replayed.pop(uri, None)
+        ls.kept_pull.pop(uri, None)
         ls.published_from.pop(doc.path, None)
         ls.pending.pop(doc.path, None)
         if ls.push:
@@ -257,11 +397,26 @@ def register(ls: ShapeScriptServer):
 
         def job():
             if not ls.sync(path, text, version):
-                return []
-            return convert.diagnostics(ls.ws.diagnostics(path), path, ls.lines_for, ls.docs.uri_for,
-                                       ls.docs.version)
+                return [], None
+            a = ls.ws.analyze(path)
+            items = convert.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for, ls.docs.version)
+            return items, (_record(ls, a, path) if text is not None else None)
 
         if params.previous_result_id == result_id:
             return T.UnchangedDocumentDiagnosticReport(result_id=result_id)
-        items = await ls.query(job)
+        kept = ls.kept_pull.get(uri)
+        if kept is not None and kept[0] == version and params.previous_result_id is None:
+            try:
+                items = ls.protocol._converter.structure(kept[1], list[T.Diagnostic])
+            except Exception as exc:  # a kept entry the server wouldn't make: answer from the check
+                log.warning("kept diagnostics of %s not used: %r", uri, exc)
+                ls.kept_pull.pop(uri, None)
+            else:
+                kept[2] = True  # answered before the check: it asks for a new pull if it differs
+                return T.RelatedFullDocumentDiagnosticReport(items=items, result_id=f"kept-{result_id}")
+        items, record = await ls.query(job)
+        if record is not None and ls.docs.version(uri) == version:
+            as_json = ls.to_json(items)
+            ls.published[uri] = (version, as_json)
+            _keep_later(ls, uri, version, as_json, record)
         return T.RelatedFullDocumentDiagnosticReport(items=items, result_id=result_id)

@@ -6,8 +6,7 @@ import argparse
 import logging
 import sys
 
-from .features import create_server
-from .transport import serve_io, serve_tcp
+from . import fast_start
 
 
 def _hostport(value: str) -> tuple[str, int]:
@@ -33,13 +32,19 @@ def main(argv=None) -> int:
     logging.basicConfig(level=getattr(logging, args.log_level), handlers=[handler],
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
+    early = None if args.tcp else fast_start.run()  # before pygls is loaded (fast_start.py)
+    # imported here, not above, to defer pygls and lsprotocol (about 0.5 s of CPU) until
+    # fast_start has answered what it could (docs/architecture.md, tests/test_layering.py)
+    from .features import create_server  # deferred: pygls
+    from .transport import serve_io, serve_tcp  # deferred: pygls
+
     ls = create_server()
     status = 0
     try:
         if args.tcp:
             serve_tcp(ls, *args.tcp)
         else:
-            status = serve_io(ls)
+            status = serve_io(ls, early=early)
     finally:
         ls.shutdown_core()
     return status

@@ -4,17 +4,15 @@ initialize handshake and file watching."""
 from __future__ import annotations
 
 import asyncio
-import os
 from typing import TYPE_CHECKING, Optional
 
 from lsprotocol import types as T
-from pygls import uris
 
-from shapescript_core.files import usable_path
 from shapescript_core.settings import FILE_NAME, load_config, parse_settings
 
 from .diagnostics import recheck_all
 from .guard import guarded
+from .roots import root_from, roots_from
 
 if TYPE_CHECKING:
     from .app import ShapeScriptServer
@@ -117,28 +115,9 @@ def register(ls: ShapeScriptServer):
 
 def roots_of(params: T.InitializeParams) -> list:
     """Every workspace folder (else rootUri, else rootPath): what the server may read."""
-    out = []
-    for f in params.workspace_folders or ():
-        p = uris.to_fs_path(f.uri) if isinstance(f.uri, str) else None
-        if p:
-            out.append(p)
-    if not out:
-        p = root_of(params)
-        if p:
-            out.append(p)
-    return [os.path.normpath(os.path.abspath(p)) for p in out if usable_path(p)]
+    return roots_from([f.uri for f in params.workspace_folders or ()], params.root_uri, params.root_path)
 
 
 def root_of(params: T.InitializeParams) -> Optional[str]:
     """The workspace's root folder: the first workspace folder, else rootUri, else rootPath."""
-    if params.workspace_folders:
-        p = uris.to_fs_path(params.workspace_folders[0].uri)
-        if p:
-            return p
-    if params.root_uri:
-        p = uris.to_fs_path(params.root_uri)
-        if p:
-            return p
-    if params.root_path:
-        return params.root_path
-    return None
+    return root_from([f.uri for f in params.workspace_folders or ()], params.root_uri, params.root_path)

@@ -10,7 +10,7 @@ import pytest_lsp
 from pytest_lsp import LanguageClient
 
 from checkout import program as _program
-from checkout import read_program, shapescript as run_cli
+from checkout import ROOT, read_program, shapescript as run_cli
 from lsp_support import codes, config, initialize, open_doc, uri_of, wait_version
 from shapescript_core.diagnostics import Severity
 from shapescript_core.workspace import Workspace
@@ -145,6 +145,24 @@ def test_a_window_llama_cpp_runs_only_as_gemma3_is_never_dropped(tmp_path):
     r = run_cli("export", str(path), "--gguf", "-o", str(tmp_path / "m.gguf"), "--random-weights")
     assert r.returncode == 1 and words in r.stdout + r.stderr
     assert sorted(os.listdir(tmp_path)) == ["mistral.ss"]
+
+
+def test_a_window_departure_names_the_family_the_attention_belongs_to():
+    """A qwen3 (per-head norms on queries and keys) with a sliding window: the label names
+    qwen3, the architecture it is closest to, not llama (which `blocks` would only name
+    once every block was read)."""
+    src = open(os.path.join(ROOT, "examples", "qwen3.ss"), encoding="utf-8").read()
+    old = "scaled_dot_product_attention(q, k, v, attn_mask=causal[n n])"
+    assert old in src
+    for name, size in (("V", 64), ("D", 32), ("H", 4), ("Hkv", 2), ("Dh", 8), ("F", 48), ("L", 2)):
+        assert f"\ndim {name}\n" in src
+        src = src.replace(f"\ndim {name}\n", f"\ndim {name} = {size}\n")
+    (d,) = errors("/tmp/shapescript-gguf/qwen3_window.ss",
+                  src.replace(old, "scaled_dot_product_attention(q, k, v, attn_mask=causal[n n], window=512)"))
+    assert d.code == "E3313"
+    assert d.message == HEAD + ("the attention has a sliding window of 512 (line 52), where qwen3 has full "
+                                "attention (llama.cpp runs a sliding window only as gemma2 or gemma3)")
+    assert d.primary_label == "the closest architecture is qwen3"
 
 
 GEMMA3 = open(program("gemma3.ss"), encoding="utf-8").read()

@@ -110,12 +110,12 @@ def test_a_simple_dims_text_is_the_files_and_follows_its_edits():
     f = ws.file("/s.ss")
     a, b, c = f.items
     assert [it.text for it in f.items] == ["dim A = 1\n", "dim B = 2 * A\n", "dim C = 3  # c\n"]
-    assert a._src is f.text and c._src is f.text and b._src == b.text  # the parser's own dim keeps its text
+    assert a._src.text is f.text and c._src is a._src and b._src == b.text  # the parser's own dim keeps its text
     ws.set_text("/s.ss", "dim Z = 7\n" + text.replace("dim C = 3", "dim C = 4"))
     f = ws.file("/s.ss")
-    assert f.items[1] is a and a.offset == 10 and a.text == "dim A = 1\n" and a._src is f.text
+    assert f.items[1] is a and a.offset == 10 and a.text == "dim A = 1\n" and a._src.text is f.text
     assert [it.text for it in f.items] == ["dim Z = 7\n", "dim A = 1\n", "dim B = 2 * A\n", "dim C = 4  # c\n"]
-    assert all(it._src is f.text for it in f.items if it is not f.items[2])
+    assert all(it._src.text is f.text for it in f.items if it is not f.items[2])
     assert [d.code for d in ws.diagnostics("/s.ss")] == []
     copy = pickle.loads(pickle.dumps(a))
     assert copy._src == "dim A = 1\n" and copy.text == a.text and copy.offset == a.offset
@@ -153,3 +153,70 @@ def test_line_starts_take_four_bytes_a_line():
     assert starts.itemsize == 4 and len(starts) == 1001 and starts[-1] == 2000
     moved = shifted(starts, 1, 2 ** 32)  # offsets past 4 GiB take eight bytes
     assert moved.itemsize == 8 and list(moved[:3]) == [0, 2 ** 32 + 2, 2 ** 32 + 4]
+
+
+def test_a_simple_dim_is_two_slots_and_a_copy_has_its_own_text():
+    """A million simple dims (bench/scale.py dims): each is 48 bytes, its offset and the
+    file's shared text; no dict, no weak reference, and its name, text and value are read
+    from the file's text. A dim with a doc comment or a literal out of range is a FullDim."""
+    import pickle
+    items = parser.parse_file("dim A = 1\n# the doc\ndim B = 2\ndim C = 0\ndim  D\t=  12 # d\ndim E = 3", "/x.ss")
+    a, b, c, d, e = items
+    assert [type(it).__name__ for it in items] == ["DimItem", "FullDim", "FullDim", "DimItem", "DimItem"]
+    assert A.DimItem.__basicsize__ == 32 and not hasattr(a, "__dict__")  # two slots (48 bytes with the collector's)
+    with pytest.raises(TypeError):
+        __import__("weakref").ref(a)
+    assert a._src is d._src is e._src and a.path == "/x.ss" and b.doc == "the doc"
+    assert [(it.name, it.text, it.name_pos, it.pos, it.literal_size()) for it in (a, d, e)] == [
+        ("A", "dim A = 1\n", (4, 5), (0, 9), 1), ("D", "dim  D\t=  12 # d\n", (5, 6), (0, 16), 12),
+        ("E", "dim E = 3", (4, 5), (0, 9), 3)]
+    assert (d.value.value, d.value.pos) == (12, (10, 12)) and c.value.value == 0
+    copy = pickle.loads(pickle.dumps(d))
+    assert type(copy) is A.FullDim and copy.plain and copy.cheap  # its literal still in its text
+    assert _shape(copy)[1:] == _shape(d)[1:] and copy.offset == d.offset
+    assert copy.text == d.text and copy._src == d.text
+
+
+def test_a_reused_simple_dim_given_a_doc_comment_becomes_a_full_dim():
+    ws = Workspace()
+    ws.set_text("/s.ss", "dim A = 1\ndim B = 2\n")
+    ws.set_text("/s.ss", "# A's doc\ndim A = 1\ndim B = 2\n")
+    f = ws.file("/s.ss")
+    assert [type(it).__name__ for it in f.items] == ["FullDim", "DimItem"]
+    assert (f.items[0].doc, f.items[0].offset, f.items[1].offset) == ("A's doc", 10, 20)
+    assert ws.diagnostics("/s.ss") == []
+
+
+def _first_of_each(items) -> dict:
+    out: dict = {}
+    for it in items:
+        if it.name is not None:
+            out.setdefault(it.name, it)
+    return out
+
+
+def test_the_name_map_answers_as_a_dict_of_the_first_item_of_each_name():
+    """NameMap keeps no string per simple dim (a table of positions, names compared in the
+    text): on random files of dims (simple or not), models, functions, imports and broken
+    items, many names declared twice (and tables small enough for their slots to collide),
+    it answers every question as the dict built item by item does."""
+    import random
+    from shapescript_core.syntax.names import NameMap, without_simple_dims
+    rng = random.Random(16)
+    names = ["A", "B", "C", "Xy", "X_1", "in2", "D" * 40]
+    lines = ["dim {} = 3\n", "dim {}\n", "dim {} = 2 * 3\n", "dim {} = 0\n", "# doc\ndim {} = 5\n",
+             "model {}:\n    w: [A]\n", "fn {}(x: [A]) -> [A]:\n    return x\n", "dim {} = = 1\n",
+             'import "other.ss"\n', "model {}:\n  bad bad\n"]
+    for _ in range(300):
+        text = "".join(rng.choice(lines).format(rng.choice(names)) for _ in range(rng.randint(0, 14)))
+        items = parser.parse_file(text, "/x.ss")
+        want, got = _first_of_each(items), NameMap(items)
+        assert list(got) == list(want) and len(got) == len(want), text
+        assert list(got.items()) == list(want.items()) and list(got.values()) == list(want.values())
+        for n in names + ["nope", "", None]:
+            assert got.get(n) is want.get(n) and (n in got) == (n in want), (text, n)
+        for i, it in enumerate(items):
+            first = want.get(it.name) if it.name is not None else None
+            assert got.earlier(i, it) is (first if first is not it else None), (text, i)
+        assert list(without_simple_dims(got).items()) == [
+            (n, it) for n, it in want.items() if type(it) is not A.DimItem]

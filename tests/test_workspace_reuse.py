@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from shapescript_core import cli
 from shapescript_core.render import to_json_line
-from shapescript_core.workspace import Workspace
+from shapescript_core.ide.hover import hover
+from shapescript_core.workspace import RECENT, Workspace
 
 F0 = """dim D = 64
 dim F = 128
@@ -157,6 +158,105 @@ def test_a_file_changed_on_disk_reaches_its_importers(tmp_path):
     assert [d.code for d in ws.diagnostics(paths[2])] == ["E0205"]
 
 
+# ---------------------------------------------------------------- memory: trim
+
+def fn_items(ws, path) -> dict:
+    return {it.name: it for it in ws.files[path].items if it.kind == "fn"}
+
+
+def test_trim_slims_the_files_not_edited_lately_and_keeps_the_last_ones_whole(tmp_path):
+    assert RECENT == 1
+    ws, paths = chain(str(tmp_path))  # set in order: f3 was changed last
+    analyze_all(ws, paths)
+    assert ws.trim() == 4  # helper and other of f0, uses_helper of f1, mid of f2
+    for p in paths[:3]:
+        for name, it in fn_items(ws, p).items():
+            assert not it.body_loaded and ws.analyze(p).fns[name].slimmed
+    for p in paths[3:]:
+        for name, it in fn_items(ws, p).items():
+            assert it.body_loaded and not ws.analyze(p).fns[name].slimmed
+    assert ws.trim() == 0  # each analysis is trimmed once
+
+
+def test_a_trimmed_file_is_not_checked_again_and_says_the_same(tmp_path):
+    ws, paths = chain(str(tmp_path), [F0, F1.replace("p.w_down", "p.w_nope"), F2, F3])
+    before = analyze_all(ws, paths)
+    diags = {p: [(d.code, d.span.abs_start) for d in ws.diagnostics(p)] for p in paths}
+    assert [c for c, _ in diags[paths[1]]] == ["E0204"]  # an error in a body of a file trimmed next
+    ws.trim()
+    after = analyze_all(ws, paths)
+    assert delta(before, after, "analyses") == [0, 0, 0, 0]
+    assert {p: [(d.code, d.span.abs_start) for d in ws.diagnostics(p)] for p in paths} == diags
+    assert not any(it.body_loaded for it in fn_items(ws, paths[0]).values())  # no body was needed
+
+
+def test_an_edit_after_a_trim_costs_what_it_did_before(tmp_path):
+    ws, paths = chain(str(tmp_path))
+    analyze_all(ws, paths)
+    ws.trim()
+    before = ws.work_counts()
+    ws.set_text(paths[0], F0.replace("y = x * 3.0", "y = x * 4.0"))
+    after = analyze_all(ws, paths)
+    assert delta(before, after, "analyses") == [1, 0, 0, 0]
+    assert delta(before, after, "items") == [2, 0, 0, 0]
+    # a renamed function: its user in f1 is checked again, its dropped body parsed again
+    ws.set_text(paths[0], F0.replace("fn helper", "fn helpers"))
+    ws.set_text(paths[3], F3 + "\n")  # f1 is not among the last edited
+    ws.trim()
+    codes = [d.code for d in ws.diagnostics(paths[1])]
+    assert codes == ["E0205"]
+    assert fn_items(ws, paths[1])["uses_helper"].body_loaded
+
+
+def test_a_trimmed_function_hovers_as_a_whole_one(tmp_path):
+    ws, paths = chain(str(tmp_path))
+    analyze_all(ws, paths)
+    (tmp_path / "whole").mkdir()
+    whole, whole_paths = chain(str(tmp_path / "whole"))  # never trimmed
+    analyze_all(whole, whole_paths)
+    at = F0.index("y + x")  # `y`: its type comes from the body's check detail
+    expected = hover(whole, whole_paths[0], at)
+    ws.trim()
+    res = ws.analyze(paths[0]).fns["other"]
+    assert res.slimmed and not res.item.body_loaded
+    got = hover(ws, paths[0], at)
+    assert expected is not None and "[b n D]" in expected.markdown
+    assert got is not None and got.markdown == expected.markdown
+    assert (got.start, got.end) == (expected.start, expected.end)
+    assert not res.slimmed and res.item.body_loaded  # restored by the hover
+
+
+def test_an_exported_function_and_what_it_calls_stay_whole(tmp_path):
+    text = F0 + """
+fn inner(x: [b n D]) -> [b n D]:
+    return helper(x)
+
+@export(hf)
+fn forward(m: Mlp, x: [b n D]) -> [b n D]:
+    return inner(x) |> linear(m.w_up) |> linear(m.w_down)
+"""
+    ws, paths = chain(str(tmp_path), [text, F1, F2, F3])
+    analyze_all(ws, paths)
+    ws.trim()
+    loaded = {n: it.body_loaded for n, it in fn_items(ws, paths[0]).items()}
+    assert loaded == {"helper": True, "other": False, "inner": True, "forward": True}
+
+
+def test_dropped_bodies_are_saved_dropped_and_parsed_when_read(tmp_path, monkeypatch):
+    monkeypatch.setenv("SHAPESCRIPT_CACHE_DIR", str(tmp_path / "cache"))
+    ws, paths = chain(str(tmp_path), [F0.replace("y = x * 3.0", "y = x @ x")] + TEXTS[1:])
+    analyze_all(ws, paths)
+    expected = [(d.code, d.span.abs_start) for d in ws.diagnostics(paths[0])]
+    assert expected  # the body's error
+    ws.trim()
+    assert ws.save_parse_cache(paths[0])
+    again = Workspace()
+    again.use_parse_cache()
+    again.set_text(paths[0], ws.files[paths[0]].text)
+    assert not fn_items(again, paths[0])["other"].body_loaded  # saved as it was: parsed when read
+    assert [(d.code, d.span.abs_start) for d in again.diagnostics(paths[0])] == expected
+
+
 # ---------------------------------------------------------------- incremental = `check`
 
 def check_cli(root: str, paths: list) -> list:
@@ -181,7 +281,7 @@ PIECES = st.sampled_from([
 @settings(max_examples=int(os.environ.get("SHAPESCRIPT_PROPERTY_EXAMPLES", 25)), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(st.integers(0, 3), st.floats(0, 1), st.integers(0, 8), st.lists(PIECES, max_size=3).map("".join),
-                          st.permutations(range(4))),
+                          st.permutations(range(4)), st.booleans()),
                 min_size=1, max_size=8))
 def test_random_edits_across_files_publish_what_check_says(edits):
     root = tempfile.mkdtemp(prefix="ss-reuse-")
@@ -189,16 +289,19 @@ def test_random_edits_across_files_publish_what_check_says(edits):
         texts = list(TEXTS)
         ws, paths = chain(root, texts)
         analyze_all(ws, paths)
-        for k, where, cut, insert, order in edits:
+        for k, where, cut, insert, order, trim in edits:
             i = int(where * len(texts[k]))
             texts[k] = texts[k][:i] + insert + texts[k][i + cut:]
             ws.set_text(paths[k], texts[k])
             ws.analyze(paths[k])  # the edited document first, then the others in any order
             for j in order:
                 ws.analyze(paths[j])
+            if trim:  # the files not edited lately keep less (their bodies parsed again when read)
+                ws.trim()
         for p, t in zip(paths, texts):
             with open(p, "w", encoding="utf-8") as fh:
                 fh.write(t)
         assert published(ws, paths) == check_cli(root, paths)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+

@@ -9,6 +9,7 @@ from typing import Callable, Optional
 
 from ..diagnostics import Diagnostic, error
 from ..syntax import ast as A
+from ..syntax.names import NameMap, without_simple_dims
 from .graphs import components, shortest_path
 from . import messages as M
 from .messages import model_contains_itself
@@ -289,10 +290,7 @@ class DimTable:
 
     def __init__(self, names, overrides: dict | None = None):
         if not isinstance(names, Mapping):  # a list of dim items: the first of each name
-            first: dict = {}
-            for it in names:
-                first.setdefault(it.name, it)
-            names = first
+            names = NameMap(list(names))
         self.names = names
         self.items = DimItems(names)
         self._info: dict[str, DimInfo] = {}
@@ -300,7 +298,11 @@ class DimTable:
         self.info = DimInfos(self.items, self._info, self.overrides)
         self.values = DimValues(self.info)
         self.diags: dict[int, list] = {}  # id(item) -> diagnostics
-        for name, it in self.items.pairs():
+        # a simple dim (ast.DimItem) is plain unless overridden: without overrides only
+        # the other dims are looked at (a million simple dims: no name read)
+        todo = self.items.pairs() if self.overrides else \
+            ((n, it) for n, it in without_simple_dims(names).items() if is_dim_item(it))
+        for name, it in todo:
             if name not in self._info and not self.plain(name, it):
                 self._resolve(name)
         # a size's name for messages and code; a dim's own symbol names itself (name_of)
@@ -598,7 +600,7 @@ def model_cycles(models: dict, own: dict) -> list:
     comp = components(graph)
     trees: dict = {}  # component -> RootPaths
     out = []
-    for name, it in own.items():
+    for name, it in without_simple_dims(own).items():
         m = models.get(name)
         if m is None or m.item is not it:
             continue

@@ -55,6 +55,36 @@ class FnResult:
     static: set = field(default_factory=set)  # id(node) of each expression known at compile time
     loops: list = field(default_factory=list)  # [(For, stack count Size)] of each loop with an index
 
+    def slim(self, restore) -> None:
+        """Free the per-node detail (DETAIL: types, calls, locals, ... keyed by the body's
+        nodes), keeping what the file's own checks read afterwards (the diagnostics, the
+        callees, the field reads, the return type). `restore()` checks the body again and
+        gives a whole FnResult: the next read of a detail field takes its detail from it
+        (the body's nodes may be new objects by then: FnItem.drop_body)."""
+        d = self.__dict__
+        for k in DETAIL:
+            d.pop(k, None)
+        d["_restore"] = restore
+
+    @property
+    def slimmed(self) -> bool:
+        return "_restore" in self.__dict__
+
+    def __getattr__(self, name):  # only for a name not in the instance: a slimmed detail field
+        d = self.__dict__
+        restore = d.get("_restore")
+        if restore is None or name not in DETAIL:
+            raise AttributeError(name)
+        full = restore()
+        del d["_restore"]
+        for k in DETAIL:
+            d[k] = getattr(full, k)
+        return d[name]
+
+
+# the fields of an FnResult that FnResult.slim frees (its __getattr__ restores them)
+DETAIL = ("types", "nodes", "calls", "deps", "locals_at", "svars", "patterns", "static", "loops")
+
 
 class FnChecker:
     def __init__(self, item: A.FnItem, env):

@@ -120,6 +120,8 @@ def item_tokens(a, item, dims_key=None) -> tuple:
     """The tokens of one item, relative to its start; the same tuple while nothing they
     depend on changed."""
     res = fn_result(a, item)
+    if type(item) is A.DimItem:  # a simple dim's line (no weak reference): lexed again, as fast as a look-up
+        return _lex(item.text, _names(a, item))
     if dims_key is None:
         dims_key = tuple(a.env.dims.items)
     hit = _CACHE.get(item)

@@ -13,12 +13,20 @@ _DIM_LITERAL = re.compile(r"dim[ \t]+[A-Za-z_][A-Za-z0-9_]*[ \t]*=[ \t]*([0-9]+)
 _SHARED_POS: dict = {}
 
 
+SHARED_POS_LIMIT = 65_536  # spans in the table at most (a few MB): past that, new ones are not shared
+
+
 def shared_pos(pos: Pos) -> Pos:
-    """One tuple for each short span (a dim's value sits at one of a few dozen places on
-    its line): a million dims keep no million position tuples."""
-    if pos[1] >= 256:
-        return pos
-    return _SHARED_POS.setdefault(pos, pos)
+    """One tuple for each span (relative to its item): a million dims keep no million
+    position tuples (a dim's value sits at one of a few dozen places on its line), and
+    items written alike (the layers of a model, the blocks of a generated file) share
+    their nodes' spans. The table stops growing at SHARED_POS_LIMIT."""
+    got = _SHARED_POS.get(pos)
+    if got is not None:
+        return got
+    if len(_SHARED_POS) < SHARED_POS_LIMIT:
+        _SHARED_POS[pos] = pos
+    return pos
 
 
 class Node:
@@ -270,8 +278,9 @@ class Item(Anchor):
     # slots for what every item has (a file of a million `dim` lines holds no million
     # instance dicts); the rest are class-level defaults, set on an item only when it has
     # its own: no million empty lists. Models, functions, imports and broken items keep
-    # their text and other attributes in a dict; a dim has none (see DimItem)
-    __slots__ = ("path", "offset", "name", "__weakref__")
+    # their path, text, name and other attributes in a dict (and can be weakly referred
+    # to); a dim has no dict (see DimItem)
+    __slots__ = ("offset",)
     kind = "item"
     cheap = False  # DimItem.cheap
     doc = ""
@@ -322,66 +331,119 @@ class ImportItem(Item):
     target_pos: Pos = (0, 0)
 
 
-LITERAL_IN_TEXT = False  # DimItem.value not built yet: a literal the parser checked, in the text
+LITERAL_IN_TEXT = False  # FullDim.value not built yet: a literal the parser checked, in the text
+
+
+class FileText:
+    """A version of a file's text and its path: what the DimItems of that version share."""
+
+    __slots__ = ("text", "path")
+
+    def __init__(self, text: str, path: str):
+        self.text, self.path = text, path
 
 
 class DimItem(Item):
-    """`dim NAME` or `dim NAME = size`. All slots, no dict: a file of a million dims.
+    """`dim NAME` or `dim NAME = size`: every dim is one (`isinstance`); an object of this
+    class itself is the commonest, a line `dim NAME = 123` (a plain literal: 1 to 18
+    digits, not 0, no doc comment above it) that the parser's fast path left in the
+    file's text. It keeps two slots and nothing else (48 bytes; a file of a million
+    dims): its offset and the file's text and path (`_src`, a FileText shared by the
+    dims of the file, which `parser.rebase` points at each new version of it). Its text
+    (its line), name, name span and value are read from that text when asked: no
+    string, tuple, node or int per dim (its value's node is made at each ask). It can't
+    be weakly referred to. The other dims (a value to evaluate, a doc, a literal out
+    of range, layout problems) are `FullDim`s."""
 
-    Its text is `_len` characters of a source string: the file's text at the item's
-    offset, for a dim the parser's fast path made (no string of its own: `parser.rebase`
-    points it at each new version of the file, once its offset moved), else its own
-    text (`_len` is all of `_src`). The fast path also leaves a plain literal (1 to 18
-    digits, not 0: always a valid size) in the text (`value` is LITERAL_IN_TEXT until
-    asked for), so a million dims keep no million strings, nodes nor ints;
-    `literal_size()` reads it without a node. The rare doc comment, layout problems and
-    name span go in one slot (`_more`, a dict, or None)."""
-
-    __slots__ = ("_src", "_len", "_value", "_more")
+    __slots__ = ("_src",)
     kind = "dim"
+    plain = True  # a valid literal: its own symbol, needing no evaluation
+    cheap = True  # parsed again as fast as it unpickles (parse_cache.py doesn't keep it)
+
+    @classmethod
+    def in_source(cls, src: FileText, start: int) -> "DimItem":
+        """The item of the line of src at `start` (the caller checked it: a `dim NAME =
+        literal` line for which `plain` holds)."""
+        item = cls.__new__(cls)
+        item._src, item.offset = src, start
+        return item
+
+    @property
+    def path(self) -> str:
+        return self._src.path
+
+    @property
+    def text(self) -> str:
+        s, a = self._src.text, self.offset
+        e = s.find("\n", a)
+        return s[a:] if e < 0 else s[a:e + 1]
+
+    @property
+    def name(self) -> str:
+        # `dim`, blanks, the name, blanks, `=` (the parser's fast path matched the line)
+        s, a = self._src.text, self.offset
+        return s[a + 3:s.find("=", a)].strip(" \t")
+
+    def __reduce_ex__(self, protocol):
+        # a copy holds its own text, not the file's (a pickled item never holds the whole file)
+        return _full_dim, (self.text, self.path, self.offset, self.name)
+
+    @property
+    def value(self) -> Optional[SizeExpr]:
+        a = self.offset
+        m = _DIM_LITERAL.match(self._src.text, a)
+        return SInt(int(m.group(1)), shared_pos((m.start(1) - a, m.end(1) - a)))
+
+    def literal_size(self) -> Optional[int]:
+        """A plain dim's value (None when it has none), without building a node."""
+        return int(_DIM_LITERAL.match(self._src.text, self.offset).group(1))
+
+    def _derived_name_pos(self) -> Pos:
+        m = _DIM_NAME.match(self._src.text, self.offset)
+        a = self.offset
+        return (m.start(1) - a, m.end(1) - a)
+
+
+class FullDim(DimItem):
+    """A dim with its own text (`_src`) and room for what the commonest (`DimItem`)
+    hasn't: its name, its value's node, and the rare doc comment, layout problems and
+    name span in one slot (`_more`, a dict, or None). The parser's fast path may still
+    leave a plain literal in the text (`value` is LITERAL_IN_TEXT until asked for)."""
+
+    __slots__ = ("path", "_name", "_value", "_more", "__weakref__")
 
     def __init__(self, text: str, path: str, offset: int):
         super().__init__(text, path, offset)
         self._value: object = None
         self._more: Optional[dict] = None
 
-    @classmethod
-    def in_source(cls, src: str, start: int, end: int, path: str) -> "DimItem":
-        """The item of src[start:end], its text left in src."""
-        item = cls.__new__(cls)
-        item._src, item._len = src, end - start
-        item.path, item.offset, item.name = path, start, None
-        item._value = item._more = None
-        return item
-
     @property
     def text(self) -> str:
-        s, n = self._src, self._len
-        if n == len(s):
-            return s
-        a = self.offset
-        return s[a:a + n]
+        return self._src
 
     @text.setter
     def text(self, text: str):
-        self._src, self._len = text, len(text)
+        self._src = text
 
-    def rebase(self, src: str):
-        """The same text, found in `src` at the item's offset (a newer version of the
-        file, the offset already moved): the older version is not kept alive by it."""
-        if self._src is not src and self._len != len(self._src):
-            self._src = src
+    @property
+    def name(self) -> Optional[str]:
+        return self._name
+
+    @name.setter
+    def name(self, name: Optional[str]):
+        self._name = name
+
+    __reduce_ex__ = object.__reduce_ex__  # its slots (__getstate__), not a DimItem's copy
 
     def __getstate__(self):
-        # its own text, not the file's (a pickled item never holds the whole file)
-        return None, {"path": self.path, "offset": self.offset, "name": self.name, "_src": self.text,
-                      "_len": self._len, "_value": self._value, "_more": self._more}
+        return None, {"path": self.path, "offset": self.offset, "_name": self._name, "_src": self._src,
+                      "_value": self._value, "_more": self._more}
 
     @property
     def value(self) -> Optional[SizeExpr]:
         v = self._value
         if v is LITERAL_IN_TEXT:
-            m = _DIM_LITERAL.match(self.text)
+            m = _DIM_LITERAL.match(self._src)
             v = self._value = SInt(int(m.group(1)), shared_pos(m.span(1)))
         return v
 
@@ -406,12 +468,12 @@ class DimItem(Item):
         """A plain dim's value (None when it has none), without building a node."""
         v = self._value
         if v is LITERAL_IN_TEXT:
-            return int(_DIM_LITERAL.match(self.text).group(1))
+            return int(_DIM_LITERAL.match(self._src).group(1))
         return v.value if type(v) is SInt else None
 
     def _derived_name_pos(self) -> Pos:
         # the parser's fast path for `dim NAME = 123` leaves the name's span to be found here
-        m = _DIM_NAME.match(self.text)
+        m = _DIM_NAME.match(self._src)
         return m.span(1) if m else (0, 0)
 
     def _extra(self, key: str, default):
@@ -430,9 +492,38 @@ class DimItem(Item):
                          lambda self, v: self._set_extra("name_pos", v))
 
 
+def _full_dim(text: str, path: str, offset: int, name: str) -> FullDim:
+    """A DimItem's copy (pickle), its text its own."""
+    item = FullDim(text, path, offset)
+    item.name, item.value = name, LITERAL_IN_TEXT
+    return item
+
+
 class ModelItem(Item):
     kind = "model"
     fields: list = []
+
+
+class _Body:
+    """`FnItem.body` when the item's own is not in its dict: none ([]), or, after
+    `drop_body`, its statements parsed again from the item's text (by the parser that
+    registered `body_parser`: it is the same text, so the same statements at the same
+    spans, as new objects). A body in the item's dict is read as a plain attribute."""
+
+    def __get__(self, item, owner=None):
+        if item is None:
+            return self
+        if not item.__dict__.get("body_dropped"):
+            return []
+        if body_parser is None:
+            raise RuntimeError("a dropped function body is read before any parser is loaded")
+        body = body_parser(item.text, item.path, item.offset)
+        item.__dict__["body"] = body
+        del item.__dict__["body_dropped"]
+        return body
+
+
+body_parser = None  # (text, path, offset) -> the statements of a function item's text: parser.py sets it
 
 
 class FnItem(Item):
@@ -441,8 +532,24 @@ class FnItem(Item):
     params: list = []
     params_pos: Pos = (0, 0)
     ret: Optional[TypeExpr] = None
-    body: list = []
+    body = _Body()
     header_pos: Pos = (0, 0)
+
+    def drop_body(self) -> bool:
+        """Free the body's statements (most of a function's syntax tree); the next read
+        of `body` parses them again from the text. Only for an item that parsed whole
+        (its syntax and layout errors stay as they are); whether it dropped one."""
+        d = self.__dict__
+        if "body" not in d or self.syntax_errors or self.layout_errors:
+            return False
+        del d["body"]
+        d["body_dropped"] = True
+        return True
+
+    @property
+    def body_loaded(self) -> bool:
+        """Whether the body's statements are in memory (not dropped)."""
+        return not self.__dict__.get("body_dropped")
 
 
 class BrokenItem(Item):

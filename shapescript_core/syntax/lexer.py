@@ -8,6 +8,7 @@ the start of bare axis patterns (PSTART) inside calls.
 from __future__ import annotations
 
 import re
+import sys
 
 from . import syntax_errors as M
 
@@ -72,6 +73,7 @@ class Token:
 
 
 _tok = Token
+_intern = sys.intern
 
 
 def _indent_width(ws: str) -> int:
@@ -134,8 +136,8 @@ def tokenize(text: str) -> tuple[list[Token], list[LexProblem]]:
                         problems.append(LexProblem(M.bad_dedent, line_start, start))
                         # go on as if the line stood at the enclosing block's indentation
         line_has_tokens = True
-        if kind == "NAME":
-            out.append(_tok(KEYWORDS.get(value, "NAME"), value, start, m.end()))
+        if kind == "NAME":  # one string per name, shared by every node that holds it
+            out.append(_tok(KEYWORDS.get(value, "NAME"), _intern(value), start, m.end()))
         elif kind == "OP":
             tok = _tok(OPS[value], value, start, m.end())
             if value in OPEN:

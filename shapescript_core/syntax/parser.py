@@ -39,12 +39,15 @@ EXPECT_ORDER = ["COLON", "RPAR", "RSQB", "ARROW", "EQUAL", "_NL", "_INDENT", "NA
 
 def _pos(x) -> A.Pos:
     if isinstance(x, Token):
-        return (x.start_pos, x.end_pos)
+        return _shared((x.start_pos, x.end_pos))
     return x.pos
 
 
 def _join(a, b) -> A.Pos:
-    return (_pos(a)[0], _pos(b)[1])
+    return _shared((_pos(a)[0], _pos(b)[1]))
+
+
+_shared = A.shared_pos
 
 
 _LONGEST_INT = 4000  # digits: Python converts at most 4,300 between text and int
@@ -394,11 +397,16 @@ def _lex_problem(item: A.Item, p: LexProblem) -> Diagnostic:
 _SIMPLE_DIM = re.compile(r"dim[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*=[ \t]*([0-9]+)[ \t]*(?:#[^\n]*)?\n*\Z")
 
 
-def _simple_dim(m, item: A.DimItem) -> A.DimItem:
+def _plain_literal(digits: str) -> bool:
+    """A valid size (1 to 18 digits, not 0): its node is built when asked."""
+    return len(digits) <= 18 and bool(digits.lstrip("0"))
+
+
+def _simple_dim(m, item: A.FullDim) -> A.FullDim:
     """The item of a `_SIMPLE_DIM` match (at the item's start in the text it matched)."""
     item.name = m.group(1)  # its span is derived when asked (DimItem.name_pos): no tuple kept
     digits = m.group(2)
-    if len(digits) <= 18 and digits.lstrip("0"):  # a valid size (not 0): its node is built when asked
+    if _plain_literal(digits):
         item.value = A.LITERAL_IN_TEXT
     else:  # 0 or too large: checked now, E0208
         at = m.start()
@@ -410,7 +418,7 @@ def parse_item(text: str, path: str, offset: int) -> A.Item:
     """Parse one item's text. Never raises: a broken item carries its diagnostics."""
     m = _SIMPLE_DIM.match(text)
     if m is not None and m.group(1) not in KEYWORDS:
-        return _simple_dim(m, A.DimItem(text, path, offset))
+        return _simple_dim(m, A.FullDim(text, path, offset))
     try:
         tokens, problems = tokenize(text)
         fatal = [p for p in problems if p.fatal]
@@ -439,6 +447,17 @@ def parse_item(text: str, path: str, offset: int) -> A.Item:
         return item
 
 
+def _body_of(text: str, path: str, offset: int) -> list:
+    """The statements of a function item's text (FnItem.drop_body: parsed again)."""
+    item = parse_item(text, path, offset)
+    if not isinstance(item, A.FnItem):  # the text parsed whole before: it can't change
+        raise RuntimeError(f"the dropped body of the item at {path}:{offset} no longer parses as a function")
+    return item.__dict__.get("body", [])
+
+
+A.body_parser = _body_of
+
+
 def _broken(text: str, path: str, offset: int) -> A.BrokenItem:
     item = A.BrokenItem(text, path, offset)
     m = HEADER_NAME.match(text)
@@ -457,7 +476,7 @@ def _build_item(kind: str, c: list, text: str, path: str, offset: int) -> A.Item
         item.target_pos = _pos(s)
         item.name = None
     elif kind == "dim":
-        item = A.DimItem(text, path, offset)
+        item = A.FullDim(text, path, offset)
         item.name, item.name_pos = str(c[1]), _pos(c[1])
         item.value = c[3] if len(c) > 2 else None
     elif kind == "model":
@@ -608,17 +627,26 @@ def parse_file(text: str, path: str, reuse: dict | None = None) -> list[A.Item]:
 
 def _parse_chunks(text: str, path: str, chunks, reuse: dict | None) -> list[A.Item]:
     items: list[A.Item] = []
+    shared = None  # the FileText of the DimItems made here
     for start, end, doc in chunks:
         item = None
         if reuse:
             bucket = reuse.get(text[start:end])
             if bucket:
                 item = bucket.pop()
-                item.offset = start
+                if doc and type(item) is A.DimItem:
+                    item = None  # a doc comment above it now: a DimItem has no room for one
+                else:
+                    item.offset = start
         if item is None:
             m = _SIMPLE_DIM.match(text, start, end)
-            if m is not None and m.group(1) not in KEYWORDS:  # parse_item's fast path, its text left in the file's
-                item = _simple_dim(m, A.DimItem.in_source(text, start, end, path))
+            if m is not None and m.group(1) not in KEYWORDS:  # parse_item's fast path
+                if not doc and _plain_literal(m.group(2)) and _line_end(text, start) == end:
+                    if shared is None:
+                        shared = A.FileText(text, path)
+                    item = A.DimItem.in_source(shared, start)  # its text left in the file's
+                else:
+                    item = _simple_dim(m, A.FullDim(text[start:end], path, start))
             else:
                 item = parse_item(text[start:end], path, start)
         if doc or item.doc:
@@ -628,12 +656,23 @@ def _parse_chunks(text: str, path: str, chunks, reuse: dict | None) -> list[A.It
     return items
 
 
+def _line_end(text: str, start: int) -> int:
+    """The end of the line at `start`, its break included (the text of a DimItem there)."""
+    e = text.find("\n", start)
+    return len(text) if e < 0 else e + 1
+
+
 def rebase(items: list, text: str):
     """Point the dims whose text is a slice of an older version of the file at `text`
     (where each is at its offset now): no older version stays alive."""
+    now = None  # the FileText of `text`, shared by all
     for it in items:
         if type(it) is A.DimItem:
-            it.rebase(text)
+            old = it._src
+            if old.text is not text:
+                if now is None or now.path != old.path:
+                    now = A.FileText(text, old.path)
+                it._src = now
 
 
 def changed_range(old: str, new: str) -> tuple[int, int, int]:

@@ -88,6 +88,9 @@ class Sublayers:
             hp["context_length"] = bound  # no sequence is longer
         if window is not None and not gemma:
             if not self.any_window:
+                if self.arch == "llama":  # the family this attention's own features name (blocks() does it later)
+                    self.arch = "qwen3" if q.norm is not None else \
+                        "qwen2" if any(p.b is not None for p in (q, k, v)) else "llama"
                 self.depart(att, "window", f"the attention has a sliding window of {window}")
             hp.setdefault("windows", {"sliding_window": int(window)})
         if not gemma and scale is not None and \
