@@ -7,7 +7,7 @@ file. So `run` reads stdin first, with nothing of pygls but `pygls.uris` loaded:
 - `initialize`: answered with the answer the server gave last time to the same
   client capabilities and initialization options, with the same code (kept on disk
   beside the parsed items, `save_answer`); with none kept, the server answers it;
-- `initialized`: kept for the server;
+- `initialized` and other notifications (a configuration change): kept for the server;
 - the first `didOpen`: the diagnostics kept for that very text, settings and imports
   (diagnostics_cache.py) are published at once, when the server pushes diagnostics.
 
@@ -155,7 +155,8 @@ def _run(early: Early, fd: int, write: Callable[[dict], None]):
                 return
             method = msg.get("method")
             if early.answered is None:
-                if method != "initialize" or not isinstance(msg.get("id"), (int, str)) or isinstance(msg.get("id"), bool):
+                msg_id = msg.get("id")
+                if method != "initialize" or not isinstance(msg_id, (int, str)) or isinstance(msg_id, bool):
                     return
                 answer = load_answer(msg.get("params"))
                 if answer is None:
@@ -165,14 +166,13 @@ def _run(early: Early, fd: int, write: Callable[[dict], None]):
                 init = msg["params"] if isinstance(msg.get("params"), dict) else {}
                 deadline = time.monotonic() + WAIT_FOR_OPEN
                 pushes = "diagnosticProvider" not in answer["capabilities"]
-            elif method == "initialized" and "id" not in msg:
-                continue
-            elif method == "textDocument/didOpen" and "id" not in msg:
+            elif "id" in msg or not isinstance(method, str) or method == "exit":
+                return  # a request (or an answer, or exit): the server's
+            elif method == "textDocument/didOpen":
                 if pushes:
                     _show_kept(early, init, msg.get("params"), write)
                 return
-            else:
-                return
+            # another notification (initialized, a configuration change): kept for the server
 
 
 def _show_kept(early: Early, init: dict, params, write: Callable[[dict], None]):

@@ -110,14 +110,15 @@ def test_the_early_answer_and_publish_load_no_pygls_protocol_parser_or_checker(p
     uri = (project / "main.ss").as_uri()
     messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": _initialize(project)},
                 {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+                {"jsonrpc": "2.0", "method": "workspace/didChangeConfiguration", "params": {"settings": {}}},
                 {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": _did_open(project / "main.ss")},
                 {"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover",
                  "params": {"textDocument": {"uri": uri}, "position": {"line": 3, "character": 3}}}]
-    got = _prelude(project, messages)  # all four in one read
+    got = _prelude(project, messages)  # all five in one read
     assert got["out"][0] == {"jsonrpc": "2.0", "id": 1, "result": answer}
     assert got["out"][1] == {"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
                              "params": {"uri": uri, "version": 1, "diagnostics": first[-1]}}
-    assert (got["answered"], got["read"], got["shown"]) == (1, 4, [uri])  # the hover is the server's
+    assert (got["answered"], got["read"], got["shown"]) == (1, 5, [uri])  # the hover is the server's
     assert got["loaded"] == []
 
 
