@@ -509,7 +509,9 @@ class Workspace:
         """Drop the cache entries of items that no longer exist (all of `items` but the
         ones in `keep`, which an edit reused)."""
         # `items` keeps the old items alive meanwhile: no new object has one of their ids
-        gone = set(map(id, items)).difference(map(id, keep))
+        # (a simple dim is in no cache: a million of them make no set of a million ids)
+        simple = A.DimItem
+        gone = {id(it) for it in items if type(it) is not simple}.difference(map(id, keep))
         for k in gone:
             for cache in (self._model_cache, self._sig_cache, self._body_cache):
                 cache.pop(k, None)
@@ -847,7 +849,8 @@ class Workspace:
                               odiags)
                 omodels, osigs = _only(models, own), _only(sigs, own)
                 meanings.models, meanings.sigs = models, sigs
-                meanings.carry_full(prev, (*changed, *own))
+                # (a simple dim is no model nor signature: not among them)
+                meanings.carry_full(prev, (*changed, *without_simple_dims(own)))
             diags.extend(odiags)
         else:
             models, sigs, odiags = {}, {}, []
