@@ -546,17 +546,6 @@ class FnItem(Item):
         d["body_dropped"] = True
         return True
 
-    def __getstate__(self):
-        """Pickled whole (parse_cache.py): a dropped body is parsed for the copy, not kept here."""
-        state = object.__getstate__(self)
-        own = state[0] if isinstance(state, tuple) else state
-        if own and own.get("body_dropped"):
-            own = dict(own)
-            del own["body_dropped"]
-            own["body"] = body_parser(self.text, self.path, self.offset)
-            state = (own, state[1]) if isinstance(state, tuple) else own
-        return state
-
     @property
     def body_loaded(self) -> bool:
         """Whether the body's statements are in memory (not dropped)."""
