@@ -378,6 +378,16 @@ class Workspace:
         analysis). How many functions it slimmed (each analysis is trimmed once)."""
         keep = set(self._recent)
         slimmed = 0
+        if A.parsed_again:
+            # dropped bodies were read since (a search across the files, a body checked
+            # again): those of results still slimmed, in files trimmed before, go again
+            items = A.parsed_again[:]
+            del A.parsed_again[:]
+            for item in items:
+                a = self._analysis.get(item.path)
+                res = a.fns.get(item.name) if a is not None and a.trimmed and item.path not in keep else None
+                if res is not None and res.item is item and res.slimmed:
+                    item.drop_body()
         for path, a in list(self._analysis.items()):
             if a.trimmed or path in keep:
                 continue
