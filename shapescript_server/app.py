@@ -176,6 +176,7 @@ class ShapeScriptServer(LanguageServer):
         self.published: dict = {}  # uri -> (version, items as JSON) last published
         self.replayed: dict = {}  # uri -> the version whose kept diagnostics were shown at didOpen
         self.shown_early: dict = {}  # uri -> (version, items) fast_start.py published before the server ran
+        self.kept_pull: dict = {}  # uri -> [version, kept items, answered]: a pulling client's first answer
         self.keep_timers: dict = {}  # uri -> the pending write of its diagnostics to disk
         # SourceFile -> (text, its hash): the texts of the imports a publish was made from
         self.digests: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -86,8 +86,14 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
                 ls.pending[other] = None
             if ls.pending:
                 ls.submit("republish dependents", lambda: republish_pending(ls, ls.generation))
-        elif others:
-            ls.call_soon(refresh_pull, ls)
+        else:
+            if uri in ls.kept_pull:
+                a = ls.ws.analyze(path)
+                items = ls.to_json(convert.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for,
+                                                       ls.docs.version))
+                ls.call_soon(_kept_checked, ls, uri, version, items)
+            if others:
+                ls.call_soon(refresh_pull, ls)
         trim(ls)
 
     ls.submit("check", job)
@@ -135,20 +141,25 @@ def publish_file(ls: ShapeScriptServer, uri: str, path: str, version, only_if_ch
     ls.published_from[path] = a
     if only_if_changed and ls.published.get(uri) == (version, items):
         return
-    record = None
-    if a is not None and not a.volatile and not path.startswith(UNTITLED + os.sep):
-        # what these diagnostics were made from, for the next session (diagnostics_cache.py)
-        record = ([(p, _digest(ls, p)) for p, _ in a.stamp], settings_key(ls))
-    ls.call_soon(_publish, ls, uri, version, items, record)
+    ls.call_soon(_publish, ls, uri, version, items, _record(ls, a, path))
+
+
+def _record(ls: ShapeScriptServer, a, path: str):
+    """On the core thread: what an analysis's diagnostics were made from, for the next
+    session (diagnostics_cache.py): ([(import, its text's hash)], settings); None when
+    they are not to be kept."""
+    if a is None or a.volatile or path.startswith(UNTITLED + os.sep):
+        return None
+    return [(p, _digest(ls, p)) for p, _ in a.stamp], settings_key(ls)
 
 
 def _digest(ls: ShapeScriptServer, path: str):
-    """On the core thread: the hash of the text the workspace holds for `path` (None:
-    unreadable), remembered while that file keeps that text (and no longer than the
+    """On the core thread: the hash of the text the workspace holds for `path` (or why
+    it could not be read), remembered while that file keeps that text (and no longer than the
     workspace keeps the file)."""
     f = ls.ws.file(path)
     if f is None:
-        return None
+        return diagnostics_cache.unread(getattr(ls.ws.refusal(path), "kind", None))
     memo = ls.digests.get(f)
     if memo is not None and memo[0] is f.text:
         return memo[1]
@@ -162,27 +173,58 @@ def settings_key(ls: ShapeScriptServer) -> str:
     return diagnostics_cache.fingerprint(ls.config, ls.roots, ls.access())
 
 
-def show_kept(ls: ShapeScriptServer, uri: str) -> bool:
-    """On the loop, at didOpen: publish the diagnostics an earlier session kept for this
-    very text, settings and imports (diagnostics_cache.py), before the file is parsed.
-    The check runs all the same; its publish of this version comes only if it differs.
-    A document fast_start.py already published them for is only recorded as such."""
+def _kept_items(ls: ShapeScriptServer, uri: str):
+    """On the loop: the diagnostics an earlier session kept for an open document's very
+    text, settings and imports (diagnostics_cache.py), or None."""
     doc = ls.docs.get(uri)
-    if doc is None or not ls.push or doc.path.startswith(UNTITLED + os.sep):
+    if doc is None or doc.path.startswith(UNTITLED + os.sep):
+        return None
+    open_texts = {d.path: d.text for d in ls.docs}
+    return diagnostics_cache.kept(doc.path, doc.text, settings_key(ls), open_texts, ls.access(), ls.docs.version)
+
+
+def show_kept(ls: ShapeScriptServer, uri: str) -> bool:
+    """On the loop, at didOpen: publish the kept diagnostics of the document
+    (`_kept_items`) before it is parsed. The check runs all the same; its publish of this
+    version comes only if it differs. A document fast_start.py already published them
+    for is only recorded as such. A client that pulls diagnostics gets them as the
+    answer to its first pull (`hold_kept`)."""
+    doc = ls.docs.get(uri)
+    if doc is None:
         return False
+    if not ls.push:
+        return hold_kept(ls, uri)
     early = ls.shown_early.pop(uri, None)
     if early is not None and early[0] == doc.version:
         items = early[1]
     else:
-        open_texts = {d.path: d.text for d in ls.docs}
-        items = diagnostics_cache.kept(doc.path, doc.text, settings_key(ls), open_texts, ls.access(),
-                                       ls.docs.version)
+        items = _kept_items(ls, uri)
         if items is None:
             return False
         _send(ls, uri, doc.version, items)
     ls.replayed[uri] = doc.version
     ls.published[uri] = (doc.version, items)
     return True
+
+
+def hold_kept(ls: ShapeScriptServer, uri: str) -> bool:
+    """Pull: keep the document's kept diagnostics to answer its first pull with, if it
+    comes before the check is done; the check then asks the client to pull again only
+    if it found something else (`_kept_checked`)."""
+    items = _kept_items(ls, uri)
+    if items is None:
+        return False
+    ls.kept_pull[uri] = [ls.docs.version(uri), items, False]  # version, items, answered
+    return True
+
+
+def _kept_checked(ls: ShapeScriptServer, uri: str, version, items: list):
+    """On the loop, after the check of a document held kept diagnostics (pull)."""
+    kept = ls.kept_pull.pop(uri, None)
+    if kept is None or kept[0] != version or ls.docs.version(uri) != version:
+        return
+    if kept[2] and kept[1] != items:
+        refresh_pull(ls)  # it answered with what the check no longer finds
 
 
 def _local(diags: list, path: str) -> bool:
@@ -303,6 +345,7 @@ def register(ls: ShapeScriptServer):
         ls.docs.open(td.uri, td.text, td.version)
         ls.update_access()  # with no workspace folders, the document's folder may be read
         ls.replayed.pop(td.uri, None)
+        ls.kept_pull.pop(td.uri, None)
         show_kept(ls, td.uri)  # an earlier session's diagnostics of this very text, at once
         schedule_check(ls, td.uri)
 
@@ -326,6 +369,7 @@ def register(ls: ShapeScriptServer):
         ls.generation += 1
         ls.published.pop(uri, None)
         ls.replayed.pop(uri, None)
+        ls.kept_pull.pop(uri, None)
         ls.published_from.pop(doc.path, None)
         ls.pending.pop(doc.path, None)
         if ls.push:
@@ -353,11 +397,26 @@ def register(ls: ShapeScriptServer):
 
         def job():
             if not ls.sync(path, text, version):
-                return []
-            return convert.diagnostics(ls.ws.diagnostics(path), path, ls.lines_for, ls.docs.uri_for,
-                                       ls.docs.version)
+                return [], None
+            a = ls.ws.analyze(path)
+            items = convert.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for, ls.docs.version)
+            return items, (_record(ls, a, path) if text is not None else None)
 
         if params.previous_result_id == result_id:
             return T.UnchangedDocumentDiagnosticReport(result_id=result_id)
-        items = await ls.query(job)
+        kept = ls.kept_pull.get(uri)
+        if kept is not None and kept[0] == version and params.previous_result_id is None:
+            try:
+                items = ls.protocol._converter.structure(kept[1], list[T.Diagnostic])
+            except Exception as exc:  # a kept entry the server wouldn't make: answer from the check
+                log.warning("kept diagnostics of %s not used: %r", uri, exc)
+                ls.kept_pull.pop(uri, None)
+            else:
+                kept[2] = True  # answered before the check: it asks for a new pull if it differs
+                return T.RelatedFullDocumentDiagnosticReport(items=items, result_id=f"kept-{result_id}")
+        items, record = await ls.query(job)
+        if record is not None and ls.docs.version(uri) == version:
+            as_json = ls.to_json(items)
+            ls.published[uri] = (version, as_json)
+            _keep_later(ls, uri, version, as_json, record)
         return T.RelatedFullDocumentDiagnosticReport(items=items, result_id=result_id)

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from shapescript_core.syntax import parse_cache
+from shapescript_core.files import Access
 from shapescript_server import diagnostics_cache as dc
 from lsp_support import ROOT, SERVER
 from stdio_client import StdioClient
@@ -59,6 +59,22 @@ def test_an_entry_is_read_back_only_for_the_same_text_settings_and_imports(cache
     assert dc.load("/w/other.ss", MAIN, "s1", now.get) is None
     assert dc.load("/w/main.ss", MAIN, "s1", {**now, "/w/lib.ss": dc.text_hash(LIB + "\n")}.get) is None
     assert dc.load("/w/main.ss", MAIN, "s1", {**now, "/w/missing.ss": dc.text_hash("")}.get) is None
+
+
+def test_an_import_that_could_not_be_read_must_still_be_unread_for_the_same_reason(cache, tmp_path):
+    inside, outside = tmp_path / "w", tmp_path / "elsewhere"
+    inside.mkdir()
+    outside.mkdir()
+    (outside / "far.ss").write_text(LIB)
+    access = Access.within([str(inside)])
+    main, missing, far = str(inside / "main.ss"), str(inside / "lib.ss"), str(outside / "far.ss")
+    deps = [(missing, dc.unread("missing")), (far, dc.unread("outside"))]
+    assert dc.save(main, dc.text_hash(MAIN), "s", deps, [])
+    assert dc.kept(main, MAIN, "s", {}, access, _none) == []
+    assert dc.kept(main, MAIN, "s", {}, Access.within([str(inside), str(outside)]), _none) is None  # readable now
+    (inside / "lib.ss").write_text(LIB)
+    assert dc.kept(main, MAIN, "s", {}, access, _none) is None  # no longer missing
+    assert dc.kept(main, MAIN, "s", {missing: LIB}, access, _none) is None  # open in the editor
 
 
 def test_another_checker_reads_another_entry(cache, monkeypatch):
@@ -225,5 +241,102 @@ def test_a_changed_text_is_not_shown_from_the_cache(tmp_path):
     try:
         first = s.publishes(lambda g: len(g) >= 1)[0]
         assert _codes(first) == ["E0212"]
+    finally:
+        s.close()
+
+
+# ---------------------------------------------------------------- a client that pulls
+PULL_CAPS = {"textDocument": {"diagnostic": {}}, "workspace": {"diagnostics": {"refreshSupport": True}}}
+BIG = "".join(f"dim Pad{i} = {i + 1}\n" for i in range(1000)) + MAIN  # its check comes well after the first pull
+
+
+def _frame(msg: dict) -> bytes:
+    body = json.dumps(msg).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+class _PullSession:
+    def __init__(self, root, text):
+        env = {**os.environ, "PYTHONPATH": ROOT, "SHAPESCRIPT_CACHE_DIR": str(root / "cache")}
+        self.c = StdioClient(SERVER, cwd=str(root), env=env, stderr=subprocess.DEVNULL)
+        self.uri, self.text = (root / "main.ss").as_uri(), text
+        self.asked: list = []  # the methods of the requests the server sent
+        answer = self.c.answer_server_request
+
+        def record(msg: dict) -> bool:
+            if "id" in msg and "method" in msg:
+                self.asked.append(msg["method"])
+            return answer(msg)
+        self.c.answer_server_request = record
+        self.c.request("initialize", {"processId": os.getpid(), "rootUri": root.as_uri(),
+                                      "workspaceFolders": [{"uri": root.as_uri(), "name": "w"}],
+                                      "capabilities": PULL_CAPS})
+        self.c.notify("initialized", {})
+
+    def open_and_pull(self) -> dict:
+        """didOpen and the first pull in one write, as an editor restoring a file sends them."""
+        self.c.next_id += 1
+        self.c.write(_frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": self.uri, "languageId": "shapescript", "version": 1, "text": self.text}}})
+            + _frame({"jsonrpc": "2.0", "id": self.c.next_id, "method": "textDocument/diagnostic",
+                      "params": {"textDocument": {"uri": self.uri}}}))
+        return self.c.answer(self.c.next_id)["result"]
+
+    def pull(self, previous=None) -> dict:
+        return self.c.request("textDocument/diagnostic", {"textDocument": {"uri": self.uri},
+                                                          "previousResultId": previous})["result"]
+
+    def after_the_check(self):
+        """Returns once the check of the opened text is done: a large file's check is
+        queued behind the first request; a second request queues behind the check."""
+        for _ in range(2):
+            self.c.request("textDocument/documentSymbol", {"textDocument": {"uri": self.uri}})
+
+    def close(self):
+        self.c.close()
+
+
+def _pull_first_session(tmp_path) -> list:
+    (tmp_path / "lib.ss").write_text(LIB)
+    s = _PullSession(tmp_path, BIG)
+    try:
+        first = s.open_and_pull()["items"]
+        deadline = time.monotonic() + 60
+        while not _kept(tmp_path / "cache") and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        s.close()
+    assert _kept(tmp_path / "cache")
+    return first
+
+
+def test_a_pulling_client_gets_the_kept_diagnostics_as_its_first_answer(tmp_path):
+    complete = _pull_first_session(tmp_path)
+    assert _codes(complete) == ["E0101", "E0212"]
+    s = _PullSession(tmp_path, BIG)
+    try:
+        first = s.open_and_pull()
+        assert first["resultId"].startswith("kept-") and first["items"] == complete
+        s.after_the_check()
+        assert "workspace/diagnostic/refresh" not in s.asked  # the check found the same
+    finally:
+        s.close()
+
+
+def test_a_pulling_client_is_asked_to_pull_again_when_the_check_differs(tmp_path):
+    complete = _pull_first_session(tmp_path)
+    (name,) = _kept(tmp_path / "cache")
+    entry = tmp_path / "cache" / name
+    data = json.loads(entry.read_text())
+    data["diagnostics"][0]["message"] = "kept by an earlier session"
+    entry.write_text(json.dumps(data))
+    s = _PullSession(tmp_path, BIG)
+    try:
+        first = s.open_and_pull()
+        assert first["resultId"].startswith("kept-") and first["items"][0]["message"] == "kept by an earlier session"
+        s.after_the_check()
+        assert "workspace/diagnostic/refresh" in s.asked
+        again = s.pull(first["resultId"])
+        assert again["items"] == complete
     finally:
         s.close()

@@ -253,3 +253,23 @@ def test_gemma2_softcapping_the_source_lacks_is_an_e3316_warning(tmp_path):
         "config.json attn_logit_softcapping says 50",
         "shapescript: warning: [E3316] the source's final logit softcapping is none, but the checkpoint's "
         "config.json final_logit_softcapping says 30"]
+
+
+def test_a_gemma3_checkpoint_of_another_attention_scale_is_folded_and_said(tmp_path):
+    """The source scales by 1/sqrt(64), the checkpoint by 1/sqrt(48) (its
+    query_pre_attn_scalar): the import folds the ratio into the query norms' weights, so
+    the --hf export computes the original model, and one E3316 names both values."""
+    from import_support import load_export
+    model = gemma3(DIMS["W"])
+    ckpt = str(tmp_path / "ckpt")
+    model.save_pretrained(ckpt)
+    out = str(tmp_path / "hf")
+    r = run_cli("export", SOURCE, "--hf", "-o", out, "--weights", ckpt, "--force", *AT_SIZE, "--dim", "Q=64")
+    assert r.returncode == 0, r.stdout + r.stderr
+    said = [x for x in (r.stdout + r.stderr).splitlines() if "E3316" in x]
+    assert said == [
+        "shapescript: warning: [E3316] the source's attention scale is 1/sqrt(64), but the checkpoint's "
+        "config.json query_pre_attn_scalar says 48 (a scale of 1/sqrt(48)): the export folds the difference "
+        "into the weights of `layers.0.attn.q_norm` and 5 more (a factor of 1.1547): its outputs are the "
+        "original model's, but those weights are not the checkpoint's"]
+    assert max_diff(hf_logits(model, PROMPT), hf_logits(load_export(out), PROMPT)) < 1e-4

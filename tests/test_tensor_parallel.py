@@ -8,6 +8,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 import pytest_lsp
 from lsprotocol import types as T
 from pytest_lsp import LanguageClient
@@ -50,15 +51,56 @@ def test_the_page_examples_raise_it_and_check_clean_with_four_ranks():
     assert diagnostics(BAD, 1) == [] and diagnostics(BAD, 2) == []
 
 
-def test_fused_params_are_refused_at_their_split():
+def test_fused_params_split_part_by_part():
+    """`w_qkv` (3 parts of 32 heads) and `w_gate_up` (2 parts of F = 11008 hidden units)
+    are held as their parts, each split on its own: two ranks share them, three can't
+    share the heads nor each part's hidden units."""
     text = FUSED.read_text(encoding="utf-8")
-    ds = diagnostics(text, 2)
-    assert [d.code for d in ds] == ["E3307", "E3307"]
-    assert [re.search(r"`(\w+)` holds (\d) projections", d.message).groups() for d in ds] == [
-        ("w_qkv", "3"), ("w_gate_up", "2")]
-    assert [line_of(text, d.span.abs_start) for d in ds] == [25, 30]  # the two `split`s
-    assert ds[0].helps == ["Make each projection a param of its own (the split's parts), or serve it on one rank."]
-    assert diagnostics(text, 1) == []
+    assert diagnostics(text, 2) == [] and diagnostics(text, 1) == []
+    d, = diagnostics(text, 3)
+    assert d.message == "vLLM can't split `forward` 3 ways: `H` is 32 query heads, which 3 ranks can't share"
+    assert [l.message for l in d.labels] == ["`F` is 11008 hidden units, which 3 ranks can't share either"]
+
+
+def test_more_ranks_than_key_value_heads_replicate_them_as_vllms_llama():
+    """The native model's key/value split (the function the plugin holds verbatim): with
+    more ranks than key/value heads each rank holds one, the head its query heads read."""
+    from shapescript_core.compile.prelude import kv_head_shards
+    assert [kv_head_shards(2, 4, r) for r in range(4)] == [(0, 2), (0, 2), (1, 2), (1, 2)]
+    assert [kv_head_shards(2, 8, r) for r in range(8)] == [(0, 2)] * 4 + [(1, 2)] * 4
+    assert [kv_head_shards(4, 2, r) for r in range(2)] == [(0, 2), (1, 2)]  # vLLM's own split
+    assert [kv_head_shards(1, 2, r) for r in range(2)] == [(0, 1), (0, 1)]  # one head: on every rank
+    for heads, kv, ranks in [(8, 2, 4), (4, 2, 4), (16, 2, 8), (4, 1, 2), (8, 4, 2), (8, 8, 8)]:
+        group = heads // kv
+        for r in range(ranks):
+            shard, shards = kv_head_shards(kv, ranks, r)
+            held = set(range(shard * kv // shards, (shard + 1) * kv // shards))
+            assert len(held) == max(1, kv // ranks)  # the KV cache heads of each rank
+            queries = range(r * heads // ranks, (r + 1) * heads // ranks)
+            assert {q // group for q in queries} <= held, (heads, kv, ranks, r)
+    for kv, ranks in [(3, 2), (2, 3), (4, 6)]:
+        with pytest.raises(ValueError, match="E3307"):
+            kv_head_shards(kv, ranks, 0)
+    # E3307 holds to what the Transformers backend can too, and says the native model can
+    text = GOOD.replace("dim Hkv = 4", "dim Hkv = 2")
+    d, = diagnostics(text, 4)
+    assert d.message == "vLLM can't split `forward` 4 ways: `Hkv` is 2 key/value heads, which 4 ranks can't share"
+    assert d.notes == ["the native model of `vllm_plugin/` does split it 4 ways, each of the 2 key/value heads on "
+                       "2 ranks as vLLM's Llama does; vLLM's Transformers backend can't"]
+    assert diagnostics(text, 2) == [] and diagnostics(GOOD.replace("dim Hkv = 4", "dim Hkv = 3"), 4)[0].notes == []
+
+
+def test_the_native_model_splits_key_value_heads_by_that_function(tmp_path):
+    import inspect
+    from shapescript_core.compile.prelude import kv_head_shards
+    code = next((export(tmp_path, LLAMA, *TINY) / "vllm_plugin").glob("*/model.py")).read_text()
+    assert inspect.getsource(kv_head_shards) in code
+    assert "self.wk = ColumnParallelLinear(D, Hkv * Dh, bias=False, return_bias=False, **kv_shard(Hkv))" in code
+    assert "kv_heads //= kv_head_shards(kv_heads, ranks, 0)[1]" in code  # the paged attention's KV heads
+    fused = next((export(tmp_path / "fused", Path(checkout.program("gguf", "llama_fused.ss"))) / "vllm_plugin")
+                 .glob("*/model.py")).read_text()
+    assert ("self.w_kv = Parts([ColumnParallelLinear(D, ((2 * Hkv) * Dh) // 2, bias=False, return_bias=False, "
+            "**kv_shard(Hkv)) for _ in range(2)])") in fused
 
 
 def test_cli_check_takes_the_ranks_from_the_flag_or_the_settings(tmp_path):
@@ -138,10 +180,14 @@ def test_the_plans_follow_the_roles_in_the_graph(tmp_path):
     gpt2 = json.loads((export(tmp_path, GPT2) / "config.json").read_text())["base_model_tp_plan"]
     assert gpt2 == {"blocks.*.w_proj": "rowwise", "blocks.*.w_fc": "colwise", "blocks.*.w_o": "rowwise",
                     "blocks.*.wq": "colwise", "blocks.*.wk": "colwise", "blocks.*.wv": "colwise"}
-    # fused params: no tp plan (half of one would be worse), the pp plan still
+    # fused params: each part is a linear of its own (`w_qkv.0` the queries, …), split as its role says
     fused = json.loads((export(tmp_path, FUSED, "--dim", "V=256", "--dim", "D=256", "--dim", "H=4",
                                "--dim", "F=512", "--dim", "L=2") / "config.json").read_text())
-    assert "base_model_tp_plan" not in fused and "layers" in fused["base_model_pp_plan"]
+    assert fused["base_model_tp_plan"] == {
+        "layers.*.w_gate_up.0": "colwise", "layers.*.w_gate_up.1": "colwise", "layers.*.w_qkv.0": "colwise",
+        "layers.*.w_qkv.1": "colwise", "layers.*.w_qkv.2": "colwise", "layers.*.w_down": "rowwise",
+        "layers.*.w_o": "rowwise"}
+    assert "layers" in fused["base_model_pp_plan"]
 
 
 def test_the_generated_code_is_what_vllm_splits(tmp_path):
@@ -171,3 +217,29 @@ def test_the_generated_code_is_what_vllm_splits(tmp_path):
         second = model.model(inputs_embeds=first).last_hidden_state
     assert (second - whole).abs().max().item() < 1e-5
     assert (first - whole).abs().max().item() > 1e-2  # the first stage returns the hidden states before the norm
+
+
+def test_a_fused_param_is_stored_as_its_parts_and_read_back_whole(tmp_path):
+    """`w_qkv` [3*D D] is written as three [D D] tensors (blocks of its rows, in order),
+    the mapping lists their keys, and `--weights DIR` reads them back as the param: the
+    export of the export holds the same tensors. Parts that don't stack are refused."""
+    from safetensors.numpy import load_file
+    dims = ["--dim", "V=256", "--dim", "D=256", "--dim", "H=4", "--dim", "F=512", "--dim", "L=2"]
+    first = export(tmp_path, FUSED, *dims)
+    mapping = json.loads((first / "shapescript-weights.json").read_text())["keys"]
+    assert mapping["layers.1.w_qkv"] == [f"model.layers.1.w_qkv.{i}.weight" for i in range(3)]
+    assert mapping["layers.1.w_gate_up"] == [f"model.layers.1.w_gate_up.{i}.weight" for i in range(2)]
+    stored = load_file(first / "model.safetensors")
+    assert [stored[f"model.layers.1.w_qkv.{i}.weight"].shape for i in range(3)] == [(256, 256)] * 3
+    again = tmp_path / "again"
+    checkout.shapescript("export", FUSED, "--vllm", "--weights", first, *dims, "-o", again, check=True)
+    back = load_file(again / "model.safetensors")
+    assert sorted(back) == sorted(stored) and all((back[k] == stored[k]).all() for k in stored)
+    # a mapping whose parts don't stack by rows: one message, nothing written
+    mapping["layers.1.w_qkv"] = ["model.layers.1.w_qkv.0.weight", "model.layers.1.attn_norm"]
+    (first / "shapescript-weights.json").write_text(json.dumps({"format": 1, "keys": mapping}))
+    r = checkout.shapescript("export", FUSED, "--vllm", "--weights", first, *dims, "-o", tmp_path / "bad")
+    assert r.returncode != 0 and not (tmp_path / "bad").exists()
+    assert ("gives `layers.1.w_qkv` as parts that don't stack by rows: `model.layers.1.w_qkv.0.weight` f32 "
+            "[256, 256], `model.layers.1.attn_norm` f32 [256]") in r.stderr
+    assert "Traceback" not in r.stderr and r.stderr.count("stack by rows") == 1, r.stderr

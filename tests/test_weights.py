@@ -194,3 +194,35 @@ def test_streamed_header_is_what_safetensors_reads(tmp_path):
         assert torch.equal(f.get_tensor("y.z"), torch.tensor(np.linspace(-1, 1, 7), dtype=torch.float32)
                            .to(torch.bfloat16))
         assert f.get_tensor("i").dtype == torch.int64
+
+
+@pytest.mark.parametrize("block", [1 << 24, 3 * 16, 16])  # the whole tensor in one block; 3 rows; one row
+def test_rows_copied_in_another_order_are_the_arrays_rows(tmp_path, monkeypatch, block):
+    """copy_rows_into (the Q/K rotary permutation, a slice of a stacked tensor, written
+    without an array) gives the bytes numpy's row indexing gives, across blocks."""
+    from shapescript_core.export.gguf.layout import rope_permute
+    from shapescript_core.export.weights import row_copy
+    monkeypatch.setattr(row_copy, "BLOCK", block)
+    w = np.arange(8 * 4, dtype=np.float32).reshape(8, 4) * 1.5
+    b = np.arange(8, dtype=np.float32) - 3
+    p = _save(tmp_path, pad=np.ones(3, np.float32), w=w, b=b)
+    src = WeightSource(p)
+    perm = rope_permute(np.arange(8), 2, "interleaved")
+    for key, arr, order in (("w", w, perm), ("w", w, [5, 6, 7]), ("w", w, [7, 0, 1, 2, 6]),
+                            ("w", w, list(range(8))), ("b", b, perm)):
+        out = tmp_path / "out.bin"
+        with open(out, "wb") as fh:
+            n = src.copy_rows_into(key, fh, order)
+        assert n == len(order) * arr[0].nbytes
+        assert out.read_bytes() == np.ascontiguousarray(arr[np.asarray(order)]).tobytes()
+
+
+def test_a_row_copy_of_a_truncated_tensor_names_it(tmp_path):
+    p = _save(tmp_path, w=np.ones((8, 4), np.float32))
+    with open(p, "r+b") as fh:
+        fh.truncate(os.path.getsize(p) - 20)
+    src = WeightSource(p)
+    with open(tmp_path / "out.bin", "wb") as fh, pytest.raises(ExportError) as e:
+        src.copy_rows_into("w", fh, [7, 6, 5, 4, 3, 2, 1, 0])
+    assert e.value.message == "can't read `w` from w.safetensors: the file ends inside it (truncated)"
+

@@ -165,14 +165,14 @@ def fn_items(ws, path) -> dict:
 
 
 def test_trim_slims_the_files_not_edited_lately_and_keeps_the_last_ones_whole(tmp_path):
-    assert RECENT == 2
-    ws, paths = chain(str(tmp_path))  # set in order: f2 and f3 were changed last
+    assert RECENT == 1
+    ws, paths = chain(str(tmp_path))  # set in order: f3 was changed last
     analyze_all(ws, paths)
-    assert ws.trim() == 3  # helper and other of f0, uses_helper of f1
-    for p in paths[:2]:
+    assert ws.trim() == 4  # helper and other of f0, uses_helper of f1, mid of f2
+    for p in paths[:3]:
         for name, it in fn_items(ws, p).items():
             assert not it.body_loaded and ws.analyze(p).fns[name].slimmed
-    for p in paths[2:]:
+    for p in paths[3:]:
         for name, it in fn_items(ws, p).items():
             assert it.body_loaded and not ws.analyze(p).fns[name].slimmed
     assert ws.trim() == 0  # each analysis is trimmed once
@@ -242,7 +242,7 @@ fn forward(m: Mlp, x: [b n D]) -> [b n D]:
     assert loaded == {"helper": True, "other": False, "inner": True, "forward": True}
 
 
-def test_dropped_bodies_are_saved_whole_in_the_parse_cache(tmp_path, monkeypatch):
+def test_dropped_bodies_are_saved_dropped_and_parsed_when_read(tmp_path, monkeypatch):
     monkeypatch.setenv("SHAPESCRIPT_CACHE_DIR", str(tmp_path / "cache"))
     ws, paths = chain(str(tmp_path), [F0.replace("y = x * 3.0", "y = x @ x")] + TEXTS[1:])
     analyze_all(ws, paths)
@@ -253,8 +253,7 @@ def test_dropped_bodies_are_saved_whole_in_the_parse_cache(tmp_path, monkeypatch
     again = Workspace()
     again.use_parse_cache()
     again.set_text(paths[0], ws.files[paths[0]].text)
-    assert fn_items(again, paths[0])["other"].body_loaded  # saved whole: a reopened file is not parsed again
-    assert not fn_items(ws, paths[0])["other"].body_loaded  # (and saving kept none of it here)
+    assert not fn_items(again, paths[0])["other"].body_loaded  # saved as it was: parsed when read
     assert [(d.code, d.span.abs_start) for d in again.diagnostics(paths[0])] == expected
 
 
@@ -305,3 +304,15 @@ def test_random_edits_across_files_publish_what_check_says(edits):
         assert published(ws, paths) == check_cli(root, paths)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+
+def test_bodies_read_after_a_trim_are_dropped_again_by_the_next(tmp_path):
+    ws, paths = chain(str(tmp_path))
+    analyze_all(ws, paths)
+    ws.trim()
+    items = fn_items(ws, paths[0])
+    assert len(items["other"].body) == 2  # a walk over the bodies (references) parses them again
+    assert items["other"].body_loaded and ws.analyze(paths[0]).fns["other"].slimmed
+    assert ws.trim() == 0  # nothing newly slimmed, but the body goes again
+    assert not items["other"].body_loaded

@@ -62,6 +62,15 @@ def field_decl(gen: Generator, model: str, fname: str, f, layer_idx: Optional[st
     sizes = field_sizes(gen, f)
     if fp.kind == "linear":
         bias = "True" if fp.bias else "False"
+        k = gen.parallel.parts((model, fname))
+        if k > 1:  # a packed param: one linear per part (compile/parallel_plan.py)
+            gen.helpers.add("parts")
+            rows = f"({sizes[0]}) // {k}" if not sizes[0].isidentifier() else f"{sizes[0]} // {k}"
+            if gen.flavor == "vllm" and gen.lm is not None:
+                layers = [_parallel_linear(gen, (model, fname), [rows, sizes[1]], bias, i) for i in range(k)]
+                held = f"[{layers[0]} for _ in range({k})]" if len(set(layers)) == 1 else f"[{', '.join(layers)}]"
+                return [f"self.{fp.attr} = Parts({held}){comment}"]
+            return [f"self.{fp.attr} = Parts([nn.Linear({sizes[1]}, {rows}, bias={bias}) for _ in range({k})]){comment}"]
         if gen.flavor == "vllm" and gen.lm is not None:
             return [f"self.{fp.attr} = {_parallel_linear(gen, (model, fname), sizes, bias)}{comment}"]
         return [f"self.{fp.attr} = nn.Linear({sizes[1]}, {sizes[0]}, bias={bias}){comment}"]
@@ -78,19 +87,20 @@ def field_decl(gen: Generator, model: str, fname: str, f, layer_idx: Optional[st
     return [f"self.{fp.attr} = nn.Parameter({_init_code(f, sizes)}){comment}"]
 
 
-def _parallel_linear(gen: Generator, key, sizes: list, bias: str) -> str:
-    """vLLM's linear for a param by its role (compile/parallel_plan.py): split by rows
-    (colwise), by columns (rowwise, the ranks summing), each part of a packed param split
-    by rows, or whole on every rank. vLLM's weight loaders shard the checkpoint's tensors."""
-    style = gen.parallel.style(key)
+def _parallel_linear(gen: Generator, key, sizes: list, bias: str, part=None) -> str:
+    """vLLM's linear for a param (or part `part` of a packed one) by its role
+    (compile/parallel_plan.py): split by rows (colwise), by columns (rowwise, the ranks
+    summing), or whole on every rank. vLLM's weight loaders shard the checkpoint's tensors."""
+    style = gen.parallel.style(key, part)
     common = f"bias={bias}, return_bias=False"
+    kv = gen.parallel.kv_heads(key, part)
+    if style == "colwise" and kv is not None:  # keys or values: with more ranks than heads, replicas
+        heads = gen.size_code(kv.heads_size) if kv.heads_size is not None else str(kv.heads)
+        return f"ColumnParallelLinear({sizes[1]}, {sizes[0]}, {common}, **kv_shard({heads}))"
     if style == "colwise":
         return f"ColumnParallelLinear({sizes[1]}, {sizes[0]}, {common})"
     if style == "rowwise":
         return f"RowParallelLinear({sizes[1]}, {sizes[0]}, {common})"
-    if style == "packed":
-        k = gen.parallel.parts(key)
-        return f"MergedColumnParallelLinear({sizes[1]}, [({sizes[0]}) // {k}] * {k}, {common})"
     return f"ReplicatedLinear({sizes[1]}, {sizes[0]}, {common})"
 
 

@@ -17,10 +17,13 @@ come from the data flow, never from names:
 - a linear reading an attention's output: `output`, rowwise;
 - a linear reading `act(linear(x)) * linear(x)` (or `act(linear(x))`): `down`, rowwise,
   and the linears under it `gate` and `up`, colwise.
-A param split into parts by a pattern (`split(b n (3 H Dh) -> …)`, a fused `w_qkv` or
-`w_gate_up`) is `packed`: a tp plan shards its rows in contiguous blocks, which would
-give a rank whole parts rather than its share of each part, so it is not in the plan and
-E3307 reports it when a split is asked for.
+A param split into parts by a pattern (`split(b n (3 H Dh) -> …)` on the linear's
+output features, a fused `w_qkv` or `w_gate_up`) is `packed`: a tp plan shards a
+module's rows in contiguous blocks, which would give a rank whole parts rather than its
+share of each part, so the generated models hold such a param as its parts (`w_qkv.0`,
+`w_qkv.1`, … : one linear per part, the checkpoint one tensor per part, the forward
+concatenating their outputs), and each part has its own role and style: the query part
+colwise, the key and value parts colwise (or `replicate` with a single key/value head).
 """
 from __future__ import annotations
 
@@ -42,6 +45,8 @@ class Role:
     role: str   # query | key | value | output | gate | up | down
     style: str  # colwise | rowwise | replicate
     node: object = None  # a linear that reads it so (for diagnostics)
+    heads: Optional[int] = None  # query, key, value: the heads it computes
+    heads_size: object = None  # and their Size (`Hkv`), where the tensor has a heads axis
 
 
 @dataclass
@@ -50,6 +55,12 @@ class Packed:
     field: str
     parts: int
     node: object  # the `split` that takes it apart
+    unit: object = None  # the Size each part holds a multiple of (`F` of `(2 F)`, `H` of `(3 H Dh)`)
+    roles: dict = field(default_factory=dict)  # part index -> Role
+
+    def style(self, i: int) -> str:
+        r = self.roles.get(i)
+        return r.style if r is not None else COLWISE
 
 
 @dataclass
@@ -70,30 +81,47 @@ class ParallelPlan:
     pipeline: Optional[Pipeline] = None
     no_pipeline: Optional[str] = None  # why the function can't be cut into stages
 
-    def style(self, key) -> str:
-        """How the native vLLM model holds a linear: colwise, rowwise, replicate, or packed
-        (a MergedColumnParallelLinear shards each part); everything replicated when some
-        attention can't be split (its heads then disagree with vLLM's, which it reports)."""
+    def style(self, key, part=None) -> str:
+        """How the native vLLM model holds a linear (or part `part` of a packed one):
+        colwise, rowwise or replicate; everything replicated when some attention can't be
+        split (its heads then disagree with vLLM's, which it reports)."""
         if self.unsplit:
             return REPLICATE
-        if any((p.model, p.field) == key for p in self.packed):
-            return "packed"
+        p = self.packed_param(key)
+        if p is not None:
+            return p.style(part or 0)
         r = self.roles.get(key)
         return r.style if r is not None else REPLICATE
 
+    def kv_heads(self, key, part=None) -> Optional[Role]:
+        """The role of a key or value projection (or part), which says its heads; else None."""
+        p = self.packed_param(key)
+        r = p.roles.get(part or 0) if p is not None else self.roles.get(key)
+        return r if r is not None and r.role in ("key", "value") and r.heads is not None else None
+
+    def packed_param(self, key) -> Optional[Packed]:
+        return next((p for p in self.packed if (p.model, p.field) == key), None)
+
     def parts(self, key) -> int:
-        return next((p.parts for p in self.packed if (p.model, p.field) == key), 1)
+        """How many parts the generated models hold a param as (1: whole)."""
+        p = self.packed_param(key)
+        return p.parts if p is not None else 1
 
     def tp_plan(self, paths: dict) -> dict:
         """`base_model_tp_plan`: module path pattern -> style, for every linear with a role
-        (`paths`: (model, field) -> the patterns of its module under the base model);
-        empty when some attention can't be split (then no plan is better than half a one)."""
-        if self.unsplit or self.packed:
+        and every part of a packed one (`paths`: (model, field) -> the patterns of its
+        module under the base model); empty when some attention can't be split (then no
+        plan is better than half a one)."""
+        if self.unsplit:
             return {}
         out = {}
         for key, r in self.roles.items():
             for p in paths.get(key, ()):
                 out[p] = r.style
+        for packed in self.packed:
+            for p in paths.get((packed.model, packed.field), ()):
+                for i in range(packed.parts):
+                    out[f"{p}.{i}"] = packed.style(i)
         # vLLM matches patterns as regular expressions from the start of the name, first
         # match wins: a longer name goes first so that `wq` never takes `wq2`
         return dict(sorted(out.items(), key=lambda kv: (-len(kv[0]), kv[0])))
@@ -130,6 +158,13 @@ def _envs(g):
 def _origin(prog, node, env):
     """(node, environment) a value comes from, through bindings, helper functions and ops
     that keep heads apart."""
+    node, env, _ = _origin_part(prog, node, env)
+    return node, env
+
+
+def _origin_part(prog, node, env):
+    """(node, environment, part): as `_origin`, and when the value is one of the results
+    of a `split` (`q, k, v = … |> split(…)`), which one (else None)."""
     seen = set()
     while id(node) not in seen:
         seen.add(id(node))
@@ -141,17 +176,17 @@ def _origin(prog, node, env):
             if bind is None:
                 found = params.get(node.attrs["name"])
                 if found is None:
-                    return node, env
+                    return node, env, None
                 node, env = found
                 continue
             env = (envs[id(bind)], params, envs)
-            if len(bind.targets) != 1:
-                return bind.value, env  # `q, k, v = … |> split(…)`: the split
+            if len(bind.targets) != 1:  # `q, k, v = … |> split(…)`: the split, and which part
+                return bind.value, env, list(bind.targets).index(node.attrs["name"])
             node = bind.value
         elif op == "call":
             callee = prog.fns.get(node.attrs.get("fn"))
             if callee is None or not callee.body or not isinstance(callee.body[-1], Ret):
-                return node, env
+                return node, env, None
             envs = _envs(callee)
             params = {p: (a, env) for p, a in args.items() if a is not None}
             env = (envs[id(callee.body[-1])], params, envs)
@@ -164,8 +199,8 @@ def _origin(prog, node, env):
         elif op in ("mul", "div") and len(node.inputs) == 2 and not isinstance(node.inputs[1].type, TensorT):
             node = node.inputs[0]  # scaled by a number
         else:
-            return node, env
-    return node, env
+            return node, env, None
+    return node, env, None
 
 
 def _weight(plan, lin):
@@ -188,24 +223,35 @@ def _assign(out: ParallelPlan, key, role: Role):
     out.roles.setdefault(key, role)
 
 
-def _packed(prog, plan, out: ParallelPlan, node, env) -> bool:
-    """Whether node is a split of a linear's output (a packed param); records it."""
-    if node.op != "split":
+def _packed(prog, plan, out: ParallelPlan, node, env, part, role: Role) -> bool:
+    """Whether node is a split of a linear's output features (a packed param); records
+    it, and `role` as the role of its part `part`."""
+    if node.op != "split" or part is None:
         return False
     src, _ = _origin(prog, node.attrs["args"]["x"], env)
     key = _weight(plan, src)
-    if key is None:
-        return False
     pat = node.attrs.get("pattern")
+    items = pat.inputs[0].items if pat is not None else []
     k = getattr(pat, "split_k", 0) or 0
-    if not any(p.model == key[0] and p.field == key[1] for p in out.packed):
-        out.packed.append(Packed(key[0], key[1], k, node))
-    for it in pat.inputs[0].items if pat is not None else ():  # `(2 F)`: each rank holds a share of F
-        names = getattr(it, "items", None) or []
-        if len(names) >= 2 and getattr(names[0], "value", None) == k and getattr(names[1], "name", None):
-            a = pat.bind.get(names[1].name)
-            if a is not None:
-                out.local_sizes.add(a.size)
+    group = getattr(items[-1], "items", None) or [] if items else []
+    # the parts must be blocks of the linear's rows: the group starting with the number
+    # of parts is the last axis (the output features); else it isn't a packed param
+    if key is None or not group or getattr(group[0], "value", None) != k:
+        return False
+    p = out.packed_param(key)
+    if p is None:
+        p = Packed(key[0], key[1], k, node)
+        out.packed.append(p)
+    if len(group) >= 2 and getattr(group[1], "name", None):  # `(2 F)`: each rank holds a share of F
+        a = pat.bind.get(group[1].name)
+        if a is not None:
+            p.unit = p.unit or a.size
+            out.local_sizes.add(a.size)
+    old = p.roles.get(part)
+    if old is not None and old.style != role.style:
+        out.unsplit.append((role.node, f"part {part} of `{key[1]}` is read both as {old.role} and as {role.role}"))
+    else:
+        p.roles.setdefault(part, role)
     return True
 
 
@@ -229,19 +275,23 @@ def _attention(prog, plan, out, n, env):
         a = n.attrs["args"][arg]
         stored = site.stored.get(arg) if site is not None else None
         src = stored.source if stored is not None and stored.source is not None else a
+        size = None
         if len(getattr(src.type, "axes", ())) >= 3:
-            out.local_sizes.add(src.type.axes[-3].size)  # the keys' and values' own heads
-        o, o_env = _origin(prog, a, env)
-        if _packed(prog, plan, out, o, o_env):
+            size = src.type.axes[-3].size
+            out.local_sizes.add(size)  # the keys' and values' own heads
+        o, o_env, part = _origin_part(prog, a, env)
+        style = COLWISE
+        if role != "query" and site is not None and site.kv_heads == 1:
+            style = REPLICATE
+        heads = None if site is None else site.heads if role == "query" else site.kv_heads
+        r = Role(role, style, o, heads, size)
+        if _packed(prog, plan, out, o, o_env, part, r):
             continue
         key = _weight(plan, o)
         if key is None:
             out.unsplit.append((n, f"its {role} don't come straight from a linear"))
             continue
-        style = COLWISE
-        if role != "query" and site is not None and site.kv_heads == 1:
-            style = REPLICATE
-        _assign(out, key, Role(role, style, o))
+        _assign(out, key, r)
 
 
 def _reader(prog, plan, out, lin, env):
@@ -253,19 +303,25 @@ def _reader(prog, plan, out, lin, env):
         return
     parts = [x] if x.op in ACTIVATIONS else list(x.inputs) if x.op == "mul" and len(x.inputs) == 2 else []
     found = []
+    packed = []
     for p in parts:
-        p, p_env = _origin(prog, p, x_env)
+        p, p_env, part = _origin_part(prog, p, x_env)
         act = p.op in ACTIVATIONS
         if act:
-            p, p_env = _origin(prog, p.attrs["args"]["x"], p_env)
-        if _packed(prog, plan, out, p, p_env):
+            p, p_env, part = _origin_part(prog, p.attrs["args"]["x"], p_env)
+        role = "gate" if act and len(parts) == 2 else "up"
+        if p.op == "split" and part is not None:
+            packed.append((p, p_env, part, role))
             continue  # its parts are split as colwise linears are
         k = _weight(plan, p)
         if k is None:
             return
-        found.append((k, "gate" if act and len(parts) == 2 else "up", p))
-    if not found and not parts:
+        found.append((k, role, p))
+    if not found and not packed:
         return
+    for p, p_env, part, role in packed:
+        if not _packed(prog, plan, out, p, p_env, part, Role(role, COLWISE, p)):
+            return
     for k, role, node in found:
         _assign(out, k, Role(role, COLWISE, node))
     _assign(out, key, Role("down", ROWWISE, lin))

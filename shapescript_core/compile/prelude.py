@@ -4,6 +4,8 @@ They are plain PyTorch, so that a generated file imports only torch (and transfo
 """
 from __future__ import annotations
 
+import inspect
+
 # where vLLM serves an attention, the heads it gives each rank must be the heads the model
 # computes there, or the tensor-parallel split can't be this model's (E3307): one message
 # for the hf flavour (vLLM's Transformers backend) and the vLLM one
@@ -13,6 +15,21 @@ _HEADS_GUARD = '''(engine.num_heads, engine.num_kv_heads) != (query.shape[1], ke
                                f"{key.shape[1]}: it can't be split this way (ShapeScript's E3307 says why)")'''
 
 HELPERS = {
+    "parts": '''
+class Parts(nn.Module):
+    """A param the source splits into parts by a pattern (a fused `w_qkv`, `w_gate_up`),
+    held as one linear per part (`w_qkv.0`, `w_qkv.1`, ...), so that tensor parallelism
+    gives each rank its share of each part; their outputs concatenated are the fused
+    linear's."""
+
+    def __init__(self, parts):
+        super().__init__()
+        for i, part in enumerate(parts):
+            self.add_module(str(i), part)
+
+    def forward(self, x):
+        return torch.cat([part(x) for part in self.children()], -1)
+''',
     "rms_norm": '''
 def rms_norm(x, weight, dims, eps):
     """RMS normalization over `dims`, in float32 as Hugging Face Llama does it."""
@@ -178,6 +195,34 @@ def cache_of(output):
 ''',
 }
 
+def kv_head_shards(heads, ranks, rank):
+    """Tensor parallelism's key/value heads as vLLM's Llama splits them: (the shard of the
+    `heads` key/value heads that rank `rank` of `ranks` holds, how many shards there are).
+    With at least as many heads as ranks, each rank holds heads / ranks of them; with more
+    ranks than heads, each rank holds one, every head on ranks / heads ranks: those whose
+    query heads read it (rank r's query heads belong to head r // (ranks / heads))."""
+    if (heads % ranks if ranks <= heads else ranks % heads) != 0:
+        raise ValueError(f"{heads} key/value heads can't be split {ranks} ways "
+                         f"(ShapeScript's E3307 says which sizes work)")
+    if ranks <= heads:
+        return rank, ranks
+    return rank // (ranks // heads), heads
+
+
+# the vLLM flavour: the key/value heads a rank holds (written into the native model as it is,
+# so that the function tests/test_tensor_parallel.py checks is the one vLLM runs)
+VLLM_KV_SHARDS = inspect.getsource(kv_head_shards) + '''
+
+def kv_shard(heads):
+    """A key/value projection's ColumnParallelLinear arguments: vLLM's own split when
+    every rank holds heads / ranks of the heads, else the shard this rank holds."""
+    ranks = get_tensor_model_parallel_world_size()
+    if ranks <= heads:
+        return {}
+    shard, shards = kv_head_shards(heads, ranks, get_tensor_model_parallel_rank())
+    return {"tp_rank": shard, "tp_size": shards}
+'''
+
 # the vLLM flavour of the attention: vLLM's paged Attention, over its flattened tokens
 VLLM_ATTENTION = '''
 class CausalAttention(nn.Module):
@@ -191,13 +236,14 @@ class CausalAttention(nn.Module):
         super().__init__()
         vllm_config = get_current_vllm_config()
         self.layer_idx = layer_idx
-        # tensor parallelism: each rank computes its share of the heads; a single
-        # key/value head is on every rank (vLLM's Llama replicates key/value heads)
+        # tensor parallelism: each rank computes its share of the heads; with fewer
+        # key/value heads than ranks, each rank holds one (vLLM's Llama replicates them)
         ranks = get_tensor_model_parallel_world_size()
         kv_heads = num_heads // num_key_value_groups
+        kv_heads //= kv_head_shards(kv_heads, ranks, 0)[1]
         # the layer's own window (None: full attention; vLLM then takes the cache config's,
         # which it sets only when every layer of config.json's `layer_types` slides)
-        self.attn = PagedAttention(num_heads // ranks, head_dim, scaling, num_kv_heads=max(1, kv_heads // ranks),
+        self.attn = PagedAttention(num_heads // ranks, head_dim, scaling, num_kv_heads=kv_heads,
                               cache_config=vllm_config.cache_config, quant_config=vllm_config.quant_config,
                               per_layer_sliding_window=sliding_window, prefix=f"layers.{layer_idx}.attention")
 

@@ -169,8 +169,6 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
     except WriterUnavailable as e:
         return _fail(str(e), USAGE, warnings=warnings)
 
-    if source is not None:
-        source.start_reading()
     with atomic_output(request.output, KIND[request.target], request.force, sources,
                        request.target, request.path) as tmp:
         ctx = ExportContext(ws, request, resolved, source, tmp, progress, cancelled)

@@ -520,10 +520,12 @@ class _Body:
         body = body_parser(item.text, item.path, item.offset)
         item.__dict__["body"] = body
         del item.__dict__["body_dropped"]
+        parsed_again.append(item)
         return body
 
 
 body_parser = None  # (text, path, offset) -> the statements of a function item's text: parser.py sets it
+parsed_again: list = []  # the items whose dropped body was read since Workspace.trim last looked
 
 
 class FnItem(Item):
@@ -545,17 +547,6 @@ class FnItem(Item):
         del d["body"]
         d["body_dropped"] = True
         return True
-
-    def __getstate__(self):
-        """Pickled whole (parse_cache.py): a dropped body is parsed for the copy, not kept here."""
-        state = object.__getstate__(self)
-        own = state[0] if isinstance(state, tuple) else state
-        if own and own.get("body_dropped"):
-            own = dict(own)
-            del own["body_dropped"]
-            own["body"] = body_parser(self.text, self.path, self.offset)
-            state = (own, state[1]) if isinstance(state, tuple) else own
-        return state
 
     @property
     def body_loaded(self) -> bool:

@@ -7,7 +7,8 @@ hash of the path and of the parser's own source (grammar, lexer, parser, AST, me
 a changed parser never reads items an older one made). It holds the items pickled (but
 the simple `dim NAME = 123` lines, which parse again as fast as they unpickle);
 loading gives `parse_file`'s `reuse` table (text -> items), so an item is reused only
-for the very same text, at its new offset. Reading is best effort: a missing,
+for the very same text, at its new offset. A function whose body the workspace had
+dropped (`Workspace.trim`) is saved without it: its body is parsed when first read. Reading is best effort: a missing,
 unreadable or foreign file is no cache (logged at debug level), never an error.
 Writing goes to a temporary beside the file, renamed over it.
 

@@ -70,12 +70,9 @@ def e3307_help(sizes: list, dims: list) -> str:
     return f"Serve it with a tensor-parallel size of {_either(sizes)}, or change {_either(dims)}."
 
 
-def e3307_packed(fn: str, n: int, field: str, parts: int) -> str:
-    return (f"vLLM can't split `{fn}` {n} ways: `{field}` holds {parts} projections in one param, "
-            f"and a rank would get whole parts of it rather than its share of each")
-
-
-E3307_PACKED_HELP = "Make each projection a param of its own (the split's parts), or serve it on one rank."
+def e3307_kv_replicas(n: int, count: int) -> str:
+    return (f"the native model of `vllm_plugin/` does split it {n} ways, each of the {count} key/value heads "
+            f"on {n // count} ranks as vLLM's Llama does; vLLM's Transformers backend can't")
 
 
 def e3307_unsplit(fn: str, n: int) -> str:

@@ -6,10 +6,13 @@ for. vLLM's tensor parallelism gives each rank a share of every attention's head
 every MLP's hidden units (compile/parallel_plan.py says which linears are split how), so
 for N ranks:
 - the query heads divide by N;
-- the key/value heads divide by N, or there is one (every rank holds it);
-- the hidden units of an MLP's gate and up projections divide by N;
-- no param is split into parts by a pattern (a fused `w_qkv`, `w_gate_up`): a tp plan
-  shards its rows in contiguous blocks, which would give a rank whole parts;
+- the key/value heads divide by N, or there is one (every rank holds it); with more ranks
+  than key/value heads (a multiple of them), the native model of `vllm_plugin/` holds
+  each head on N / Hkv ranks as vLLM's Llama does, which the Transformers backend's tp
+  plan can't: a note says so;
+- the hidden units of an MLP's gate and up projections divide by N (those of each part of
+  a fused `w_gate_up` too: the export holds a param a pattern splits into parts as its
+  parts, each split on its own);
 - every attention's queries, keys, values and output come from linears of the model.
 One diagnostic per dim that decides it, at that dim's declaration (at the exported
 function's name when the dim is declared in another file), naming the sizes that work.
@@ -25,7 +28,7 @@ from ...compile.parallel_plan import plan_parallel
 from ...compile.plan import make_plan
 from ...diagnostics import error
 from ...syntax import ast as A
-from .serving_messages import e3307_dim, e3307_help, e3307_packed, e3307_unsplit, E3307_PACKED_HELP
+from .serving_messages import e3307_dim, e3307_help, e3307_kv_replicas, e3307_unsplit
 
 log = logging.getLogger("shapescript.export")
 
@@ -73,12 +76,12 @@ def check_tensor_parallel(prog, item, n: int) -> list:
                 d.label(other.span(other.name_pos), label)
             else:
                 d.note(label)
+        kv = [need for need in failing if need.kv]
+        if len(kv) == len(failing) and all(n % need.count == 0 for need in kv):
+            # only key/value heads fewer than the ranks: the native model replicates them
+            d.note(e3307_kv_replicas(n, kv[0].count))
         out.append(d.help(e3307_help(ok_sizes, [shown for _, shown in dims])))
-    for p in par.packed:
-        d = _at_node(prog, item, cprog, p.node, e3307_packed(item.name, n, p.field, p.parts),
-                     f"`{p.field}` is split into {p.parts} parts here")
-        out.append(d.help(E3307_PACKED_HELP))
-    if par.unsplit and not par.packed:
+    if par.unsplit:
         node, why = par.unsplit[0]
         out.append(_at_node(prog, item, cprog, node, e3307_unsplit(item.name, n), why))
     return out
@@ -99,6 +102,11 @@ def _needs(cprog, plan, par) -> list:
             count = cprog.value_of(rows)
             if count is not None:
                 needs.append(Need(rows, count, "hidden units"))
+    for p in par.packed:  # a fused `w_gate_up`: each part's hidden units
+        if any(r.role in ("gate", "up") for r in p.roles.values()):
+            rows = cprog.value_of(cprog.model(p.model).fields[p.field].type.axes[0].size)
+            if rows is not None:
+                needs.append(Need(p.unit, rows // p.parts, "hidden units"))
     return needs
 
 

@@ -33,6 +33,15 @@ def apply(arr: np.ndarray, steps) -> np.ndarray:
     return np.ascontiguousarray(arr)
 
 
+def row_order(steps, rows: int):
+    """The source rows, in the order the steps put them, when the steps only re-order or
+    select rows (`RopePermute`, a `Gather` along axis 0): the tensor is then a row copy of
+    its source. None when a step does more (a transpose, columns, values)."""
+    if not all(isinstance(s, RopePermute) or (isinstance(s, Gather) and s.axis == 0) for s in steps):
+        return None
+    return apply(np.arange(rows, dtype=np.int64), steps)
+
+
 def gather_index(s: Gather) -> np.ndarray:
     idx = np.arange(int(np.prod(s.shape)), dtype=np.int64).reshape(s.shape)
     if s.take is not None:

@@ -102,13 +102,21 @@ def _values(ctx, t, shape) -> np.ndarray:
 
 
 def _copy_unchanged(ctx, t, qtype, fout) -> bool:
-    """Copy an f32 param stored f32 with no layout change straight from the weights file
-    (the kernel's copy_file_range, as `cp` does); False when it must be converted."""
+    """Copy an f32 param stored f32 whose layout change only re-orders rows (or none)
+    straight from the weights file: the kernel's copy_file_range, as `cp` does, or the
+    rows read into their places and written (Q/K's rotary permutation); False when it
+    must be converted."""
     source = getattr(ctx, "_source", None)  # the backbone's WeightSource; None for random weights
-    if source is None or t.source is None or t.steps or qtype != Q.F32 or source.info(t.source).dtype != "f32":
+    if source is None or t.source is None or t.parts or qtype != Q.F32 or source.info(t.source).dtype != "f32":
+        return False
+    order = layout.row_order(t.steps, t.shape[0]) if t.steps else None
+    if t.steps and order is None:
         return False
     fout.flush()
-    source.copy_into(t.source, fout, ctx.check_cancelled)
+    if order is None:
+        source.copy_into(t.source, fout, ctx.check_cancelled)
+    else:
+        source.copy_rows_into(t.source, fout, order, ctx.check_cancelled)
     fout.seek(0, os.SEEK_END)
     return True
 

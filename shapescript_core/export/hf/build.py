@@ -82,7 +82,7 @@ def _build(ws, path: str, fn_name: str, dtype: str = "f32") -> Artifact:
     for name, text in ((names.modeling, modeling), (names.configuration, configuration)):
         check_parses(f"{name}.py", text)
     sources = _sources(ws, path)
-    keys = key_map(plan, _param_paths(prog, plan.root))
+    keys = key_map(plan, _param_paths(prog, plan.root), lambda model, field: gen.parallel.parts((model, field)))
     return Artifact(names, cfg, configuration, modeling, sources, keys, lm, plan, gen)
 
 

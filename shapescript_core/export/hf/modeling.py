@@ -82,7 +82,7 @@ def modeling_source(gen: Generator, names: Names, source_name: str) -> str:
         root += indent(_lm_forward(gen, source_name))
         tail = ["", ""] + _causal_lm(gen, names, source_name)
     helpers = [HELPERS[h].strip("\n") for h in ("rms_norm", "layer_norm", "rope", "rotary", "causal", "window_mask",
-                                                "attend", "mask")
+                                                "attend", "mask", "parts")
                if h in gen.helpers or (h == "mask" and lm is not None) or (h == "rotary" and gen.rotary)]
     imports = ["import dataclasses", "import inspect", "import math", "", "import torch", "from torch import nn",
                "from transformers import GenerationMixin, PreTrainedModel" if lm else "from transformers import PreTrainedModel"]

@@ -67,13 +67,22 @@ def write_directory(ctx) -> dict:
     for spec in ctx.params:
         key = art.keys.get(spec.path)
         keys[spec.path] = key
-        if key is not None:
+        if isinstance(key, list):  # a packed param: one tensor per part, blocks of its rows
+            entries += _part_entries(key, spec)
+        elif key is not None:
             entries.append((key, spec.path))
     write_generated(d, MAPPING_FILE, json_text({"format": 1, "source": os.path.basename(ctx.request.path),
                                                 "function": ctx.fn_item.name, "keys": keys}))
     ctx.check_cancelled()
     size = ctx.write_safetensors("model.safetensors", entries, metadata={"format": "pt"})
     return {"tensors": len(entries), "bytes": size, "lm": art.lm, "artifact": art}
+
+
+def _part_entries(keys: list, spec) -> list:
+    """The safetensors entries of a param held as parts: part j is rows [j*r, (j+1)*r)."""
+    rows = spec.shape[0] // len(keys)
+    shape = (rows,) + tuple(spec.shape[1:])
+    return [(key, spec.path, lambda a, j=j: a[j * rows:(j + 1) * rows], shape) for j, key in enumerate(keys)]
 
 
 def copy_tokenizer(src: str, dst: str):

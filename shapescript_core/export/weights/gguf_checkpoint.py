@@ -213,6 +213,3 @@ class GGUFCheckpoint:
 
     def can_copy(self, name: str) -> bool:
         return False
-
-    def start_reading(self):
-        pass

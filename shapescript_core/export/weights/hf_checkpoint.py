@@ -238,11 +238,11 @@ class HFCheckpoint:
     def copy_into(self, name: str, out, check_cancelled=None) -> int:
         return self.source.copy_into(self.key_of(name), out, check_cancelled)
 
+    def copy_rows_into(self, name: str, out, order, check_cancelled=None) -> int:
+        return self.source.copy_rows_into(self.key_of(name), out, order, check_cancelled)
+
     def can_copy(self, name: str) -> bool:
         return True
-
-    def start_reading(self):
-        self.source.start_reading()
 
 
 def _token_id(v) -> bool:

@@ -1,12 +1,15 @@
 """The import's diagnostics, each built in one place from what the matching found: one
 E3314 for a checkpoint that is not the source's model (another architecture, roles without
 a tensor, tensors without a role, params a weights map leaves out), one E3315 for the first
-dim the checkpoint contradicts, one E3316 warning per constant its config contradicts."""
+dim the checkpoint contradicts, one E3316 warning per constant its config contradicts (and
+one when a Gemma checkpoint's attention scale, folded into the query norms, is not the
+source's)."""
 from __future__ import annotations
 
 import math
 import os
 
+from ..gguf.gguf_plan import Scale
 from ..gguf.match import NO_CAP
 from .checkpoint_axes import source_axis
 from .roles import describe_role, role_kind
@@ -157,6 +160,41 @@ def constant_warnings(plan, ckpt, resolved) -> list:
         out.append(e3316("rope scaling", "none", scaling, "config.json rope_parameters" if ckpt.kind == "hf"
                          else "rope.scaling.type", _fn_span(resolved)))
     return out
+
+
+def scale_warnings(recipes: dict, ckpt, resolved) -> list:
+    """An E3316 when a Hugging Face Gemma checkpoint's attention scale (1/sqrt of its
+    `query_pre_attn_scalar`) is not the source's: the import keeps the checkpoint's
+    outputs by folding the ratio into the query norms' weights (Gemma 2: the query rows'),
+    and says so, naming both scales."""
+    qpas = ckpt.config.get("query_pre_attn_scalar") if ckpt.kind == "hf" else None
+    if not isinstance(qpas, (int, float)) or isinstance(qpas, bool) or qpas <= 0:
+        return []
+    folded = [(path, f) for path, r in recipes.items() for f in (_scale_factor(r),) if f is not None]
+    if not folded:
+        return []
+    theirs = qpas ** -0.5
+    ours = theirs / folded[0][1]
+    params = f"`{folded[0][0]}`" + (f" and {len(folded) - 1} more" if len(folded) > 1 else "")
+    return [e3316("attention scale", _scale(ours), f"{_num(qpas)} (a scale of {_scale(theirs)})",
+                  "config.json query_pre_attn_scalar", _fn_span(resolved),
+                  folded_into=f"{params} (a factor of {folded[0][1]:.6g})")]
+
+
+def _scale_factor(recipe):
+    """The product of the scales the recipe applies, when it isn't 1; else None."""
+    f = 1.0
+    for steps in [p.steps for p in recipe.parts] + [recipe.post]:
+        for s in steps:
+            if isinstance(s, Scale):
+                f *= s.factor
+    return None if math.isclose(f, 1.0, rel_tol=1e-9) else f
+
+
+def _scale(x: float) -> str:
+    """1/sqrt(N) when x is one, else the number."""
+    n = 1 / (x * x)
+    return f"1/sqrt({round(n)})" if abs(n - round(n)) < 1e-6 * n else f"{x:.6g}"
 
 
 def _num(x) -> str:

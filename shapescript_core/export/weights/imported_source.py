@@ -7,6 +7,8 @@ import numpy as np
 
 from ..errors import ExportError
 from .convert import NP, bf16_bits, bf16_to_f32, to_stored
+from ..gguf.gguf_plan import Transpose
+from .recipe import row_step, run_steps
 from .safetensors_format import ST_DTYPES, TO_ST, TensorInfo
 
 
@@ -56,15 +58,29 @@ class ImportedSource:
     def truncated(self, path: str):
         return None
 
-    def start_reading(self):
-        self.ckpt.start_reading()
-
     def _direct(self, path: str):
         r = self.recipes[path]
         t = r.direct
         if t is not None and self.ckpt.can_copy(t) and self.ckpt.dtype(t) == self.specs[path].dtype:
             return t
         return None
+
+    def _rows(self, path: str):
+        """(checkpoint tensor, its rows in the param's order) when the param is one
+        checkpoint tensor with its rows re-ordered or selected and its bytes otherwise
+        unchanged (Q/K rows of another rotary layout, a slice of a stacked tensor); None
+        otherwise."""
+        r = self.recipes[path]
+        if len(r.parts) != 1 or r.post or r.buffer is not None:
+            return None
+        p = r.parts[0]
+        if p.scatter is not None or not all(row_step(s) for s in p.steps):
+            return None
+        if any(isinstance(s, Transpose) for s in self.ckpt.to_gguf(p.tensor)):
+            return None  # a transpose undone on the way: the stored rows are not the shape's
+        if not self.ckpt.can_copy(p.tensor) or self.ckpt.dtype(p.tensor) != self.specs[path].dtype:
+            return None
+        return p.tensor, run_steps(np.arange(self.ckpt.shape(p.tensor)[0]), p.steps)
 
     def read(self, path: str):
         """The param in its declared dtype (bf16 as float32 holding bf16 values)."""
@@ -80,14 +96,31 @@ class ImportedSource:
         t = self._direct(path)
         if t is not None:
             return self.ckpt.copy_into(t, out, check_cancelled)
-        arr = to_stored(self.read(path), self.specs[path].dtype)
-        view = memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
-        n = len(view)
-        while view:
-            view = view[out.write(view):]
-        return n
+        rows = self._rows(path)
+        if rows is not None:
+            return self.ckpt.copy_rows_into(rows[0], out, rows[1], check_cancelled)
+        return _write(out, to_stored(self.read(path), self.specs[path].dtype))
+
+    def copy_rows_into(self, path: str, out, order, check_cancelled=None) -> int:
+        """Append the param's rows in `order` (row indices) to `out`, as `copy_into` does."""
+        t = self._direct(path)
+        if t is not None:
+            return self.ckpt.copy_rows_into(t, out, order, check_cancelled)
+        rows = self._rows(path)
+        if rows is not None:
+            return self.ckpt.copy_rows_into(rows[0], out, rows[1][np.asarray(order, dtype=np.int64)], check_cancelled)
+        arr = self.read(path)
+        return _write(out, to_stored(arr[np.asarray(order, dtype=np.int64)], self.specs[path].dtype))
 
     def stream_chunks(self, path: str, elements: int):
         flat = self.read(path).reshape(-1)
         for i in range(0, flat.size, elements):
             yield flat[i:i + elements]
+
+
+def _write(out, arr) -> int:
+    view = memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+    n = len(view)
+    while view:
+        view = view[out.write(view):]
+    return n

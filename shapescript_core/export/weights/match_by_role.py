@@ -8,7 +8,7 @@ import numpy as np
 from ..errors import ExportError
 from ..gguf import metadata
 from .checkpoint_axes import forward_shape
-from .import_diagnostics import constant_warnings, role_mismatch, shape_mismatch
+from .import_diagnostics import constant_warnings, role_mismatch, scale_warnings, shape_mismatch
 from .imported_source import ImportedSource, refuse_unreadable
 from .recipe import Rows, add_part
 from .role_plan import plan_for_import
@@ -84,7 +84,8 @@ def import_checkpoint(ws, request, resolved, ckpt):
                               diagnostics=[e3315_heads(_HEAD_WORDS[short], hp[short], theirs, where,
                                                        resolved.fn_item.span(resolved.fn_item.name_pos))])
     refuse_unreadable(ckpt, recipes)
-    warnings = [f"[{d.code}] {d.message}" for d in constant_warnings(plan, ckpt, resolved)]
+    warnings = [f"[{d.code}] {d.message}" for d in constant_warnings(plan, ckpt, resolved) +
+                scale_warnings(recipes, ckpt, resolved)]
     return ImportedSource(ckpt, recipes, resolved.specs), notes, warnings
 
 

@@ -58,6 +58,11 @@ def run_steps(arr: np.ndarray, steps) -> np.ndarray:
     return arr
 
 
+def row_step(step) -> bool:
+    """Whether the step only re-orders or selects rows (axis 0): a row copy does it."""
+    return isinstance(step, (RopePermute, Rows)) or (isinstance(step, Take) and step.axis == 0)
+
+
 def step_shape(shape: tuple, steps) -> tuple:
     shape = tuple(shape)
     for s in steps:

@@ -3,7 +3,12 @@
 
 Opening reads only the headers; `read(key)` reads one tensor, and `copy_into(key, fh)`
 copies its bytes into an open file without holding the tensor (kernel copy where the
-system has one), so peak memory stays near one tensor however large the model.
+system has one), so peak memory stays near one tensor however large the model;
+`copy_rows_into(key, fh, order)` copies its rows in another order the same way.
+
+An exported directory's mapping may give a param as a list of keys (a packed param the
+export held as its parts, export/hf/keys.py): the param reads as those tensors' rows
+one after another, which in the files' row-major bytes is the parts' bytes in order.
 """
 from __future__ import annotations
 
@@ -14,6 +19,7 @@ import os
 from ..errors import ExportError
 from ...files import ReadRefused, read_bytes
 from .weight_messages import outside_weights, unreadable
+from .row_copy import Truncated, copy_rows
 from .safetensors_format import TensorInfo, read_header
 
 INDEX = "model.safetensors.index.json"
@@ -22,24 +28,6 @@ MAPPING = "shapescript-weights.json"  # an earlier export's param path -> checkp
 CHUNK = 16 * 1024 * 1024
 KERNEL_CHUNK = 256 * 1024 * 1024  # one copy_file_range: most tensors in one call; a cancel within a fraction of a second
 _NO_KERNEL_COPY = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF, errno.EPERM}
-AHEAD = 512 * 1024 * 1024  # how far the kernel reads ahead of the tensor being copied
-
-
-def prefetch(file: str, start: int, length: int):
-    """Ask the kernel to read a range into the page cache in the background, so that a
-    cold read overlaps the work before it (compiling, the previous tensor's copy)."""
-    if not hasattr(os, "posix_fadvise") or length <= 0:
-        return
-    try:
-        fd = os.open(file, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.posix_fadvise(fd, start, length, os.POSIX_FADV_WILLNEED)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def within(folder: str, rel: str, what: str) -> str:
@@ -61,7 +49,7 @@ class WeightSource:
         self.headers: list = []           # [HeaderInfo]
         self.where: dict = {}             # key -> HeaderInfo
         self.file_key: dict = {}          # key -> the file's key, where a mapping renames it
-        self._asked: dict = {}            # file -> how far the kernel was asked to read ahead
+        self.joined: dict = {}            # key -> [(file key, HeaderInfo)]: a param stored as parts
         if os.path.isdir(path):
             if os.path.lexists(os.path.join(path, INDEX)):
                 self._index(within(path, INDEX, "the index"))
@@ -80,25 +68,6 @@ class WeightSource:
         if len(self.headers) == 1:
             return f"`{os.path.basename(self.headers[0].file)}`"
         return f"the {len(self.headers)} shards of `{os.path.basename(self.path)}`"
-
-    def start_reading(self):
-        """Begin reading the first tensors ahead (called once the checks pass)."""
-        for h in self.headers[:1]:
-            first = next(iter(h.tensors.values()), None)
-            if first is not None:
-                prefetch(h.file, first.start, AHEAD)
-                self._asked[h.file] = first.start + AHEAD
-
-    def _ahead(self, key: str):
-        """Keep the kernel reading up to AHEAD bytes past this tensor; each range is
-        asked for once (asking again walks the page cache for nothing)."""
-        t = self.info(key)
-        file = self.where[key].file
-        start = max(t.start, self._asked.get(file, 0))
-        end = t.end + AHEAD
-        if end - start >= AHEAD // 4 or start < t.end:
-            prefetch(file, start, end - start)
-            self._asked[file] = end
 
     def _mapping(self, file: str):
         """Read an exported directory back through its mapping: keys become param paths."""
@@ -119,10 +88,32 @@ class WeightSource:
                 where[param] = self.where[key]
                 self.file_key[param] = key
                 mapped.add(key)
+            elif isinstance(key, list) and key and all(isinstance(k, str) and k in self.where for k in key):
+                self._join(param, [(k, self.where[k]) for k in key])
+                where[param] = self.where[key[0]]
+                mapped.update(key)
         for key, h in self.where.items():  # keys no param maps to stay, to be warned about
             if key not in mapped and key not in where:
                 where[key] = h
         self.where = where
+
+    def _join(self, param: str, parts: list):
+        infos = [h.tensors[k] for k, h in parts]
+        first = infos[0]
+        if any(t.dtype != first.dtype or tuple(t.shape[1:]) != tuple(first.shape[1:]) or not t.shape
+               for t in infos):
+            shown = ", ".join(f"`{k}` {t.dtype} {list(t.shape)}" for (k, _), t in zip(parts, infos))
+            raise ExportError(f"{MAPPING} in `{self.path}` gives `{param}` as parts that don't stack by rows: {shown}")
+        self.joined[param] = parts
+
+    def _pieces(self, key: str) -> list:
+        """[(file key, TensorInfo, HeaderInfo)]: the tensor, or the parts a param is stored as."""
+        parts = self.joined.get(key)
+        if parts is not None:
+            return [(k, h.tensors[k], h) for k, h in parts]
+        k = self.file_key.get(key, key)
+        h = self.where[key]
+        return [(k, h.tensors[k], h)]
 
     def _single(self, file: str):
         h = read_header(file)
@@ -162,23 +153,34 @@ class WeightSource:
         return list(self.where)
 
     def info(self, key: str) -> TensorInfo:
-        return self.where[key].tensors[self.file_key.get(key, key)]
+        pieces = self._pieces(key)
+        if len(pieces) == 1:
+            return pieces[0][1]
+        infos = [t for _, t, _ in pieces]
+        rows = sum(t.shape[0] for t in infos)
+        first = infos[0]  # start and end: the span's length, for the byte counts
+        return TensorInfo(key, first.dtype, (rows,) + tuple(first.shape[1:]), first.start,
+                          first.start + sum(t.nbytes for t in infos))
 
     def truncated(self, key: str):
         """Why the tensor can't be read whole, or None."""
-        return self.where[key].truncated.get(self.file_key.get(key, key))
+        return next((h.truncated[k] for k, _, h in self._pieces(key) if k in h.truncated), None)
 
     def read(self, key: str):
         """The tensor as a numpy array of its dtype (bf16 as float32)."""
+        pieces = self._pieces(key)
+        if len(pieces) > 1:
+            import numpy as np  # deferred: reading headers needs no numpy
+            return np.concatenate([self._read_one(k, t, h) for k, t, h in pieces])
+        return self._read_one(*pieces[0])
+
+    def _read_one(self, key: str, t: TensorInfo, h):
         import numpy as np  # deferred: reading headers needs no numpy
         from .convert import NP, bf16_to_f32  # deferred: numpy
-        t = self.info(key)
-        h = self.where[key]
         if t.dtype not in NP and t.dtype != "bf16":
             raise ExportError(unreadable(key, os.path.basename(h.file), f"its dtype {t.dtype} can't be exported"))
         dt = np.uint16 if t.dtype == "bf16" else NP[t.dtype]
         count = t.nbytes // np.dtype(dt).itemsize
-        self._ahead(key)
         try:
             with open(h.file, "rb") as fh:
                 fh.seek(t.start)
@@ -192,9 +194,9 @@ class WeightSource:
 
     def copy_into(self, key: str, out, check_cancelled=None) -> int:
         """Append the tensor's bytes to the open binary file `out`; the bytes copied."""
-        t = self.info(key)
-        h = self.where[key]
-        self._ahead(key)
+        return sum(self._copy_one(k, t, h, out, check_cancelled) for k, t, h in self._pieces(key))
+
+    def _copy_one(self, key: str, t: TensorInfo, h, out, check_cancelled) -> int:
         with open(h.file, "rb") as src:
             remaining = t.nbytes
             pos = t.start
@@ -225,16 +227,46 @@ class WeightSource:
                 remaining -= done
         return t.nbytes
 
+    def copy_rows_into(self, key: str, out, order, check_cancelled=None) -> int:
+        """Append the tensor's rows (its first axis) in `order`, a sequence of row indices,
+        to the open binary file `out` without making an array (`row_copy`); the bytes.
+        A param stored as parts: each run of rows from one part is copied from it."""
+        t = self.info(key)
+        rows = t.shape[0] if t.shape else 0
+        order = list(order)
+        if not rows or any(not 0 <= i < rows for i in order):
+            raise ValueError(f"rows {order[:4]}... of `{key}` {list(t.shape)}")  # a caller's bug
+        pieces, firsts, at = self._pieces(key), [], 0
+        for _, p, _ in pieces:
+            firsts.append(at)
+            at += p.shape[0]
+        done, i = 0, 0
+        while i < len(order):
+            j = max(n for n, f in enumerate(firsts) if f <= order[i])  # the part row order[i] is in
+            _, p, h = pieces[j]
+            run = []
+            while i < len(order) and firsts[j] <= order[i] < firsts[j] + p.shape[0]:
+                run.append(order[i] - firsts[j])
+                i += 1
+            try:
+                with open(h.file, "rb") as src:
+                    done += copy_rows(src.fileno(), p.start, p.nbytes // p.shape[0], run, out, check_cancelled)
+            except Truncated:
+                raise ExportError(unreadable(key, os.path.basename(h.file),
+                                             "the file ends inside it (truncated)")) from None
+        return done
+
     def stream_chunks(self, key: str, elements: int):
         """Yield the tensor as flat numpy arrays of at most `elements` items (bf16 as float32)."""
+        for k, t, h in self._pieces(key):
+            yield from self._chunks_of(k, t, h, elements)
+
+    def _chunks_of(self, key: str, t: TensorInfo, h, elements: int):
         import numpy as np  # deferred: reading headers needs no numpy
         from .convert import NP, bf16_to_f32  # deferred: numpy
-        t = self.info(key)
-        h = self.where[key]
         dt = np.uint16 if t.dtype == "bf16" else NP[t.dtype]
         item = np.dtype(dt).itemsize
         total = t.nbytes // item
-        self._ahead(key)
         with open(h.file, "rb") as fh:
             fh.seek(t.start)
             done = 0

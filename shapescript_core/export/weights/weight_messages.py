@@ -73,12 +73,20 @@ def e3315(axis: str, ours: int, theirs: int, tensor: str, shape, span, written: 
             .help(f"give the dims the checkpoint's values (--dim NAME=VALUE, or `dim NAME = VALUE`)"))
 
 
-def e3316(what: str, ours, theirs, where: str, span) -> Diagnostic:
-    """A warning: the export goes on with the source's value."""
-    return (warning("E3316", f"the source's {what} is {ours}, but the checkpoint's {where} says {theirs}: "
-                             f"the export keeps the source's, and its outputs will differ from the "
-                             f"original model's", span, "the exported function")
-            .help(f"write the checkpoint's {what} in the source"))
+def e3316(what: str, ours, theirs, where: str, span, folded_into: str | None = None) -> Diagnostic:
+    """A warning: the export goes on with the source's value; or, `folded_into` (the
+    params the import changed), with the checkpoint's, the difference folded into those
+    params' weights."""
+    if folded_into is None:
+        then = "the export keeps the source's, and its outputs will differ from the original model's"
+        fix = f"write the checkpoint's {what} in the source"
+    else:
+        then = (f"the export folds the difference into the weights of {folded_into}: its outputs are the "
+                f"original model's, but those weights are not the checkpoint's")
+        fix = f"write the checkpoint's {what} in the source, and its weights are exported unchanged"
+    return (warning("E3316", f"the source's {what} is {ours}, but the checkpoint's {where} says {theirs}: {then}",
+                    span, "the exported function")
+            .help(fix))
 
 
 def e3315_heads(what: str, ours: int, theirs: int, where: str, span) -> Diagnostic:
