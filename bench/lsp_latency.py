@@ -256,7 +256,7 @@ def report_cold(runs: int, lines: int, text: str) -> None:
           f"{med['cpu'] * 1000:.0f} ms)")
     print(f"  shapescript-lsp, reopened:   spawn -> first diagnostics {med2['spawn'] * 1000:6.0f} ms, didOpen -> "
           f"first {med2['open'] * 1000:6.0f} ms, didOpen -> complete {med2['complete'] * 1000:6.0f} ms "
-          f"(the parsed items from the cache; server CPU to the first {med2['cpu'] * 1000:.0f} ms)")
+          f"(what the first session kept: the initialize answer, the diagnostics, the parsed items; server CPU to the first {med2['cpu'] * 1000:.0f} ms)")
     cmd = ruff_command()
     if cmd is None:
         print("  ruff: not installed (pip install ruff), no comparison")

@@ -11,7 +11,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
-import functools
 import gc
 import hashlib
 import operator
@@ -241,6 +240,7 @@ class Workspace:
         self._export_checking: set = set()  # paths whose export checks are running now
         self._recent: list = []  # the files set_text changed last, the latest last (trim keeps them whole)
         self._slim_env: dict = {}  # path -> _EnvHolder: the environment its slimmed results are restored with
+        self._plain: dict = {}  # path -> (its NameMap, the same as a dict): _plain_names
 
     # ------------------------------------------------------------ configuration
     @property
@@ -378,6 +378,16 @@ class Workspace:
         analysis). How many functions it slimmed (each analysis is trimmed once)."""
         keep = set(self._recent)
         slimmed = 0
+        if A.parsed_again:
+            # dropped bodies were read since (a search across the files, a body checked
+            # again): those of results still slimmed, in files trimmed before, go again
+            items = A.parsed_again[:]
+            del A.parsed_again[:]
+            for item in items:
+                a = self._analysis.get(item.path)
+                res = a.fns.get(item.name) if a is not None and a.trimmed and item.path not in keep else None
+                if res is not None and res.item is item and res.slimmed:
+                    item.drop_body()
         for path, a in list(self._analysis.items()):
             if a.trimmed or path in keep:
                 continue
@@ -397,7 +407,7 @@ class Workspace:
                 sig = env.sigs.get(name)
                 if name in whole or sig is None or a.own.get(name) is not item:
                     continue
-                res.slim(functools.partial(_check_again, item, sig, holder))
+                res.slim(holder, sig)
                 item.drop_body()
                 slimmed += 1
         return slimmed
@@ -428,6 +438,7 @@ class Workspace:
         if path in self._recent:
             self._recent.remove(path)
         self._slim_env.pop(path, None)
+        self._plain.pop(path, None)
         f = self.files.pop(path, None)
         if f is not None:
             self._forget(f.items)
@@ -561,6 +572,20 @@ class Workspace:
         e = (f, f.items, (f.decode_error, len(f.items), digest.digest()), names)
         self._iface[path] = e
         return e
+
+    def _plain_names(self, path: str, names):
+        """A file's name map (its interface entry's NameMap) as a plain dict, built once per
+        map, for what dicts do in C (a merge, a disjointness test, a copy); the NameMap
+        itself for a file of more than PLAIN_DIMS simple dims (syntax/names.py keeps no
+        string per simple dim)."""
+        e = self._plain.get(path)
+        if e is not None and e[0] is names:
+            return e[1]
+        plain = names
+        if not isinstance(names, dict) and len(names) - len(names.others()) <= PLAIN_DIMS:
+            plain = dict(names.pairs())
+        self._plain[path] = (names, plain)
+        return plain
 
     def _still_valid(self, a: Analysis) -> bool:
         """Whether a file's last analysis still holds: the same items, every file of its
@@ -780,16 +805,17 @@ class Workspace:
         ivisible = imp[1]
         # an own name hides an import's (the views look the smaller map's names up in the
         # larger, in C: no set of all the names)
-        shadowed = not own.keys().isdisjoint(ivisible.keys())
+        plain = self._plain_names(f.path, own) if own is e[3] else own
+        shadowed = not ivisible.keys().isdisjoint(plain.keys())
         if ivisible:
             visible = dict(ivisible)
-            visible.update(own)
+            visible.update(plain)
         else:  # nothing imported: this file's own map, not a copy of it
             visible = own
         if shadowed:
             broken_kinds, models_declared = _declared(visible)
         else:  # the same as from `visible`: the imports' first, then this file's
-            own_broken, own_models = _declared(own)
+            own_broken, own_models = _declared(plain)
             broken_kinds, models_declared = {**imp[2], **own_broken}, imp[3] | own_models
         own_key = self._interface_entry(f.path)[2]
         last = self._decl_prev.get(f.path)
@@ -917,7 +943,7 @@ class Workspace:
                     return None
                 changed.add(it.name)
         ivisible, broken, declared = dict(imp[1]), dict(imp[2]), set(imp[3])
-        maps = [e[3] for e in map(self._interface_entry, closure) if e[1] is not None]
+        maps = [self._plain_names(p, e[3]) for p in closure if (e := self._interface_entry(p))[1] is not None]
         if len(maps) != len(lists):
             return None
         for n in list(changed):
@@ -1075,20 +1101,21 @@ class Workspace:
         return {p: self.diagnostics(p) for p in paths}
 
 
+PLAIN_DIMS = 4096  # simple dims in a file at most, for its name map to be copied to a dict (_plain_names)
 RECENT = 1  # files last changed whose syntax trees and check details trim() keeps whole
 
 
 class _EnvHolder:
     """The environment of a file's last trimmed analysis (Workspace.trim), one per file:
     the slimmed results point here, not at the environment they were slimmed under (a
-    file's results outlive many analyses: each would keep its own alive)."""
+    file's results outlive many analyses: each would keep its own alive). Called with a
+    slimmed result and its signature, it checks that function again (FnResult.slim): a
+    result still in use holds under this environment (what it read means the same)."""
 
     __slots__ = ("env",)
 
-
-def _check_again(item: A.FnItem, sig: Signature, holder: _EnvHolder) -> FnResult:
-    """A slimmed function result's detail (FnResult.slim), checked again."""
-    return check_function(item, sig, EnvView(holder.env, set()))
+    def __call__(self, res: FnResult, sig: Signature) -> FnResult:
+        return check_function(res.item, sig, EnvView(self.env, set()))
 
 
 def _reached(fns: dict, roots: list) -> set:

@@ -154,12 +154,12 @@ def _record(ls: ShapeScriptServer, a, path: str):
 
 
 def _digest(ls: ShapeScriptServer, path: str):
-    """On the core thread: the hash of the text the workspace holds for `path` (None:
-    unreadable), remembered while that file keeps that text (and no longer than the
+    """On the core thread: the hash of the text the workspace holds for `path` (or why
+    it could not be read), remembered while that file keeps that text (and no longer than the
     workspace keeps the file)."""
     f = ls.ws.file(path)
     if f is None:
-        return None
+        return diagnostics_cache.unread(getattr(ls.ws.refusal(path), "kind", None))
     memo = ls.digests.get(f)
     if memo is not None and memo[0] is f.text:
         return memo[1]

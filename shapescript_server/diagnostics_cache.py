@@ -10,10 +10,10 @@ changed checker never shows diagnostics an older one made). An entry holds the
 diagnostics as published (LSP JSON) and what they were made from:
 
 - the hash of the file's text (newlines normalised, as the workspace holds it);
-- the hash of the text of every file of its import closure, or null for one that could
-  not be read (missing, refused): an edit anywhere in an import, even inside a body,
-  invalidates the entry (stricter than the checker's own early cutoff, and cheap to
-  verify: no parse);
+- the hash of the text of every file of its import closure, or why one could not be
+  read (missing, outside the workspace, too large...): an edit anywhere in an import,
+  even inside a body, invalidates the entry (stricter than the checker's own early
+  cutoff, and cheap to verify: no parse);
 - the settings the check depends on (dims, default targets, tensor parallel ranks, the
   workspace folders, the size limit, where the docs pages live).
 
@@ -76,6 +76,12 @@ def text_hash(text: Optional[str]) -> Optional[str]:
     return hashlib.sha256(normalize_newlines(text).encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def unread(kind: Optional[str]) -> str:
+    """What an entry keeps of an import that could not be read: why (missing, outside
+    the workspace, too large...), as the workspace's refusal says."""
+    return f"unread:{kind}"
+
+
 def fingerprint(config, roots: list, access: Access) -> str:
     """The settings a check depends on (shapescript_core.settings.Config, the workspace
     folders, the reading boundary), as one comparable string."""
@@ -110,21 +116,7 @@ def load(path: str, text: str, settings: str, dep_hash: Callable[[str], Optional
     settings and imports whose texts `dep_hash` (path -> hash now) finds unchanged;
     else None."""
     cache = _file_for(path)
-    try:
-        with open(cache, "rb") as fh:
-            if not parse_cache.private(fh.fileno(), os.path.dirname(cache)):
-                log.warning("diagnostics cache %s not read: it or its folder is not private to this user", cache)
-                return None
-            raw = fh.read(MAX_BYTES + 1)
-        if len(raw) > MAX_BYTES:
-            log.debug("diagnostics cache %s not read: larger than %d bytes", cache, MAX_BYTES)
-            return None
-        data = json.loads(raw)
-    except FileNotFoundError:
-        return None
-    except Exception as exc:  # a broken or foreign file is no cache
-        log.debug("diagnostics cache %s not read: %r", cache, exc)
-        return None
+    data = read_json(cache, MAX_BYTES, "diagnostics cache")
     if not _valid(data, path):
         log.debug("diagnostics cache %s is not this file's", cache)
         return None
@@ -147,8 +139,8 @@ def kept(path: str, text: str, settings: str, open_texts: dict, access: Access,
             return text_hash(open_texts[dep])
         try:
             return text_hash(decode_source(read_bytes(dep, access))[0])
-        except ReadRefused:
-            return None
+        except ReadRefused as e:
+            return unread(e.refusal.kind)
 
     items = load(path, text, settings, digest)
     for d in items or ():
@@ -162,26 +154,52 @@ def kept(path: str, text: str, settings: str, open_texts: dict, access: Access,
 def save(path: str, text_digest: str, settings: str, deps: Iterable, diagnostics: list) -> bool:
     """Keep the complete diagnostics of `path` (its text's hash `text_digest`, the
     import closure's [(path, hash)]); False (logged) when that can't be done."""
-    cache = _file_for(path)
-    folder = os.path.dirname(cache)
+    data = {"format": FORMAT, "path": path, "text": text_digest, "settings": settings,
+            "deps": [[p, h] for p, h in deps], "diagnostics": diagnostics}
+    return write_json(_file_for(path), data, MAX_BYTES, (SUFFIX, MAX_ENTRIES), f"diagnostics cache for {path}")
+
+
+def read_json(path: str, limit: int, what: str):
+    """The JSON value in a cache file (at most `limit` bytes, private to this user,
+    parse_cache.private), or None (a missing, foreign or broken file: logged)."""
+    try:
+        with open(path, "rb") as fh:
+            if not parse_cache.private(fh.fileno(), os.path.dirname(path)):
+                log.warning("%s %s not read: it or its folder is not private to this user", what, path)
+                return None
+            raw = fh.read(limit + 1)
+        if len(raw) > limit:
+            log.debug("%s %s not read: larger than %d bytes", what, path, limit)
+            return None
+        return json.loads(raw)
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # a broken or foreign file is no cache
+        log.debug("%s %s not read: %r", what, path, exc)
+        return None
+
+
+def write_json(path: str, data, limit: int, keep: tuple, what: str) -> bool:
+    """Write a JSON value to a cache file in its private folder (a temporary renamed
+    over it), unless it takes more than `limit` bytes; then keep at most `keep[1]`
+    files named `*keep[0]` there (`prune`). False (logged) when not written."""
+    folder = os.path.dirname(path)
     tmp = None
     try:
-        body = json.dumps({"format": FORMAT, "path": path, "text": text_digest, "settings": settings,
-                           "deps": [[p, h] for p, h in deps], "diagnostics": diagnostics},
-                          separators=(",", ":")).encode("utf-8", "surrogatepass")
-        if len(body) > MAX_BYTES:
-            log.debug("diagnostics of %s not kept: %d bytes", path, len(body))
+        body = json.dumps(data, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        if len(body) > limit:
+            log.debug("%s not written: %d bytes", what, len(body))
             return False
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".diags-", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
         with os.fdopen(fd, "wb") as fh:
             fh.write(body)
-        os.replace(tmp, cache)
+        os.replace(tmp, path)
         tmp = None
-        prune(folder, SUFFIX, MAX_ENTRIES)
+        prune(folder, *keep)
         return True
     except Exception as exc:
-        log.warning("diagnostics cache for %s not written: %r", path, exc)
+        log.warning("%s not written: %r", what, exc)
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
         return False

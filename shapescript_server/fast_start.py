@@ -30,7 +30,6 @@ import logging
 import os
 import select
 import sys
-import tempfile
 import time
 from typing import Callable, Optional
 
@@ -100,18 +99,7 @@ def load_answer(params) -> Optional[dict]:
     """The answer kept for an initialize with these params, or None."""
     key = answer_key(params)
     path = _answer_file(key)
-    try:
-        with open(path, "rb") as fh:
-            if not parse_cache.private(fh.fileno(), os.path.dirname(path)):
-                log.warning("initialize answer %s not read: it or its folder is not private to this user", path)
-                return None
-            raw = fh.read(MAX_ANSWER_BYTES + 1)
-        data = json.loads(raw) if len(raw) <= MAX_ANSWER_BYTES else None
-    except FileNotFoundError:
-        return None
-    except Exception as exc:
-        log.debug("initialize answer %s not read: %r", path, exc)
-        return None
+    data = diagnostics_cache.read_json(path, MAX_ANSWER_BYTES, "initialize answer")
     if not (isinstance(data, dict) and data.get("format") == FORMAT and data.get("key") == key
             and isinstance(data.get("result"), dict) and isinstance(data["result"].get("capabilities"), dict)):
         log.debug("initialize answer %s is not this client's", path)
@@ -123,26 +111,8 @@ def save_answer(params, result: dict) -> bool:
     """Keep the server's answer to an initialize (JSON) for the next start; False
     (logged) when that can't be done."""
     key = answer_key(params)
-    path = _answer_file(key)
-    folder = os.path.dirname(path)
-    tmp = None
-    try:
-        body = json.dumps({"format": FORMAT, "key": key, "result": result}).encode("utf-8", "surrogatepass")
-        if len(body) > MAX_ANSWER_BYTES:
-            return False
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".init-", dir=folder)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(body)
-        os.replace(tmp, path)
-        tmp = None
-        diagnostics_cache.prune(folder, ANSWER_SUFFIX, MAX_ANSWERS)
-        return True
-    except Exception as exc:
-        log.warning("initialize answer not kept: %r", exc)
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
-        return False
+    return diagnostics_cache.write_json(_answer_file(key), {"format": FORMAT, "key": key, "result": result},
+                                        MAX_ANSWER_BYTES, (ANSWER_SUFFIX, MAX_ANSWERS), "initialize answer")
 
 
 def stdout_writer(stream=None) -> Callable[[dict], None]:

@@ -13,6 +13,7 @@ import time
 
 import pytest
 
+from shapescript_core.files import Access
 from shapescript_server import diagnostics_cache as dc
 from lsp_support import ROOT, SERVER
 from stdio_client import StdioClient
@@ -58,6 +59,22 @@ def test_an_entry_is_read_back_only_for_the_same_text_settings_and_imports(cache
     assert dc.load("/w/other.ss", MAIN, "s1", now.get) is None
     assert dc.load("/w/main.ss", MAIN, "s1", {**now, "/w/lib.ss": dc.text_hash(LIB + "\n")}.get) is None
     assert dc.load("/w/main.ss", MAIN, "s1", {**now, "/w/missing.ss": dc.text_hash("")}.get) is None
+
+
+def test_an_import_that_could_not_be_read_must_still_be_unread_for_the_same_reason(cache, tmp_path):
+    inside, outside = tmp_path / "w", tmp_path / "elsewhere"
+    inside.mkdir()
+    outside.mkdir()
+    (outside / "far.ss").write_text(LIB)
+    access = Access.within([str(inside)])
+    main, missing, far = str(inside / "main.ss"), str(inside / "lib.ss"), str(outside / "far.ss")
+    deps = [(missing, dc.unread("missing")), (far, dc.unread("outside"))]
+    assert dc.save(main, dc.text_hash(MAIN), "s", deps, [])
+    assert dc.kept(main, MAIN, "s", {}, access, _none) == []
+    assert dc.kept(main, MAIN, "s", {}, Access.within([str(inside), str(outside)]), _none) is None  # readable now
+    (inside / "lib.ss").write_text(LIB)
+    assert dc.kept(main, MAIN, "s", {}, access, _none) is None  # no longer missing
+    assert dc.kept(main, MAIN, "s", {missing: LIB}, access, _none) is None  # open in the editor
 
 
 def test_another_checker_reads_another_entry(cache, monkeypatch):

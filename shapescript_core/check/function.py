@@ -38,7 +38,7 @@ class CallInfo:
     arg_map: dict = field(default_factory=dict)  # param name -> Arg node
 
 
-@dataclass
+@dataclass(slots=True)
 class FnResult:
     item: A.FnItem
     diags: list
@@ -54,32 +54,37 @@ class FnResult:
     field_reads: set = field(default_factory=set)  # (model, field) read by this function
     static: set = field(default_factory=set)  # id(node) of each expression known at compile time
     loops: list = field(default_factory=list)  # [(For, stack count Size)] of each loop with an index
+    _restore: Optional[tuple] = field(default=None, repr=False, compare=False)  # slim's (restore, arg)
 
-    def slim(self, restore) -> None:
+    def slim(self, restore, arg=None) -> None:
         """Free the per-node detail (DETAIL: types, calls, locals, ... keyed by the body's
         nodes), keeping what the file's own checks read afterwards (the diagnostics, the
-        callees, the field reads, the return type). `restore()` checks the body again and
-        gives a whole FnResult: the next read of a detail field takes its detail from it
-        (the body's nodes may be new objects by then: FnItem.drop_body)."""
-        d = self.__dict__
+        callees, the field reads, the return type). `restore(result, arg)` checks the
+        body again and gives a whole FnResult: the next read of a detail field takes its
+        detail from it (the body's nodes may be new objects by then: FnItem.drop_body).
+        One `restore` serves many results."""
         for k in DETAIL:
-            d.pop(k, None)
-        d["_restore"] = restore
+            try:
+                delattr(self, k)
+            except AttributeError:  # slimmed already
+                pass
+        self._restore = (restore, arg)
 
     @property
     def slimmed(self) -> bool:
-        return "_restore" in self.__dict__
+        return self._restore is not None
 
-    def __getattr__(self, name):  # only for a name not in the instance: a slimmed detail field
-        d = self.__dict__
-        restore = d.get("_restore")
-        if restore is None or name not in DETAIL:
+    def __getattr__(self, name):  # only for an unset slot: a slimmed detail field
+        if name not in DETAIL:
             raise AttributeError(name)
-        full = restore()
-        del d["_restore"]
+        restore = self._restore
+        if restore is None:
+            raise AttributeError(name)
+        full = restore[0](self, restore[1])
+        self._restore = None
         for k in DETAIL:
-            d[k] = getattr(full, k)
-        return d[name]
+            setattr(self, k, getattr(full, k))
+        return getattr(self, name)
 
 
 # the fields of an FnResult that FnResult.slim frees (its __getattr__ restores them)
