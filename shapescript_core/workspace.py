@@ -378,6 +378,16 @@ class Workspace:
         analysis). How many functions it slimmed (each analysis is trimmed once)."""
         keep = set(self._recent)
         slimmed = 0
+        if A.parsed_again:
+            # dropped bodies were read since (a search across the files, a body checked
+            # again): those of results still slimmed, in files trimmed before, go again
+            items = A.parsed_again[:]
+            del A.parsed_again[:]
+            for item in items:
+                a = self._analysis.get(item.path)
+                res = a.fns.get(item.name) if a is not None and a.trimmed and item.path not in keep else None
+                if res is not None and res.item is item and res.slimmed:
+                    item.drop_body()
         for path, a in list(self._analysis.items()):
             if a.trimmed or path in keep:
                 continue
@@ -510,7 +520,9 @@ class Workspace:
         """Drop the cache entries of items that no longer exist (all of `items` but the
         ones in `keep`, which an edit reused)."""
         # `items` keeps the old items alive meanwhile: no new object has one of their ids
-        gone = set(map(id, items)).difference(map(id, keep))
+        # (a simple dim is in no cache: a million of them make no set of a million ids)
+        simple = A.DimItem
+        gone = {id(it) for it in items if type(it) is not simple}.difference(map(id, keep))
         for k in gone:
             for cache in (self._model_cache, self._sig_cache, self._body_cache):
                 cache.pop(k, None)
@@ -863,7 +875,8 @@ class Workspace:
                               odiags)
                 omodels, osigs = _only(models, own), _only(sigs, own)
                 meanings.models, meanings.sigs = models, sigs
-                meanings.carry_full(prev, (*changed, *own))
+                # (a simple dim is no model nor signature: not among them)
+                meanings.carry_full(prev, (*changed, *without_simple_dims(own)))
             diags.extend(odiags)
         else:
             models, sigs, odiags = {}, {}, []

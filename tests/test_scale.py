@@ -220,3 +220,23 @@ def test_the_name_map_answers_as_a_dict_of_the_first_item_of_each_name():
             assert got.earlier(i, it) is (first if first is not it else None), (text, i)
         assert list(without_simple_dims(got).items()) == [
             (n, it) for n, it in want.items() if type(it) is not A.DimItem]
+
+
+def test_dims_fingerprints_compare_items_in_order_then_by_name():
+    """Two versions of a file's simple dims compare item by item (a doc comment added, a
+    comment changed: the same meaning; a value changed, a dim renamed or moved: compared
+    by name), as the name-by-name comparison decides."""
+    from shapescript_core.check.env import DimTable
+    from shapescript_core.syntax.names import NameMap
+
+    def fp(text, overrides=None):
+        return DimTable(NameMap(parser.parse_file(text, "/s.ss")), overrides).fingerprint
+
+    base = fp("dim A = 1\ndim B = 2\nmodel M:\n    w: [A]\ndim C = A * 2\n")
+    assert base == fp("# doc\ndim A = 1\ndim B = 2 # c\nmodel M:\n    w: [A]\ndim C = A * 2\n")
+    assert base == fp("dim B = 2\ndim A = 1\nmodel M:\n    w: [A]\ndim C = A * 2\n")  # moved: by name
+    assert base == fp("dim A = 1\ndim B = 2\nmodel M:\n    w: [B]\ndim C = 2 * A\n")  # C still 2
+    assert base != fp("dim A = 1\ndim B = 3\nmodel M:\n    w: [A]\ndim C = A * 2\n")
+    assert base != fp("dim A = 2\ndim B = 2\nmodel M:\n    w: [A]\ndim C = A * 2\n")
+    assert base != fp("dim A = 1\ndim D = 2\nmodel M:\n    w: [A]\ndim C = A * 2\n")
+    assert base != fp("dim A = 1\ndim B = 2\nmodel M:\n    w: [A]\ndim C = A * 2\n", {"B": 5})

@@ -188,6 +188,12 @@ def test_the_plans_follow_the_roles_in_the_graph(tmp_path):
         "layers.*.w_qkv.1": "colwise", "layers.*.w_qkv.2": "colwise", "layers.*.w_down": "rowwise",
         "layers.*.w_o": "rowwise"}
     assert "layers" in fused["base_model_pp_plan"]
+    # a fused `w_kv` of one key/value head: both parts on every rank, the queries split
+    kv1 = json.loads((export(tmp_path / "kv1", Path(checkout.program("gguf", "llama_fused.ss")), "--dim", "Hkv=1")
+                      / "config.json").read_text())["base_model_tp_plan"]
+    assert kv1 == {"layers.*.w_down": "rowwise", "layers.*.w_kv.0": "replicate", "layers.*.w_kv.1": "replicate",
+                   "layers.*.w_gu.0": "colwise", "layers.*.w_gu.1": "colwise", "layers.*.wo": "rowwise",
+                   "layers.*.wq": "colwise"}
 
 
 def test_the_generated_code_is_what_vllm_splits(tmp_path):

@@ -305,3 +305,14 @@ def test_random_edits_across_files_publish_what_check_says(edits):
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
+
+
+def test_bodies_read_after_a_trim_are_dropped_again_by_the_next(tmp_path):
+    ws, paths = chain(str(tmp_path))
+    analyze_all(ws, paths)
+    ws.trim()
+    items = fn_items(ws, paths[0])
+    assert len(items["other"].body) == 2  # a walk over the bodies (references) parses them again
+    assert items["other"].body_loaded and ws.analyze(paths[0]).fns["other"].slimmed
+    assert ws.trim() == 0  # nothing newly slimmed, but the body goes again
+    assert not items["other"].body_loaded

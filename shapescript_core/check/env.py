@@ -56,6 +56,31 @@ class DimInfo:
         return Size.sym(self.name) if c is _SYM else c
 
 
+def _same_items(a: "DimsFingerprint", b: "DimsFingerprint") -> bool:
+    """Whether two tables over NameMaps are made of the same items in the same order (the
+    same objects, or simple dims of the same line: ast.DimItem) but for dims of the same
+    name and meaning, with the same overrides: then every name is first declared at the
+    same place and means the same (False: not known so; DimsFingerprint.__eq__ then
+    compares name by name). A file of a million simple dims, parsed again after an edit
+    above them, is compared without reading a name."""
+    la, lb = a.names._items, b.names._items
+    if len(la) != len(lb) or a.overrides != b.overrides:
+        return False
+    compact, ra, rb = A.DimItem, a.resolved, b.resolved
+    for x, y in zip(la, lb):
+        if x is y or (type(x) is compact and type(y) is compact and x.text == y.text):
+            continue
+        if not (is_dim_item(x) and is_dim_item(y)):
+            return False
+        n = x.name
+        if n != y.name:
+            return False
+        (va, ca), (vb, cb) = _meaning(ra, n, x), _meaning(rb, n, y)
+        if va != vb or (ca is not cb and ca != cb):
+            return False
+    return True
+
+
 class DimsFingerprint:
     """What every dim means (canonical size, value), compared in one pass over the table,
     without a tuple per dim."""
@@ -73,6 +98,8 @@ class DimsFingerprint:
             return True  # the same names map (never changed but for items of the same text)
         if len(a.items) != len(b.items):
             return False
+        if isinstance(a.names, NameMap) and isinstance(b.names, NameMap) and _same_items(a, b):
+            return True
         b_items, ra, rb = b.items, a.resolved, b.resolved
         for n, x in a.items.pairs():
             y = b_items.get(n)
@@ -191,7 +218,11 @@ class DimItems(Mapping):
 
     def __len__(self) -> int:
         if self._len is None:  # the names map changes only by items of the same declaration
-            self._len = sum(1 for _ in self.pairs())
+            names = self._names
+            if isinstance(names, NameMap):  # every simple dim is one: the others counted
+                self._len = len(names) - sum(1 for it in names.others().values() if not is_dim_item(it))
+            else:
+                self._len = sum(1 for _ in self.pairs())
         return self._len
 
 

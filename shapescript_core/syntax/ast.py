@@ -520,10 +520,12 @@ class _Body:
         body = body_parser(item.text, item.path, item.offset)
         item.__dict__["body"] = body
         del item.__dict__["body_dropped"]
+        parsed_again.append(item)
         return body
 
 
 body_parser = None  # (text, path, offset) -> the statements of a function item's text: parser.py sets it
+parsed_again: list = []  # the items whose dropped body was read since Workspace.trim last looked
 
 
 class FnItem(Item):

@@ -29,7 +29,7 @@ class NameMap(Mapping):
         size = 8
         while size < 2 * n:  # at most half full: few names compared per look-up
             size *= 2
-        self._table = table = array("i", bytes(4 * size)) if n else None
+        self._table = table = array("i", [0]) * size if n else None  # (no zero bytes to copy from)
         self._mask = mask = size - 1
         other: dict = {}
         repeats: set = set()  # the positions of the DimItems whose name was declared before

@@ -717,7 +717,8 @@ def reparse_file(old_items: list, old_text: str, text: str, path: str) -> list[A
     if p < starts[0] + 1:
         reuse: dict = {}
         for it in old_items:
-            reuse.setdefault(it.text, []).append(it)
+            if type(it) is not A.DimItem:  # a simple dim is made again as fast (no dict of a million lines)
+                reuse.setdefault(it.text, []).append(it)
         return parse_file(text, path, reuse)
     i = bisect.bisect_right(starts, p) - 1
     lo_idx = max(i - 1, 0)  # one item of context before: an edit can join two items
