@@ -29,7 +29,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from typing import Callable, Iterable, Optional
 
 from shapescript_core.diagnostics import docs_base
@@ -180,29 +179,24 @@ def read_json(path: str, limit: int, what: str):
 
 
 def write_json(path: str, data, limit: int, keep: tuple, what: str) -> bool:
-    """Write a JSON value to a cache file in its private folder (a temporary renamed
-    over it), unless it takes more than `limit` bytes; then keep at most `keep[1]`
-    files named `*keep[0]` there (`prune`). False (logged) when not written."""
-    folder = os.path.dirname(path)
-    tmp = None
+    """Write a JSON value to a cache file in its private folder (`parse_cache.write_private`),
+    unless it takes more than `limit` bytes; then keep at most `keep[1]` files named
+    `*keep[0]` there (`prune`). False (logged) when not written."""
     try:
         body = json.dumps(data, separators=(",", ":")).encode("utf-8", "surrogatepass")
-        if len(body) > limit:
-            log.debug("%s not written: %d bytes", what, len(body))
-            return False
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=folder)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(body)
-        os.replace(tmp, path)
-        tmp = None
-        prune(folder, *keep)
-        return True
     except Exception as exc:
         log.warning("%s not written: %r", what, exc)
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
         return False
+    if len(body) > limit:
+        log.debug("%s not written: %d bytes", what, len(body))
+        return False
+    if not parse_cache.write_private(path, lambda fh: fh.write(body), what):
+        return False
+    try:
+        prune(os.path.dirname(path), *keep)
+    except Exception as exc:
+        log.warning("%s: the old entries not pruned: %r", what, exc)
+    return True
 
 
 def prune(folder: str, suffix: str, most: int):

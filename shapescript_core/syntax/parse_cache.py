@@ -116,21 +116,29 @@ def load(path: str) -> dict:
 
 def save(path: str, items: list) -> bool:
     """Write the items of `path`; False (logged) when that can't be done."""
-    cache = _file_for(path)
-    folder = os.path.dirname(cache)
+    def write(fh):
+        # a simple `dim` is parsed again as fast as it is read back: a file of a
+        # million of them keeps (and pickles, with a memo entry per object) none
+        kept = [it for it in items if not it.cheap]
+        pickle.dump((FORMAT, path, kept), fh, protocol=pickle.HIGHEST_PROTOCOL)
+    return write_private(_file_for(path), write, f"parse cache for {path}", prefix=".items-")
+
+
+def write_private(path: str, write, what: str, prefix: str = ".tmp-") -> bool:
+    """Write a cache file in its private folder (made 0700): `write(fh)` fills a temporary
+    file there, which is then renamed over `path`, so a reader never sees half a file.
+    False (logged) when that can't be done. The one writer of the caches' files."""
+    folder = os.path.dirname(path)
     tmp = None
     try:
         os.makedirs(folder, mode=0o700, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".items-", dir=folder)
+        fd, tmp = tempfile.mkstemp(prefix=prefix, dir=folder)
         with os.fdopen(fd, "wb") as fh:
-            # a simple `dim` is parsed again as fast as it is read back: a file of a
-            # million of them keeps (and pickles, with a memo entry per object) none
-            kept = [it for it in items if not it.cheap]
-            pickle.dump((FORMAT, path, kept), fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, cache)
+            write(fh)
+        os.replace(tmp, path)
         return True
     except Exception as exc:
-        log.warning("parse cache for %s not written: %r", path, exc)
+        log.warning("%s not written: %r", what, exc)
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
         return False
