@@ -2,6 +2,7 @@
 publishing (push) and `textDocument/diagnostic` (pull)."""
 from __future__ import annotations
 
+import gc
 import logging
 import os
 from typing import TYPE_CHECKING
@@ -60,12 +61,10 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
             ls.call_soon(_publish, ls, uri, version, items)
         if big and ls.ws.use_parse_cache:
             ls.call_soon(_save_later, ls, uri, path)
-        if big:
-            # its check goes behind the jobs already queued: the documents opened with it
-            # (a restored session, a folder opened whole) are each parsed and have their
-            # syntax errors shown first, then each is checked in turn
-            ls.submit("check", check)
-            return
+        # checked (and the file before it trimmed, `trim`) before the next document's job
+        # parses: of the documents opened with it (a restored session, a folder opened
+        # whole), one is held whole at a time, not all of them at once; the peak of a
+        # cold open is what stays resident (docs/memory.md)
         check()
 
     def check():
@@ -300,8 +299,11 @@ def _save_later(ls: ShapeScriptServer, uri: str, path: str):
 
 def _save(ls: ShapeScriptServer, uri: str, path: str):
     """On the core thread: the file's parsed items on disk, and the pickler's memory back
-    to the system (memory.py)."""
+    to the system (memory.py): its garbage collected first (a few milliseconds: the
+    parsed items are frozen out of the collector's sight, workspace.py), so the pages it
+    held are free to go back."""
     if ls.docs.get(uri) is not None and ls.ws.save_parse_cache(path):
+        gc.collect()
         memory.release()
 
 

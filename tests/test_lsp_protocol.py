@@ -463,3 +463,54 @@ def test_a_wrong_length_loses_at_most_its_own_message(bad, delta, after, cuts, j
         assert first == [bad]
     else:  # understated: read whole when the rest had arrived, else a parse error answer
         assert len(first) <= 2 and all(m == bad or isinstance(m, ParseError) for m in first)
+
+
+def test_large_files_opened_together_are_each_checked_and_trimmed_before_the_next_parse(tmp_path, monkeypatch):
+    """A batch of large files opened cold (a restored session): each is parsed, has its
+    syntax errors published, is checked and published before the next one is parsed, and
+    the one checked before it is trimmed by then: one file is held whole at a time, not all
+    of them (the peak memory of the open is what stays resident)."""
+    monkeypatch.setattr(D, "EARLY_ITEMS", 2)  # these files count as large
+    from test_workspace_reuse import TEXTS
+    texts = TEXTS[:3] + [TEXTS[3].replace("mid(x) + x", "mid(x) + nowhere")]
+    ls = make_server()
+    ls.ws.use_parse_cache = False  # no loop to time the save with
+    uris = []
+    for k, text in enumerate(texts):
+        path = tmp_path / f"f{k}.ss"
+        path.write_text(text, encoding="utf-8")
+        uris.append(uri_of(str(path)))
+    events = []
+    set_text, analyze = ls.ws.set_text, ls.ws.analyze
+
+    def whole_others(path):  # the other files parsed so far holding a function body
+        return sorted(os.path.basename(p) for p, f in ls.ws.files.items() if p != path and any(
+            it.kind == "fn" and it.body_loaded for it in f.items))
+
+    def parse(path, *args, **kw):
+        events.append(("parse", os.path.basename(path), whole_others(ls.ws.norm(path))))
+        return set_text(path, *args, **kw)
+
+    def check(path, *args, **kw):
+        events.append(("check", os.path.basename(path)))
+        return analyze(path, *args, **kw)
+
+    monkeypatch.setattr(ls.ws, "set_text", parse)
+    monkeypatch.setattr(ls.ws, "analyze", check)
+    for uri, text in zip(uris, texts):
+        ls.docs.open(uri, text, 1)
+        D.schedule_check(ls, uri)
+    jobs, ls.jobs = ls.jobs[:len(texts)], ls.jobs[len(texts):]  # the open's own jobs
+    for job in jobs:
+        job()
+    parses = [e for e in events if e[0] == "parse"]
+    assert [e[2] for e in parses] == [[], ["f0.ss"], ["f1.ss"], ["f2.ss"]]  # the one before only
+    firsts = [next(i for i, e in enumerate(events) if e[0] == "check" and e[1] == f"f{k}.ss")
+              for k in range(len(texts))]
+    starts = [events.index(e) for e in parses]
+    assert all(starts[k] < firsts[k] < (starts + [len(events)])[k + 1] for k in range(len(texts)))
+    run(ls.later)
+    run(ls.jobs)  # the dependents' republish: nothing changed
+    run(ls.later)
+    mine = [(p.uri, [str(d.code) for d in p.diagnostics]) for p in ls.sent]
+    assert mine == [(u, codes) for u in uris for codes in ([], ["E0201"] if u == uris[-1] else [])]

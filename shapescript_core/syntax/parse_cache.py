@@ -120,6 +120,11 @@ def save(path: str, items: list) -> bool:
         # a simple `dim` is parsed again as fast as it is read back: a file of a
         # million of them keeps (and pickles, with a memo entry per object) none
         kept = [it for it in items if not it.cheap]
+        # pickling reads each item's __dict__, which makes one (its attributes were held
+        # inline): made here, together, before the pickler's temporaries, they don't pin
+        # the memory those free afterwards (bench/workspace_scale.py: 12 MB resident)
+        for it in kept:
+            getattr(it, "__dict__", None)  # (an item of slots has none)
         pickle.dump((FORMAT, path, kept), fh, protocol=pickle.HIGHEST_PROTOCOL)
     return write_private(_file_for(path), write, f"parse cache for {path}", prefix=".items-")
 
