@@ -61,10 +61,13 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
             ls.call_soon(_publish, ls, uri, version, items)
         if big and ls.ws.use_parse_cache:
             ls.call_soon(_save_later, ls, uri, path)
-        # checked (and the file before it trimmed, `trim`) before the next document's job
-        # parses: of the documents opened with it (a restored session, a folder opened
-        # whole), one is held whole at a time, not all of them at once; the peak of a
-        # cold open is what stays resident (docs/memory.md)
+        # checked before the next document's job parses, the file checked before it
+        # trimmed first (it is no longer the one changed last): of the documents opened
+        # with it (a restored session, a folder opened whole), one is held whole at a
+        # time, not all of them at once; the peak of a cold open is what stays resident
+        # (docs/architecture.md)
+        if big:
+            trim(ls)
         check()
 
     def check():

@@ -468,8 +468,8 @@ def test_a_wrong_length_loses_at_most_its_own_message(bad, delta, after, cuts, j
 def test_large_files_opened_together_are_each_checked_and_trimmed_before_the_next_parse(tmp_path, monkeypatch):
     """A batch of large files opened cold (a restored session): each is parsed, has its
     syntax errors published, is checked and published before the next one is parsed, and
-    the one checked before it is trimmed by then: one file is held whole at a time, not all
-    of them (the peak memory of the open is what stays resident)."""
+    the one checked before it is trimmed before its check: at most two files are held
+    whole at a time, not all of them (the peak memory of the open is what stays resident)."""
     monkeypatch.setattr(D, "EARLY_ITEMS", 2)  # these files count as large
     from test_workspace_reuse import TEXTS
     texts = TEXTS[:3] + [TEXTS[3].replace("mid(x) + x", "mid(x) + nowhere")]
@@ -492,7 +492,7 @@ def test_large_files_opened_together_are_each_checked_and_trimmed_before_the_nex
         return set_text(path, *args, **kw)
 
     def check(path, *args, **kw):
-        events.append(("check", os.path.basename(path)))
+        events.append(("check", os.path.basename(path), whole_others(ls.ws.norm(path))))
         return analyze(path, *args, **kw)
 
     monkeypatch.setattr(ls.ws, "set_text", parse)
@@ -509,6 +509,7 @@ def test_large_files_opened_together_are_each_checked_and_trimmed_before_the_nex
               for k in range(len(texts))]
     starts = [events.index(e) for e in parses]
     assert all(starts[k] < firsts[k] < (starts + [len(events)])[k + 1] for k in range(len(texts)))
+    assert [events[i][2] for i in firsts] == [[]] * len(texts)  # the one before trimmed by its check
     run(ls.later)
     run(ls.jobs)  # the dependents' republish: nothing changed
     run(ls.later)
