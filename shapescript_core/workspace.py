@@ -257,6 +257,10 @@ class Workspace:
         self._use_parse_cache = on
 
     @property
+    def parse_cache_used(self) -> bool:
+        return self._use_parse_cache
+
+    @property
     def dim_overrides(self) -> dict:
         """NAME -> value, overriding the source's dims (`--dim`, the settings' [dims])."""
         return dict(self._dim_overrides)

@@ -59,7 +59,7 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
             items = ls.to_json(convert.diagnostics(ls.ws.syntax_diagnostics(path), path, ls.lines_for,
                                                    ls.docs.uri_for, ls.docs.version))
             ls.call_soon(_publish, ls, uri, version, items)
-        if big and ls.ws.use_parse_cache:
+        if big and ls.ws.parse_cache_used:
             ls.call_soon(_save_later, ls, uri, path)
         # checked before the next document's job parses, the file checked before it
         # trimmed first (it is no longer the one changed last): of the documents opened

@@ -474,7 +474,7 @@ def test_large_files_opened_together_are_each_checked_and_trimmed_before_the_nex
     from test_workspace_reuse import TEXTS
     texts = TEXTS[:3] + [TEXTS[3].replace("mid(x) + x", "mid(x) + nowhere")]
     ls = make_server()
-    ls.ws.use_parse_cache = False  # no loop to time the save with
+    ls.ws.use_parse_cache(False)  # no loop to time the save with
     uris = []
     for k, text in enumerate(texts):
         path = tmp_path / f"f{k}.ss"
