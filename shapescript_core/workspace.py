@@ -28,7 +28,7 @@ from .check.sizes import Size
 from .check.types import TensorT, Type, render_nested
 from .export.checks.entry import export_diagnostics
 from .imports import import_problem, project_root, resolve_import
-from .reads import DimsView, EnvView, Meanings, ModelNames, sig_meaning
+from .reads import DimsView, EnvView, Meanings, ModelNames
 from .syntax import ast as A
 from .syntax import parse_cache
 from .syntax.names import NameMap, without_simple_dims
@@ -1029,18 +1029,10 @@ class Workspace:
         if not roots:
             return []
         reads: set = set()
-        seen: set = set()
-        stack = [r for r in roots if r in fns]
-        while stack:
-            n = stack.pop()
-            if n in seen:
-                continue
-            seen.add(n)
-            res = fns.get(n) or self._imported_result(own, n, f)
-            if res is None:
-                continue
+        reached = _calls_from([r for r in roots if r in fns],
+                              lambda n: fns.get(n) or self._imported_result(own, n, f))
+        for res in reached.values():
             reads |= res.field_reads
-            stack.extend(res.callees)
         out = []
         for name, it in own.items():
             m = models.get(name)
@@ -1127,15 +1119,26 @@ class _EnvHolder:
 
 def _reached(fns: dict, roots: list) -> set:
     """The names of `fns` that the functions `roots` call, directly or not, and the roots."""
+    return set(_calls_from(roots, fns.get))
+
+
+def _calls_from(roots: list, result_of) -> dict:
+    """name -> result of the functions `roots` call, directly or not, and of the roots;
+    `result_of(name)` is a function's result, None for one not followed."""
+    found: dict = {}
     seen: set = set()
-    stack = [r for r in roots if r in fns]
+    stack = list(roots)
     while stack:
         n = stack.pop()
         if n in seen:
             continue
         seen.add(n)
-        stack.extend(c for c in fns[n].callees if c in fns)
-    return seen
+        res = result_of(n)
+        if res is None:
+            continue
+        found[n] = res
+        stack.extend(res.callees)
+    return found
 
 
 CUTOFF_ITEMS = 256  # an import's edit of more items than this: its importers are declared again whole
