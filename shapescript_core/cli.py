@@ -13,6 +13,7 @@ import re
 import sys
 
 from . import explain as explain_mod
+from .blas_threads import one_thread
 from .diagnostics import Severity
 from .export.cli import run_export_command
 from .export.request import unknown_dims
@@ -391,7 +392,8 @@ def entry():
     after an export, measured in docs/importing-weights.md) where the kernel frees the
     process at once. Nothing on the command line's paths registers exit handlers but
     logging, which is shut down here; an exception out of `main()` ends the process the
-    usual way."""
+    usual way. OpenBLAS gets one thread (`blas_threads`): no command multiplies matrices."""
+    one_thread()
     code = main()
     try:
         sys.stdout.flush()
