@@ -193,3 +193,17 @@ def test_the_server_keeps_a_large_files_items_once_idle_and_reuses_them(tmp_path
     # the kept diagnostics at once (shapescript_server/diagnostics_cache.py), no syntax-only publish
     # first; the check, from the saved items, finds the same and sends nothing more
     assert session(publishes=1) == [expected]
+
+
+def test_a_reloaded_items_nodes_have_every_field(cache, tmp_path):
+    """Syntax nodes are pickled as their class and their fields (ast.Node.__reduce__):
+    every field of every node comes back."""
+    path = str(tmp_path / "m.ss")
+    ws = _open(path, SRC)
+    assert ws.save_parse_cache(path)
+    loaded = {it.name: it for items in parse_cache.load(path).values() for it in items}
+    for it in ws.file(path).items:
+        if it.kind == "fn":
+            again = loaded[it.name]
+            for before, after in ((it.params, again.params), (it.ret, again.ret), (it.body, again.body)):
+                assert repr(after) == repr(before) and after is not before
