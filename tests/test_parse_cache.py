@@ -200,6 +200,20 @@ def test_the_server_keeps_a_large_files_items_once_idle_and_reuses_them(tmp_path
     assert session(publishes=1) == [expected]
 
 
+def test_a_reloaded_items_nodes_have_every_field(cache, tmp_path):
+    """Syntax nodes are pickled as their class and their fields (ast.Node.__reduce__):
+    every field of every node comes back."""
+    path = str(tmp_path / "m.ss")
+    ws = _open(path, SRC)
+    assert ws.save_parse_cache(path)
+    loaded = {it.name: it for items in parse_cache.load(path).values() for it in items}
+    for it in ws.file(path).items:
+        if it.kind == "fn":
+            again = loaded[it.name]
+            for before, after in ((it.params, again.params), (it.ret, again.ret), (it.body, again.body)):
+                assert repr(after) == repr(before) and after is not before
+
+
 def _rows(driver) -> dict:
     """A parser driver's table: each state's actions, callbacks by whether there is one."""
     return {s: {t: a[:3] + (a[3] is None,) for t, a in row.items()} for s, row in driver.rows.items()}
