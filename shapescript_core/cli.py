@@ -7,12 +7,13 @@ can't be read, a missing library), 130 interrupted.
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
+import logging
 import os
 import re
 import sys
 
 from . import explain as explain_mod
+from .blas_threads import one_thread
 from .diagnostics import Severity
 from .export.cli import run_export_command
 from .export.request import unknown_dims
@@ -219,6 +220,9 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="print the version and exit")
 
     def __call__(self, parser, namespace, values, option_string=None):
+        # deferred: importlib.metadata (email, zipfile, ...) is 0.05-0.1 s of a cold start
+        # that every command would pay for this one option (docs/importing-weights.md, Speed)
+        import importlib.metadata
         try:
             v = importlib.metadata.version("shapescript")
         except importlib.metadata.PackageNotFoundError:  # a checkout run without installing it
@@ -381,5 +385,24 @@ def main(argv=None) -> int:
         return 0
 
 
+def entry():
+    """The `shapescript` command (pyproject's script, and `python -m`): `main()`, its output
+    flushed, then the process ends without the interpreter's teardown, which frees every
+    object one at a time (the workspace, the trace, numpy's and lark's tables: about 50 ms
+    after an export, measured in docs/importing-weights.md) where the kernel frees the
+    process at once. Nothing on the command line's paths registers exit handlers but
+    logging, which is shut down here; an exception out of `main()` ends the process the
+    usual way. OpenBLAS gets one thread (`blas_threads`): no command multiplies matrices."""
+    one_thread()
+    code = main()
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BrokenPipeError:  # the reader is gone (`| head`): the rest was not wanted
+        pass
+    logging.shutdown()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

@@ -189,3 +189,29 @@ def test_the_exit_statuses_are_documented():
     doc = open(os.path.join(ROOT, "docs", "command-line.md"), encoding="utf-8").read()
     for row in ("| 0 | no errors", "| 1 | errors", "| 2 | a usage error"):
         assert row in doc
+
+
+def test_openblas_gets_one_thread_unless_the_user_chose_a_number(monkeypatch):
+    """The command line's process asks OpenBLAS for one thread (its start-up, docs/importing-weights.md);
+    a number the user set stays, and a process the command starts sees the user's environment."""
+    from shapescript_core import blas_threads
+    monkeypatch.delenv(blas_threads.VAR, raising=False)
+    monkeypatch.setattr(blas_threads, "_set_here", False)
+    blas_threads.one_thread()
+    assert os.environ[blas_threads.VAR] == "1"
+    assert blas_threads.VAR not in blas_threads.child_env(dict(os.environ))
+    monkeypatch.setenv(blas_threads.VAR, "3")
+    monkeypatch.setattr(blas_threads, "_set_here", False)
+    blas_threads.one_thread()
+    assert os.environ[blas_threads.VAR] == "3"
+    assert blas_threads.child_env(dict(os.environ))[blas_threads.VAR] == "3"
+
+
+def test_the_command_s_output_and_status_come_whole_through_a_pipe(tmp_path):
+    """`entry` ends the process without the interpreter's teardown: what `main` printed
+    (block-buffered into a pipe) is flushed first, and its status is the process's."""
+    src = tmp_path / "many.ss"
+    src.write_text("dim D = 4\n\n" + "".join(f"fn f{i}(x: [n D]) -> [n D]:\n    return y{i}\n\n" for i in range(300)))
+    p = shapescript("check", src, "--format", "json")
+    codes = [json.loads(line)["code"] for line in p.stdout.splitlines()]
+    assert p.returncode == 1 and codes == ["E0201"] * 300

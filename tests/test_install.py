@@ -239,7 +239,7 @@ def test_the_wheel_declares_only_the_core_s_dependencies(wheel):
     assert not [r for r in requires if r.lower().startswith("torch")]
     with zipfile.ZipFile(wheel) as z:
         entry = z.read(next(n for n in z.namelist() if n.endswith(".dist-info/entry_points.txt"))).decode()
-    assert "shapescript = shapescript_core.cli:main" in entry
+    assert "shapescript = shapescript_core.cli:entry" in entry
     assert "shapescript-lsp = shapescript_server.main:main" in entry
 
 

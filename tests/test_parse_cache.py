@@ -40,6 +40,11 @@ def cache(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
+def _item_files(cache) -> list:
+    """The parse cache's files (the folder also holds the parser's table, lark_table.py)."""
+    return [n for n in os.listdir(cache) if not n.startswith("lalr-")]
+
+
 def _diags(ws, path):
     return sorted((d.code, d.message, d.span.abs_start, d.span.abs_end) for d in ws.diagnostics(path))
 
@@ -55,7 +60,7 @@ def test_a_reopened_file_reuses_its_items_and_checks_the_same(cache, tmp_path):
     path = str(tmp_path / "m.ss")
     first = _open(path, SRC)
     assert first.save_parse_cache(path)
-    assert len(os.listdir(cache)) == 1
+    assert len(_item_files(cache)) == 1
     edited = SRC.replace("return f(x)", "return f(x) + x")
     again = _open(path, edited)
     fresh = Workspace()
@@ -74,7 +79,7 @@ def test_a_reopened_file_reuses_its_items_and_checks_the_same(cache, tmp_path):
 def test_a_cache_that_is_not_this_files_is_no_cache(cache, tmp_path, damage):
     path = str(tmp_path / "m.ss")
     assert _open(path, SRC).save_parse_cache(path)
-    (name,) = os.listdir(cache)
+    (name,) = _item_files(cache)
     target = cache / name
     if damage == "garbage":
         target.write_bytes(b"not a pickle")
@@ -132,7 +137,7 @@ class _Planted:
 def test_a_planted_cache_file_runs_no_code(cache, tmp_path):
     path = str(tmp_path / "m.ss")
     assert _open(path, SRC).save_parse_cache(path)
-    (name,) = os.listdir(cache)
+    (name,) = _item_files(cache)
     marker = tmp_path / "ran"
     (cache / name).write_bytes(pickle.dumps((parse_cache.FORMAT, path, [_Planted(marker)])))
     assert parse_cache.load(path) == {}
@@ -195,3 +200,64 @@ def test_the_server_keeps_a_large_files_items_once_idle_and_reuses_them(tmp_path
     # the kept diagnostics at once (shapescript_server/diagnostics_cache.py), no syntax-only publish
     # first; the check, from the saved items, finds the same and sends nothing more
     assert session(publishes=1) == [expected]
+
+
+def test_a_reloaded_items_nodes_have_every_field(cache, tmp_path):
+    """Syntax nodes are pickled as their class and their fields (ast.Node.__reduce__):
+    every field of every node comes back."""
+    path = str(tmp_path / "m.ss")
+    ws = _open(path, SRC)
+    assert ws.save_parse_cache(path)
+    loaded = {it.name: it for items in parse_cache.load(path).values() for it in items}
+    for it in ws.file(path).items:
+        if it.kind == "fn":
+            again = loaded[it.name]
+            for before, after in ((it.params, again.params), (it.ret, again.ret), (it.body, again.body)):
+                assert repr(after) == repr(before) and after is not before
+
+
+def _rows(driver) -> dict:
+    """A parser driver's table: each state's actions, callbacks by whether there is one."""
+    return {s: {t: a[:3] + (a[3] is None,) for t, a in row.items()} for s, row in driver.rows.items()}
+
+
+def test_the_parsers_table_is_built_once_then_read_back_the_same(cache):
+    """lark's LALR parser (syntax/lark_table.py): built and written on first use, then
+    read back from the private cache; the same table either way."""
+    from shapescript_core.syntax import lark_table, parser
+    built = parser._Driver()
+    (name,) = [n for n in os.listdir(cache) if n.startswith("lalr-")]
+    mtime = os.stat(cache / name).st_mtime_ns
+    read = parser._Driver()
+    assert os.stat(cache / name).st_mtime_ns == mtime  # read, not built and written again
+    assert (read.start, read.end, _rows(read)) == (built.start, built.end, _rows(built))
+    assert lark_table._load(str(cache / name), parser._NoLexer, parser._Build()) is not None
+
+
+def test_a_planted_parser_table_runs_no_code_and_the_parser_is_built(cache, tmp_path, caplog):
+    from shapescript_core.syntax import lark_table, parser
+    parser._Driver()
+    (name,) = [n for n in os.listdir(cache) if n.startswith("lalr-")]
+    marker = tmp_path / "ran"
+    (cache / name).write_bytes(pickle.dumps((lark_table.FORMAT, {"options": _Planted(marker)}, {})))
+    with caplog.at_level("DEBUG", logger="shapescript.cache"):
+        assert lark_table._load(str(cache / name), parser._NoLexer, parser._Build()) is None
+    assert not marker.exists() and "holds no classes" in caplog.text
+    assert _rows(parser._Driver()) and not marker.exists()  # built again, and written again
+    assert lark_table._load(str(cache / name), parser._NoLexer, parser._Build()) is not None
+    os.chmod(cache, 0o777)
+    with caplog.at_level("DEBUG", logger="shapescript.cache"):
+        assert lark_table._load(str(cache / name), parser._NoLexer, parser._Build()) is None
+    assert "not private" in caplog.text
+
+
+def test_a_parser_table_that_cant_be_written_is_logged_at_debug_level_only(tmp_path, monkeypatch, caplog):
+    """The command line builds the parser at each start then, and says nothing."""
+    from shapescript_core.syntax import parser
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("SHAPESCRIPT_CACHE_DIR", str(blocker / "sub"))
+    with caplog.at_level("DEBUG", logger="shapescript.cache"):
+        assert _rows(parser._Driver())
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if "parser table" in r.getMessage()]
+    assert {level for level, _ in said} == {"DEBUG"} and any("not written" in m for _, m in said)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from shapescript_core import cli
 from shapescript_core.render import to_json_line
 from shapescript_core.ide.hover import hover
+from shapescript_core.syntax import ast as A, parse_cache
 from shapescript_core.workspace import RECENT, Workspace
 
 F0 = """dim D = 64
@@ -242,19 +243,28 @@ fn forward(m: Mlp, x: [b n D]) -> [b n D]:
     assert loaded == {"helper": True, "other": False, "inner": True, "forward": True}
 
 
-def test_dropped_bodies_are_saved_dropped_and_parsed_when_read(tmp_path, monkeypatch):
+def test_dropped_bodies_are_not_saved_and_the_reopened_file_parses_them_whole(tmp_path, monkeypatch):
+    """A function whose body a trim dropped is left out of the parse cache: reading a
+    dropped body parses the whole item again, so its kept header would save nothing. The
+    reopened file parses it with the file (whole: no body is parsed a second time), and
+    reuses the other items."""
     monkeypatch.setenv("SHAPESCRIPT_CACHE_DIR", str(tmp_path / "cache"))
     ws, paths = chain(str(tmp_path), [F0.replace("y = x * 3.0", "y = x @ x")] + TEXTS[1:])
     analyze_all(ws, paths)
     expected = [(d.code, d.span.abs_start) for d in ws.diagnostics(paths[0])]
     assert expected  # the body's error
     ws.trim()
+    assert not fn_items(ws, paths[0])["other"].body_loaded
     assert ws.save_parse_cache(paths[0])
+    saved = {it.name for items in parse_cache.load(paths[0]).values() for it in items}
+    assert "other" not in saved and "Mlp" in saved
     again = Workspace()
     again.use_parse_cache()
+    del A.parsed_again[:]
     again.set_text(paths[0], ws.files[paths[0]].text)
-    assert not fn_items(again, paths[0])["other"].body_loaded  # saved as it was: parsed when read
+    assert fn_items(again, paths[0])["other"].body_loaded  # parsed with the file
     assert [(d.code, d.span.abs_start) for d in again.diagnostics(paths[0])] == expected
+    assert A.parsed_again == []  # no body parsed twice
 
 
 # ---------------------------------------------------------------- incremental = `check`

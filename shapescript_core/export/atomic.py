@@ -26,7 +26,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import secrets
 import shutil
 import stat
 from contextlib import contextmanager
@@ -52,7 +51,7 @@ def _prefix(output: str) -> tuple:
 
 def temp_path(output: str) -> str:
     parent, prefix = _prefix(output)
-    return os.path.join(parent, f"{prefix}{os.getpid()}-{secrets.token_hex(4)}")
+    return os.path.join(parent, f"{prefix}{os.getpid()}-{os.urandom(4).hex()}")
 
 
 def temporaries(output: str) -> list:

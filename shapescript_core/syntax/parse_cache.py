@@ -8,7 +8,10 @@ a changed parser never reads items an older one made). It holds the items pickle
 the simple `dim NAME = 123` lines, which parse again as fast as they unpickle);
 loading gives `parse_file`'s `reuse` table (text -> items), so an item is reused only
 for the very same text, at its new offset. A function whose body the workspace had
-dropped (`Workspace.trim`) is saved without it: its body is parsed when first read. Reading is best effort: a missing,
+dropped (`Workspace.trim`) is not saved: reading a dropped body parses the whole item
+again, so its kept header saved nothing and cost more than its parse (on
+`bench/workspace_scale.py`, a reopened project took 9 s of CPU to check instead of 7.5,
+and 16 MB more resident); it is parsed with the file. Reading is best effort: a missing,
 unreadable or foreign file is no cache (logged at debug level), never an error.
 Writing goes to a temporary beside the file, renamed over it.
 
@@ -119,7 +122,10 @@ def save(path: str, items: list) -> bool:
     def write(fh):
         # a simple `dim` is parsed again as fast as it is read back: a file of a
         # million of them keeps (and pickles, with a memo entry per object) none
-        kept = [it for it in items if not it.cheap]
+        # a function whose body the workspace dropped (Workspace.trim) is not kept either:
+        # reading its body parses the whole item again, so reusing its header saves
+        # nothing, and the unpickled header cost memory and time on top of that parse
+        kept = [it for it in items if not it.cheap and getattr(it, "body_loaded", True)]
         # pickling reads each item's __dict__, which makes one (its attributes were held
         # inline): made here, together, before the pickler's temporaries, they don't pin
         # the memory those free afterwards (bench/workspace_scale.py: 12 MB resident)
@@ -129,10 +135,10 @@ def save(path: str, items: list) -> bool:
     return write_private(_file_for(path), write, f"parse cache for {path}", prefix=".items-")
 
 
-def write_private(path: str, write, what: str, prefix: str = ".tmp-") -> bool:
+def write_private(path: str, write, what: str, prefix: str = ".tmp-", level: int = logging.WARNING) -> bool:
     """Write a cache file in its private folder (made 0700): `write(fh)` fills a temporary
     file there, which is then renamed over `path`, so a reader never sees half a file.
-    False (logged) when that can't be done. The one writer of the caches' files."""
+    False (logged at `level`) when that can't be done. The one writer of the caches' files."""
     folder = os.path.dirname(path)
     tmp = None
     try:
@@ -143,7 +149,7 @@ def write_private(path: str, write, what: str, prefix: str = ".tmp-") -> bool:
         os.replace(tmp, path)
         return True
     except Exception as exc:
-        log.warning("%s not written: %r", what, exc)
+        log.log(level, "%s not written: %r", what, exc)
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
         return False

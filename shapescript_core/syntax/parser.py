@@ -12,10 +12,11 @@ import re
 import threading
 from pathlib import Path
 
-from lark import Lark, Transformer
+from lark import Transformer
 from lark.lexer import Lexer
 from lark.parsers.lalr_analysis import Shift
 
+from . import lark_table
 from . import syntax_errors as M
 from ..diagnostics import Diagnostic, debugging, internal_error
 from . import ast as A
@@ -264,8 +265,7 @@ class _Driver:
     """
 
     def __init__(self):
-        lark = Lark(_GRAMMAR, parser="lalr", lexer=_NoLexer, transformer=_Build(),
-                    maybe_placeholders=False)
+        lark = lark_table.parser(_GRAMMAR, _NoLexer, _Build())  # built once, then read back
         inner = lark.parser.parser.parser
         table = inner.parse_table
         self.start = table.start_states["start"]

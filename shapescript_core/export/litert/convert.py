@@ -16,6 +16,7 @@ import subprocess
 import tempfile
 import time
 
+from ...blas_threads import child_env
 from ..errors import ExportError
 from .convert_main import PREFIX
 from .litert_messages import conversion_failed
@@ -27,7 +28,7 @@ POLL_S = 0.2
 
 
 def _env() -> dict:
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env = child_env({k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")})
     env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_HUB_DISABLE_TELEMETRY": "1",
                 "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"})
     return env
