@@ -23,9 +23,10 @@ finding every 50 lines): spawn -> first diagnostics (process start, initialize,
 initialized, didOpen, the first publishDiagnostics of the file), didOpen -> first
 diagnostics, and for ours didOpen -> the complete diagnostics when a first, syntax-only
 publish comes before them. Ours twice per run, with a cache folder of its own: first
-open (the folder empty: no kept initialize answer, parsed items or diagnostics), then
-reopened (what the first session kept once idle: the initialize answered before pygls
-is loaded, the kept diagnostics published at didOpen, shapescript_server/fast_start.py).
+open (the folder empty: no parsed items or diagnostics kept; the initialize answered
+before pygls is loaded, with the answer shipped, and the syntax errors of the file's
+first lines published at didOpen, shapescript_server/fast_start.py), then reopened (what
+the first session kept once idle: the kept diagnostics published at didOpen).
 
 `--profile FILE` runs the server under cProfile and writes its stats there. Beside
 each kind, the server's CPU time per edit (all its threads, Linux): on a busy machine
@@ -256,7 +257,7 @@ def report_cold(runs: int, lines: int, text: str) -> None:
           f"{med['cpu'] * 1000:.0f} ms)")
     print(f"  shapescript-lsp, reopened:   spawn -> first diagnostics {med2['spawn'] * 1000:6.0f} ms, didOpen -> "
           f"first {med2['open'] * 1000:6.0f} ms, didOpen -> complete {med2['complete'] * 1000:6.0f} ms "
-          f"(what the first session kept: the initialize answer, the diagnostics, the parsed items; server CPU to the first {med2['cpu'] * 1000:.0f} ms)")
+          f"(what the first session kept: the diagnostics, the parsed items; server CPU to the first {med2['cpu'] * 1000:.0f} ms)")
     cmd = ruff_command()
     if cmd is None:
         print("  ruff: not installed (pip install ruff), no comparison")

@@ -32,7 +32,7 @@ from .reads import DimsView, EnvView, Meanings, ModelNames
 from .syntax import ast as A
 from .syntax import parse_cache
 from .syntax.names import NameMap, without_simple_dims
-from .syntax.parser import changed_range, parse_file, reparse_file
+from .syntax.parser import changed_range, parse_file, reparse_file, syntax_errors
 from .syntax.source import LineIndex, decode_source, normalize_newlines, shifted
 from .targets import export_targets, exported, unknown_targets
 
@@ -421,11 +421,7 @@ class Workspace:
         """The syntax and layout errors of an open file's items: known as soon as it is
         parsed, before any check."""
         f = self.files.get(self.norm(path))
-        out: list = []
-        for it in f.items if f is not None else ():
-            out.extend(it.syntax_errors)
-            out.extend(getattr(it, "layout_errors", None) or ())
-        return out
+        return syntax_errors(f.items) if f is not None else []
 
     def save_parse_cache(self, path: str) -> bool:
         """Keep an open file's parsed items on disk for the next session (parse_cache.py)."""

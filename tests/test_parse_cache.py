@@ -40,6 +40,11 @@ def cache(tmp_path, monkeypatch):
     return tmp_path / "cache"
 
 
+def _item_files(cache) -> list:
+    """The parse cache's files (the folder also holds the parser's table, lark_table.py)."""
+    return [n for n in os.listdir(cache) if not n.startswith("lalr-")]
+
+
 def _diags(ws, path):
     return sorted((d.code, d.message, d.span.abs_start, d.span.abs_end) for d in ws.diagnostics(path))
 
@@ -55,7 +60,7 @@ def test_a_reopened_file_reuses_its_items_and_checks_the_same(cache, tmp_path):
     path = str(tmp_path / "m.ss")
     first = _open(path, SRC)
     assert first.save_parse_cache(path)
-    assert len(os.listdir(cache)) == 1
+    assert len(_item_files(cache)) == 1
     edited = SRC.replace("return f(x)", "return f(x) + x")
     again = _open(path, edited)
     fresh = Workspace()
@@ -74,7 +79,7 @@ def test_a_reopened_file_reuses_its_items_and_checks_the_same(cache, tmp_path):
 def test_a_cache_that_is_not_this_files_is_no_cache(cache, tmp_path, damage):
     path = str(tmp_path / "m.ss")
     assert _open(path, SRC).save_parse_cache(path)
-    (name,) = os.listdir(cache)
+    (name,) = _item_files(cache)
     target = cache / name
     if damage == "garbage":
         target.write_bytes(b"not a pickle")
@@ -132,7 +137,7 @@ class _Planted:
 def test_a_planted_cache_file_runs_no_code(cache, tmp_path):
     path = str(tmp_path / "m.ss")
     assert _open(path, SRC).save_parse_cache(path)
-    (name,) = os.listdir(cache)
+    (name,) = _item_files(cache)
     marker = tmp_path / "ran"
     (cache / name).write_bytes(pickle.dumps((parse_cache.FORMAT, path, [_Planted(marker)])))
     assert parse_cache.load(path) == {}
@@ -150,7 +155,8 @@ def test_a_cache_others_can_write_is_not_read(cache, tmp_path, caplog):
 
 
 def test_the_server_keeps_a_large_files_items_once_idle_and_reuses_them(tmp_path):
-    """End to end: a large file opened cold is published (syntax first, then checked),
+    """End to end: a large file opened cold is published (the syntax errors of its first
+    lines, then the whole file's, then checked),
     and its items are saved once the editor is quiet and the core idle; a new server
     opening it again publishes the same from them."""
     text = "".join(f"dim Pad{i} = {i + 1}\n" for i in range(250)) + SRC
@@ -186,10 +192,11 @@ def test_the_server_keeps_a_large_files_items_once_idle_and_reuses_them(tmp_path
         finally:
             c.close()
 
-    first = session()
+    first = session(publishes=3)
     assert len(saved()) == 1
     assert first[-1] == expected
-    assert first[0] == sorted(c for c in expected if c.startswith("E01"))  # syntax errors, before the check
+    assert first[0] == []  # the syntax errors of the first lines (fast_start.py): the pads have none
+    assert first[1] == sorted(c for c in expected if c.startswith("E01"))  # the whole file's, before the check
     # the kept diagnostics at once (shapescript_server/diagnostics_cache.py), no syntax-only publish
     # first; the check, from the saved items, finds the same and sends nothing more
     assert session(publishes=1) == [expected]
@@ -207,3 +214,50 @@ def test_a_reloaded_items_nodes_have_every_field(cache, tmp_path):
             again = loaded[it.name]
             for before, after in ((it.params, again.params), (it.ret, again.ret), (it.body, again.body)):
                 assert repr(after) == repr(before) and after is not before
+
+
+def _rows(driver) -> dict:
+    """A parser driver's table: each state's actions, callbacks by whether there is one."""
+    return {s: {t: a[:3] + (a[3] is None,) for t, a in row.items()} for s, row in driver.rows.items()}
+
+
+def test_the_parsers_table_is_built_once_then_read_back_the_same(cache):
+    """lark's LALR parser (syntax/lark_table.py): built and written on first use, then
+    read back from the private cache; the same table either way."""
+    from shapescript_core.syntax import lark_table, parser
+    built = parser._Driver()
+    (name,) = [n for n in os.listdir(cache) if n.startswith("lalr-")]
+    mtime = os.stat(cache / name).st_mtime_ns
+    read = parser._Driver()
+    assert os.stat(cache / name).st_mtime_ns == mtime  # read, not built and written again
+    assert (read.start, read.end, _rows(read)) == (built.start, built.end, _rows(built))
+    assert lark_table._load(str(cache / name), parser._NoLexer, parser._Build()) is not None
+
+
+def test_a_planted_parser_table_runs_no_code_and_the_parser_is_built(cache, tmp_path, caplog):
+    from shapescript_core.syntax import lark_table, parser
+    parser._Driver()
+    (name,) = [n for n in os.listdir(cache) if n.startswith("lalr-")]
+    marker = tmp_path / "ran"
+    (cache / name).write_bytes(pickle.dumps((lark_table.FORMAT, {"options": _Planted(marker)}, {})))
+    with caplog.at_level("DEBUG", logger="shapescript.cache"):
+        assert lark_table._load(str(cache / name), parser._NoLexer, parser._Build()) is None
+    assert not marker.exists() and "holds no classes" in caplog.text
+    assert _rows(parser._Driver()) and not marker.exists()  # built again, and written again
+    assert lark_table._load(str(cache / name), parser._NoLexer, parser._Build()) is not None
+    os.chmod(cache, 0o777)
+    with caplog.at_level("DEBUG", logger="shapescript.cache"):
+        assert lark_table._load(str(cache / name), parser._NoLexer, parser._Build()) is None
+    assert "not private" in caplog.text
+
+
+def test_a_parser_table_that_cant_be_written_is_logged_at_debug_level_only(tmp_path, monkeypatch, caplog):
+    """The command line builds the parser at each start then, and says nothing."""
+    from shapescript_core.syntax import parser
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("SHAPESCRIPT_CACHE_DIR", str(blocker / "sub"))
+    with caplog.at_level("DEBUG", logger="shapescript.cache"):
+        assert _rows(parser._Driver())
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if "parser table" in r.getMessage()]
+    assert {level for level, _ in said} == {"DEBUG"} and any("not written" in m for _, m in said)

@@ -135,10 +135,10 @@ def save(path: str, items: list) -> bool:
     return write_private(_file_for(path), write, f"parse cache for {path}", prefix=".items-")
 
 
-def write_private(path: str, write, what: str, prefix: str = ".tmp-") -> bool:
+def write_private(path: str, write, what: str, prefix: str = ".tmp-", level: int = logging.WARNING) -> bool:
     """Write a cache file in its private folder (made 0700): `write(fh)` fills a temporary
     file there, which is then renamed over `path`, so a reader never sees half a file.
-    False (logged) when that can't be done. The one writer of the caches' files."""
+    False (logged at `level`) when that can't be done. The one writer of the caches' files."""
     folder = os.path.dirname(path)
     tmp = None
     try:
@@ -149,7 +149,7 @@ def write_private(path: str, write, what: str, prefix: str = ".tmp-") -> bool:
         os.replace(tmp, path)
         return True
     except Exception as exc:
-        log.warning("%s not written: %r", what, exc)
+        log.log(level, "%s not written: %r", what, exc)
         if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
         return False
