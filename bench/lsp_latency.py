@@ -219,7 +219,8 @@ def cold_open(cmd: list, root: str, name: str, text: str, language: str, env=Non
     if not publishes:
         raise RuntimeError(f"{cmd[0]}: no diagnostics for {name}")
     return {"cpu": (first_cpu or 0) / 1000, "spawn": publishes[0][0] - t_spawn, "open": publishes[0][0] - t_open,
-            "complete": publishes[-1][0] - t_open, "publishes": len(publishes), "diagnostics": publishes[-1][1]}
+            "complete": publishes[-1][0] - t_open, "publishes": len(publishes), "diagnostics": publishes[-1][1],
+            "each": [t - t_open for t, _ in publishes]}
 
 
 class StdioClientFor(StdioClient):
@@ -255,6 +256,11 @@ def report_cold(runs: int, lines: int, text: str) -> None:
           f"first {med['open'] * 1000:6.0f} ms, didOpen -> complete {med['complete'] * 1000:6.0f} ms "
           f"({ours[0]['publishes']} publishes, {ours[0]['diagnostics']} diagnostics; server CPU to the first "
           f"{med['cpu'] * 1000:.0f} ms)")
+    counts = {len(r["each"]) for r in ours}
+    if len(counts) == 1:
+        each = [statistics.median(r["each"][k] for r in ours) * 1000 for k in range(counts.pop())]
+        print("    didOpen -> each publish of the first open (the first lines' syntax errors, the whole file's, "
+              "the check's): " + ", ".join(f"{t:.0f} ms" for t in each))
     print(f"  shapescript-lsp, reopened:   spawn -> first diagnostics {med2['spawn'] * 1000:6.0f} ms, didOpen -> "
           f"first {med2['open'] * 1000:6.0f} ms, didOpen -> complete {med2['complete'] * 1000:6.0f} ms "
           f"(what the first session kept: the diagnostics, the parsed items; server CPU to the first {med2['cpu'] * 1000:.0f} ms)")
