@@ -359,7 +359,19 @@ class Workspace:
         path = self.norm(path)
         f = self.files.get(path)
         if f is None:
-            f = SourceFile(path, text, version, cached=self._use_parse_cache)
+            disk = self._disk.pop(path, None)
+            if disk is not None and disk[1].decode_error is None:
+                # read from disk already (an open file imports it): the editor's text from
+                # that parse, only the items that differ parsed again (a restored session
+                # opens the files an open one imports, once each, not twice)
+                f = disk[1]
+                before = f.items
+                f.set_text(text, version)
+                self._forget(before, keep=f.items)
+            else:
+                if disk is not None:
+                    self._forget(disk[1].items)
+                f = SourceFile(path, text, version, cached=self._use_parse_cache)
             self.files[path] = f
         else:
             before = f.items

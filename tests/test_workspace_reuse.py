@@ -264,6 +264,26 @@ def test_an_importers_item_errors_are_kept_across_an_interface_edit_and_follow_i
     assert ws._items_errors[paths[1]][2] is not kept
 
 
+def test_opening_a_file_already_read_as_an_import_parses_only_what_differs(tmp_path):
+    """An editor opens the file the user was in first (the last of the chain), whose
+    check reads its imports from disk; opening those next takes the items read from
+    disk: no item of the same text is parsed again, and the first file's analysis still
+    holds."""
+    ws, paths = chain(str(tmp_path))
+    for p in paths[:-1]:
+        ws.close(p)
+    ws.analyze(paths[-1])
+    read = {p: ws.file(p).items[:] for p in paths[:-1]}
+    before = ws.work_counts()
+    ws.set_text(paths[0], F0)  # the same text as on disk
+    ws.set_text(paths[1], F1.replace("return helper(", "return helper(helper(") + ")")  # unsaved edit
+    assert all(a is b for a, b in zip(ws.files[paths[0]].items, read[paths[0]]))
+    again = [it for it in ws.files[paths[1]].items if any(it is old for old in read[paths[1]])]
+    assert len(again) == len(read[paths[1]]) - 1  # all but the edited function
+    ws.analyze(paths[-1])
+    assert delta(before, ws.work_counts(), "analyses")[-1] == 0  # f3: its last analysis holds
+
+
 def test_dropped_bodies_are_not_saved_and_the_reopened_file_parses_them_whole(tmp_path, monkeypatch):
     """A function whose body a trim dropped is left out of the parse cache: reading a
     dropped body parses the whole item again, so its kept header would save nothing. The
