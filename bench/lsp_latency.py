@@ -223,6 +223,32 @@ def cold_open(cmd: list, root: str, name: str, text: str, language: str, env=Non
             "each": [t - t_open for t, _ in publishes]}
 
 
+def cold_pull(cmd: list, root: str, name: str, text: str, env=None) -> dict:
+    """One fresh server, for a client that pulls diagnostics (as VS Code does): seconds
+    from spawn, and from didOpen, to the answer of its first pull."""
+    os.makedirs(root, exist_ok=True)
+    path = os.path.join(root, name)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    uri = f"file://{path}"
+    t_spawn = time.perf_counter()
+    srv = StdioClientFor(cmd, root, env)
+    try:
+        srv.request("initialize", {"processId": os.getpid(), "rootUri": f"file://{root}",
+                                   "workspaceFolders": [{"uri": f"file://{root}", "name": "bench"}],
+                                   "capabilities": {"textDocument": {"diagnostic": {}},
+                                                    "workspace": {"diagnostics": {"refreshSupport": True}}}},
+                    timeout=120)
+        srv.notify("initialized", {})
+        t_open = srv.notify("textDocument/didOpen", {"textDocument": {
+            "uri": uri, "languageId": "shapescript", "version": 1, "text": text}})
+        srv.request("textDocument/diagnostic", {"textDocument": {"uri": uri}}, timeout=120)
+        t = time.perf_counter()
+    finally:
+        srv.close()
+    return {"spawn": t - t_spawn, "open": t - t_open}
+
+
 class StdioClientFor(StdioClient):
     def __init__(self, cmd, cwd, env):
         super().__init__(cmd, cwd=cwd, env=env, stderr=subprocess.DEVNULL)
@@ -261,6 +287,11 @@ def report_cold(runs: int, lines: int, text: str) -> None:
         each = [statistics.median(r["each"][k] for r in ours) * 1000 for k in range(counts.pop())]
         print("    didOpen -> each publish of the first open (the first lines' syntax errors, the whole file's, "
               "the check's): " + ", ".join(f"{t:.0f} ms" for t in each))
+    pulls = [cold_pull(ours_cmd, tempfile.mkdtemp(prefix="ss-cold-"), "big.ss", text,
+                       {**base, "SHAPESCRIPT_CACHE_DIR": tempfile.mkdtemp(prefix="ss-cache-")}) for _ in range(runs)]
+    print(f"    a client that pulls (VS Code), first open: spawn -> first pull answered "
+          f"{statistics.median(r['spawn'] for r in pulls) * 1000:.0f} ms, didOpen -> it "
+          f"{statistics.median(r['open'] for r in pulls) * 1000:.0f} ms")
     print(f"  shapescript-lsp, reopened:   spawn -> first diagnostics {med2['spawn'] * 1000:6.0f} ms, didOpen -> "
           f"first {med2['open'] * 1000:6.0f} ms, didOpen -> complete {med2['complete'] * 1000:6.0f} ms "
           f"(what the first session kept: the diagnostics, the parsed items; server CPU to the first {med2['cpu'] * 1000:.0f} ms)")

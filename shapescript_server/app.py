@@ -78,6 +78,7 @@ class Protocol(LanguageServerProtocol):
     are answered instead of dropped."""
 
     answered_early = None  # the id of the initialize fast_start.py answered: not answered again
+    pull_answered_early = None  # ... and of the pull of diagnostics it answered
 
     @lsp_method(T.INITIALIZE)
     def lsp_initialize(self, params: T.InitializeParams):
@@ -99,6 +100,11 @@ class Protocol(LanguageServerProtocol):
             self.answered_early = None
             if error is not None:
                 log.error("initialize, answered early, failed here: %s", error)
+            return
+        if msg_id is not None and msg_id == self.pull_answered_early:
+            self.pull_answered_early = None
+            if error is not None:
+                log.error("a pull, answered early, failed here: %s", error)
             return
         super()._send_response(msg_id, result, error)
 
@@ -177,6 +183,7 @@ class ShapeScriptServer(LanguageServer):
         self.published: dict = {}  # uri -> (version, items as JSON) last published
         self.replayed: dict = {}  # uri -> the version whose kept diagnostics were shown at didOpen
         self.shown_early: dict = {}  # uri -> (version, items) fast_start.py published before the server ran
+        self.pulled_early: dict = {}  # uri -> (version, items) fast_start.py answered a pull with
         self.kept_pull: dict = {}  # uri -> [version, kept items, answered]: a pulling client's first answer
         self.keep_timers: dict = {}  # uri -> the pending write of its diagnostics to disk
         # SourceFile -> (text, its hash): the texts of the imports a publish was made from

@@ -91,7 +91,7 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
                 a = ls.ws.analyze(path)
                 items = diagnostics_json.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for,
                                                        ls.docs.version)
-                ls.call_soon(_kept_checked, ls, uri, version, items)
+                ls.call_soon(_kept_checked, ls, uri, version, items, _record(ls, a, path))
             if others:
                 ls.call_soon(refresh_pull, ls)
         trim(ls)
@@ -210,7 +210,12 @@ def show_kept(ls: ShapeScriptServer, uri: str) -> bool:
 def hold_kept(ls: ShapeScriptServer, uri: str) -> bool:
     """Pull: keep the document's kept diagnostics to answer its first pull with, if it
     comes before the check is done; the check then asks the client to pull again only
-    if it found something else (`_kept_checked`)."""
+    if it found something else (`_kept_checked`). A first pull fast_start.py answered
+    (kept diagnostics, or a large file's first syntax errors) counts as answered."""
+    early = ls.pulled_early.pop(uri, None)
+    if early is not None and early[0] == ls.docs.version(uri):
+        ls.kept_pull[uri] = [early[0], early[1], True]
+        return True
     items = _kept_items(ls, uri)
     if items is None:
         return False
@@ -218,13 +223,18 @@ def hold_kept(ls: ShapeScriptServer, uri: str) -> bool:
     return True
 
 
-def _kept_checked(ls: ShapeScriptServer, uri: str, version, items: list):
-    """On the loop, after the check of a document held kept diagnostics (pull)."""
+def _kept_checked(ls: ShapeScriptServer, uri: str, version, items: list, record=None):
+    """On the loop, after the check of a document held kept diagnostics (pull): a pull
+    answered with anything else is asked again; the check's diagnostics are kept for the
+    next session (the pull that would have kept them was answered before the check)."""
     kept = ls.kept_pull.pop(uri, None)
     if kept is None or kept[0] != version or ls.docs.version(uri) != version:
         return
     if kept[2] and kept[1] != items:
         refresh_pull(ls)  # it answered with what the check no longer finds
+    if record is not None and kept[1] != items:
+        ls.published[uri] = (version, items)
+        _keep_later(ls, uri, version, items, record)
 
 
 def _local(diags: list, path: str) -> bool:

@@ -7,18 +7,21 @@ stdin first, with nothing of pygls but `pygls.uris` loaded:
 - `initialize`: answered with the answer shipped with the server for this kind of
   client (initialize_answer.py); a client it has none for is answered by the server;
 - `initialized` and other notifications (a configuration change): kept for the server;
-- the first `didOpen`, when the server pushes diagnostics: the diagnostics kept for that
-  very text, settings and imports (diagnostics_cache.py) are published at once; with none
-  kept, a large file's syntax errors in the lines an editor shows first
-  (first_publish.py) are.
+- the first `didOpen`: the diagnostics kept for that very text, settings and imports
+  (diagnostics_cache.py), or with none kept, a large file's syntax errors in the lines
+  an editor shows first (first_publish.py), are published at once when the server
+  pushes diagnostics; for a client that pulls them (VS Code), they answer its first
+  pull of that document if it comes within WAIT_FOR_PULL seconds.
 
 Then, or at any other message, or WAIT_FOR_OPEN seconds after initialize without a
 didOpen, it stops and hands what it read to the server (`Early`), which loads pygls
-and handles every message in order: its own answer to the initialize already answered
-is not sent again (app.Protocol), and kept diagnostics already shown are recorded, not
-sent again (diagnostics.show_kept); the syntax errors of the first lines are followed
-by the server's publishes of the whole file. A failure here is logged and the server
-answers everything itself.
+and handles every message in order: what was answered already is not answered again
+(app.Protocol), kept diagnostics already shown are recorded, not sent again
+(diagnostics.show_kept); the syntax errors of the first lines are followed by the
+server's publishes of the whole file, and a pull answered with anything else than the
+check finds is followed by a refresh, so the client pulls again
+(diagnostics.hold_kept). A failure here is logged and the server answers everything
+itself.
 """
 from __future__ import annotations
 
@@ -39,18 +42,23 @@ from .roots import file_path, reading_access, root_from, roots_from
 log = logging.getLogger("shapescript.server")
 
 WAIT_FOR_OPEN = 1.0  # seconds after the early answer to wait for the first didOpen
+WAIT_FOR_PULL = 0.25  # seconds after a pulling client's first didOpen to wait for its pull
 
 
 class Early:
     """What `run` did: the messages it read (all of them, for the server, in order),
     its framer (holding the start of the next one), the id of the initialize it
-    answered and the diagnostics it published (uri -> (version, items))."""
+    answered, the kept diagnostics it published (uri -> (version, items)), and for a
+    client that pulls, the id of the pull it answered and what with (uri -> (version,
+    items))."""
 
     def __init__(self):
         self.framer = Framer()
         self.messages: list = []
         self.answered = None
         self.shown: dict = {}
+        self.pull_answered = None
+        self.pulled: dict = {}
 
 
 def stdout_writer(stream=None) -> Callable[[dict], None]:
@@ -75,9 +83,10 @@ def run(fd: int = 0, write: Optional[Callable[[dict], None]] = None) -> Early:
 
 
 def _run(early: Early, fd: int, write: Callable[[dict], None]):
-    deadline = None  # after the early answer: how long to wait for a didOpen
+    deadline = None  # after the early answer: how long to wait for a didOpen (then a pull)
     init: dict = {}
     pushes = False
+    opened = None  # a pulling client's first document: (uri, version, items) for its pull
     while True:
         if deadline is not None:
             ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
@@ -104,28 +113,55 @@ def _run(early: Early, fd: int, write: Callable[[dict], None]):
                 init = msg["params"] if isinstance(msg.get("params"), dict) else {}
                 deadline = time.monotonic() + WAIT_FOR_OPEN
                 pushes = "diagnosticProvider" not in answer["capabilities"]
+            elif opened is not None:
+                if method == "textDocument/diagnostic" and _first_pull(msg, opened[0]):
+                    uri, version, items = opened
+                    write({"jsonrpc": "2.0", "id": msg["id"],
+                           "result": {"kind": "full", "resultId": f"early-{version}", "items": items}})
+                    early.pull_answered = msg["id"]
+                    early.pulled[uri] = (version, items)
+                return  # anything else, after a pulling client's didOpen: the server's
             elif "id" in msg or not isinstance(method, str) or method == "exit":
                 return  # a request (or an answer, or exit): the server's
             elif method == "textDocument/didOpen":
-                if pushes:
-                    _show_first(early, init, msg.get("params"), write)
+                first = _first_items(init, msg.get("params"))
+                if first is None:
+                    return
+                uri, version, items, kept = first
+                if not pushes:
+                    opened = (uri, version, items)
+                    deadline = time.monotonic() + WAIT_FOR_PULL
+                    continue
+                write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
+                       "params": {"uri": uri, "version": version, "diagnostics": items}})
+                if kept:
+                    early.shown[uri] = (version, items)
                 return
             # another notification (initialized, a configuration change): kept for the server
 
 
-def _show_first(early: Early, init: dict, params, write: Callable[[dict], None]):
-    """Publish the diagnostics kept for the document opened, under the settings the
-    server would have at this point (diagnostics.show_kept's rule, from the JSON); with
-    none kept, a large file's syntax errors in its first lines (first_publish.py)."""
+def _first_pull(msg: dict, uri: str) -> bool:
+    """A pull of the diagnostics of `uri` that has none yet (LSP's textDocument/diagnostic)."""
+    msg_id, params = msg.get("id"), msg.get("params")
+    td = params.get("textDocument") if isinstance(params, dict) else None
+    return isinstance(msg_id, (int, str)) and not isinstance(msg_id, bool) and isinstance(td, dict) \
+        and td.get("uri") == uri and params.get("previousResultId") is None
+
+
+def _first_items(init: dict, params):
+    """(uri, version, items, kept) for the document opened: the diagnostics kept for it,
+    under the settings the server would have at this point (diagnostics.show_kept's rule,
+    from the JSON); with none kept, a large file's syntax errors in its first lines
+    (first_publish.py), kept False; None when there is nothing to show yet."""
     td = params.get("textDocument") if isinstance(params, dict) else None
     if not isinstance(td, dict):
-        return
+        return None
     uri, text, version = td.get("uri"), td.get("text"), td.get("version")
     if not isinstance(uri, str) or not isinstance(text, str) or not (version is None or type(version) is int):
-        return
+        return None
     path = file_path(uri)
     if path is None:
-        return
+        return None
     folders = [f.get("uri") for f in init.get("workspaceFolders") or () if isinstance(f, dict)]
     roots = roots_from(folders, init.get("rootUri"), init.get("rootPath"))
     opts = init.get("initializationOptions")
@@ -135,13 +171,9 @@ def _show_first(early: Early, init: dict, params, write: Callable[[dict], None])
     access = reading_access(roots, [path], config.max_file_size)
     items = diagnostics_cache.kept(path, text, diagnostics_cache.fingerprint(config, roots, access), {path: text},
                                    access, lambda u: version if u == uri else None)
-    kept = items is not None
-    if not kept:
-        from . import first_publish  # deferred: the parser (lark, ~0.15 s), not loaded to show kept diagnostics
-        items = first_publish.visible_syntax(text, path, uri, version)
-        if items is None:
-            return  # a small file: the server checks it before anyone could see the difference
-    write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
-           "params": {"uri": uri, "version": version, "diagnostics": items}})
-    if kept:
-        early.shown[uri] = (version, items)
+    if items is not None:
+        return uri, version, items, True
+    from . import first_publish  # deferred: the parser (lark, ~0.15 s), not loaded to show kept diagnostics
+    items = first_publish.visible_syntax(text, path, uri, version)
+    # None: a small file, which the server checks before anyone could see the difference
+    return None if items is None else (uri, version, items, False)

@@ -110,7 +110,9 @@ def serve_io(ls, stdin=None, stdout=None, early=None) -> int:
     stream = stdin or sys.stdin.buffer
     if early is not None:
         ls.protocol.answered_early = early.answered
+        ls.protocol.pull_answered_early = early.pull_answered
         ls.shown_early = dict(early.shown)
+        ls.pulled_early = dict(early.pulled)
 
     async def main():
         loop = asyncio.get_running_loop()

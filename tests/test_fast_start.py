@@ -227,3 +227,58 @@ def test_the_server_itself_starts_without_numpy_torch_or_transformers():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+PULL_CAPS = {"textDocument": {"diagnostic": {}}, "workspace": {"diagnostics": {"refreshSupport": True}}}
+
+
+def test_a_pulling_client_s_first_pull_is_answered_early_then_refreshed(project):
+    """A client that pulls diagnostics (VS Code): its first pull of a large file opened
+    cold is answered before pygls is loaded, with the syntax errors of the first lines;
+    the server doesn't answer that pull again, and once the check found more, asks the
+    client to pull again (workspace/diagnostic/refresh), which gets all of them."""
+    text = _large(top_error=True, bottom_error=True)
+    big = project / "big.ss"
+    big.write_text(text)
+    uri = big.as_uri()
+    bottom = text.count("\n", 0, text.rindex("-> [D199]"))
+    init = {**_initialize(project), "capabilities": PULL_CAPS}
+    opened = {"textDocument": {"uri": uri, "languageId": "shapescript", "version": 1, "text": text}}
+    pull = {"textDocument": {"uri": uri}}
+    got = _prelude(project, [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+                             {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+                             {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": opened},
+                             {"jsonrpc": "2.0", "id": 2, "method": "textDocument/diagnostic", "params": pull}])
+    assert "diagnosticProvider" in got["out"][0]["result"]["capabilities"]
+    report = got["out"][1]["result"]
+    assert (got["out"][1]["id"], report["kind"]) == (2, "full")
+    assert [(d["code"], d["range"]["start"]["line"]) for d in report["items"]] == [("E0101", 7)]
+    assert [m for m in got["loaded"] if not m.startswith(("lark", "shapescript_core.syntax.parser"))] == []
+    # through the real server
+    env = {**os.environ, "PYTHONPATH": ROOT, "SHAPESCRIPT_CACHE_DIR": str(project / "cache")}
+    c = StdioClient(SERVER, cwd=str(project), env=env, stderr=subprocess.DEVNULL)
+    try:
+        c.request("initialize", init)
+        c.notify("initialized", {})
+        c.notify("textDocument/didOpen", opened)
+        first = c.request("textDocument/diagnostic", pull)["result"]
+        assert [(d["code"], d["range"]["start"]["line"]) for d in first["items"]] == [("E0101", 7)]
+        deadline = time.monotonic() + 120
+        refreshed = False
+        while not refreshed and time.monotonic() < deadline:
+            try:
+                _, msg = c.receive(0.5)
+            except queue.Empty:
+                continue
+            refreshed = msg.get("method") == "workspace/diagnostic/refresh"
+            if "method" in msg and "id" in msg:
+                c.answer_server_request(msg)
+            elif "method" not in msg:
+                c.answers[msg.get("id")] = msg
+        assert refreshed
+        again = c.request("textDocument/diagnostic", {**pull, "previousResultId": first["resultId"]})["result"]
+        codes = [(d["code"], d["range"]["start"]["line"]) for d in again["items"]]
+        assert ("E0101", 7) in codes and ("E0101", bottom) in codes
+        assert c.answers == {}  # the first pull was answered once
+    finally:
+        c.close()
