@@ -14,7 +14,7 @@ PACKAGES = ("shapescript_core", "shapescript_server")
 # Each layer imports only the layers before it (a top-level module is a layer of its own).
 LAYERS = [
     "shapescript_core", "shapescript_core.post_order", "shapescript_core.dtypes", "shapescript_core.explain", "shapescript_core.diagnostics",
-    "shapescript_core.files", "shapescript_core.escape", "shapescript_core.imports",
+    "shapescript_core.files", "shapescript_core.escape", "shapescript_core.imports", "shapescript_core.blas_threads",
     "shapescript_core.syntax", "shapescript_core.check", "shapescript_core.targets",
     "shapescript_core.settings", "shapescript_core.project_files", "shapescript_core.compile", "shapescript_core.export",
     "shapescript_core.reads", "shapescript_core.workspace", "shapescript_core.ide",
