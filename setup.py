@@ -14,6 +14,7 @@ setup(
     package_dir={"shapescript_core.docs": "docs"},
     package_data={
         "shapescript_core": ["syntax/*.lark"],
+        "shapescript_server": ["initialize_answers.json"],  # initialize_answer.py
         "shapescript_core.docs": ["*.md"],  # the pages link each other
         "shapescript_core.docs.errors": ["*.md"],
     },

@@ -23,9 +23,10 @@ finding every 50 lines): spawn -> first diagnostics (process start, initialize,
 initialized, didOpen, the first publishDiagnostics of the file), didOpen -> first
 diagnostics, and for ours didOpen -> the complete diagnostics when a first, syntax-only
 publish comes before them. Ours twice per run, with a cache folder of its own: first
-open (the folder empty: no kept initialize answer, parsed items or diagnostics), then
-reopened (what the first session kept once idle: the initialize answered before pygls
-is loaded, the kept diagnostics published at didOpen, shapescript_server/fast_start.py).
+open (the folder empty: no parsed items or diagnostics kept; the initialize answered
+before pygls is loaded, with the answer shipped, and the syntax errors of the file's
+first lines published at didOpen, shapescript_server/fast_start.py), then reopened (what
+the first session kept once idle: the kept diagnostics published at didOpen).
 
 `--profile FILE` runs the server under cProfile and writes its stats there. Beside
 each kind, the server's CPU time per edit (all its threads, Linux): on a busy machine
@@ -218,7 +219,8 @@ def cold_open(cmd: list, root: str, name: str, text: str, language: str, env=Non
     if not publishes:
         raise RuntimeError(f"{cmd[0]}: no diagnostics for {name}")
     return {"cpu": (first_cpu or 0) / 1000, "spawn": publishes[0][0] - t_spawn, "open": publishes[0][0] - t_open,
-            "complete": publishes[-1][0] - t_open, "publishes": len(publishes), "diagnostics": publishes[-1][1]}
+            "complete": publishes[-1][0] - t_open, "publishes": len(publishes), "diagnostics": publishes[-1][1],
+            "each": [t - t_open for t, _ in publishes]}
 
 
 class StdioClientFor(StdioClient):
@@ -254,9 +256,14 @@ def report_cold(runs: int, lines: int, text: str) -> None:
           f"first {med['open'] * 1000:6.0f} ms, didOpen -> complete {med['complete'] * 1000:6.0f} ms "
           f"({ours[0]['publishes']} publishes, {ours[0]['diagnostics']} diagnostics; server CPU to the first "
           f"{med['cpu'] * 1000:.0f} ms)")
+    counts = {len(r["each"]) for r in ours}
+    if len(counts) == 1:
+        each = [statistics.median(r["each"][k] for r in ours) * 1000 for k in range(counts.pop())]
+        print("    didOpen -> each publish of the first open (the first lines' syntax errors, the whole file's, "
+              "the check's): " + ", ".join(f"{t:.0f} ms" for t in each))
     print(f"  shapescript-lsp, reopened:   spawn -> first diagnostics {med2['spawn'] * 1000:6.0f} ms, didOpen -> "
           f"first {med2['open'] * 1000:6.0f} ms, didOpen -> complete {med2['complete'] * 1000:6.0f} ms "
-          f"(what the first session kept: the initialize answer, the diagnostics, the parsed items; server CPU to the first {med2['cpu'] * 1000:.0f} ms)")
+          f"(what the first session kept: the diagnostics, the parsed items; server CPU to the first {med2['cpu'] * 1000:.0f} ms)")
     cmd = ruff_command()
     if cmd is None:
         print("  ruff: not installed (pip install ruff), no comparison")

@@ -32,7 +32,7 @@ from .reads import DimsView, EnvView, Meanings, ModelNames
 from .syntax import ast as A
 from .syntax import parse_cache
 from .syntax.names import NameMap, without_simple_dims
-from .syntax.parser import changed_range, parse_file, reparse_file
+from .syntax.parser import changed_range, parse_file, reparse_file, syntax_errors
 from .syntax.source import LineIndex, decode_source, normalize_newlines, shifted
 from .targets import export_targets, exported, unknown_targets
 
@@ -241,6 +241,7 @@ class Workspace:
         self._recent: list = []  # the files set_text changed last, the latest last (trim keeps them whole)
         self._slim_env: dict = {}  # path -> _EnvHolder: the environment its slimmed results are restored with
         self._plain: dict = {}  # path -> (its NameMap, the same as a dict): _plain_names
+        self._items_errors: dict = {}  # path -> (its items, their NameMap, their errors): _item_errors
 
     # ------------------------------------------------------------ configuration
     @property
@@ -358,7 +359,19 @@ class Workspace:
         path = self.norm(path)
         f = self.files.get(path)
         if f is None:
-            f = SourceFile(path, text, version, cached=self._use_parse_cache)
+            disk = self._disk.pop(path, None)
+            if disk is not None and disk[1].decode_error is None:
+                # read from disk already (an open file imports it): the editor's text from
+                # that parse, only the items that differ parsed again (a restored session
+                # opens the files an open one imports, once each, not twice)
+                f = disk[1]
+                before = f.items
+                f.set_text(text, version)
+                self._forget(before, keep=f.items)
+            else:
+                if disk is not None:
+                    self._forget(disk[1].items)
+                f = SourceFile(path, text, version, cached=self._use_parse_cache)
             self.files[path] = f
         else:
             before = f.items
@@ -420,11 +433,7 @@ class Workspace:
         """The syntax and layout errors of an open file's items: known as soon as it is
         parsed, before any check."""
         f = self.files.get(self.norm(path))
-        out: list = []
-        for it in f.items if f is not None else ():
-            out.extend(it.syntax_errors)
-            out.extend(getattr(it, "layout_errors", None) or ())
-        return out
+        return syntax_errors(f.items) if f is not None else []
 
     def save_parse_cache(self, path: str) -> bool:
         """Keep an open file's parsed items on disk for the next session (parse_cache.py)."""
@@ -443,6 +452,7 @@ class Workspace:
             self._recent.remove(path)
         self._slim_env.pop(path, None)
         self._plain.pop(path, None)
+        self._items_errors.pop(path, None)
         f = self.files.pop(path, None)
         if f is not None:
             self._forget(f.items)
@@ -752,16 +762,7 @@ class Workspace:
         # (shared, never changed: a file of a million dims keeps one such map, not three)
         e = self._interface_entry(f.path)
         own: NameMap = e[3] if e[0] is f and e[1] is f.items else _first_of_each_name(f.items)
-        for i, it in enumerate(f.items):
-            if it.syntax_errors:
-                diags.extend(it.syntax_errors)
-            layout = getattr(it, "layout_errors", None)
-            if layout:
-                diags.extend(layout)
-            first = own.earlier(i, it)
-            if first is not None:
-                diags.append(defined_twice(it.span(it.name_pos), it.name, first.span(first.name_pos))
-                             .help(f"rename one of the two `{it.name}`"))
+        diags.extend(self._item_errors(f, own))
         # imports
         imports = []
         root = self.root_of(f.path)
@@ -865,7 +866,7 @@ class Workspace:
             self._declare(names, imodels, isigs, meanings, dims, model_names, own, diags)
             if any(n not in last.imodels and n not in last.isigs for n, _ in names):
                 # a name new to the imports: in the order of `visible`, as a whole analysis has them
-                imodels, isigs = _in_order(imodels, ivisible), _in_order(isigs, ivisible)
+                imodels, isigs = _in_order(imodels, isigs, ivisible)
             if last.own_items is f.items:
                 # this file's items are the ones of the last analysis (an import changed, not
                 # this file): their models, signatures and errors too, for the same reason
@@ -928,6 +929,27 @@ class Workspace:
         a = Analysis(f.path, f, env, diags, fns, own, visible, imports)
         a.diags.extend(export_diagnostics(self, a))
         return a
+
+    def _item_errors(self, f: SourceFile, own) -> list:
+        """The syntax and layout errors of a file's items and its names defined twice,
+        kept per version of its items: a file re-analysed because an import changed (an
+        interface edit's dependents) doesn't walk its items again."""
+        known = self._items_errors.get(f.path)
+        if known is not None and known[0] is f.items and known[1] is own:
+            return known[2]
+        out: list = []
+        for i, it in enumerate(f.items):
+            if it.syntax_errors:
+                out.extend(it.syntax_errors)
+            layout = getattr(it, "layout_errors", None)
+            if layout:
+                out.extend(layout)
+            first = own.earlier(i, it)
+            if first is not None:
+                out.append(defined_twice(it.span(it.name_pos), it.name, first.span(first.name_pos))
+                           .help(f"rename one of the two `{it.name}`"))
+        self._items_errors[f.path] = (f.items, own, out)
+        return out
 
     def _imported_since(self, imp, closure: list, lists: list):
         """(what the imports declare now, the names whose item changed) from `imp`, what
@@ -1171,9 +1193,20 @@ def _same_dims(old: list, new: list) -> bool:
     return region is not None and all(it.name is not None and not _is_dim(it) for it in region)
 
 
-def _in_order(values: dict, order: dict) -> dict:
-    """The entries of `values` in the order of `order`'s keys (each of its keys is one of them)."""
-    return {n: values[n] for n in order if n in values}
+def _in_order(models: dict, sigs: dict, order: dict) -> tuple:
+    """The entries of `models` and of `sigs` in the order of `order`'s keys (each of
+    their keys is one of them), in one pass over `order`."""
+    m, g = {}, {}
+    mget, gget = models.get, sigs.get
+    for n in order:
+        v = gget(n)
+        if v is not None:
+            g[n] = v
+        else:
+            v = mget(n)
+            if v is not None:
+                m[n] = v
+    return m, g
 
 
 def _first_of_each(maps: list) -> dict:
@@ -1181,6 +1214,9 @@ def _first_of_each(maps: list) -> dict:
     several have (as `_first_of_each_name` over their items)."""
     out: dict = {}
     for m in maps:
+        if isinstance(m, dict) and out.keys().isdisjoint(m):
+            out.update(m)  # no name of an earlier map (the usual case): in C
+            continue
         for n, it in m.items():
             out.setdefault(n, it)
     return out

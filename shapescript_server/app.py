@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import logging
 import os
 import traceback
@@ -35,7 +36,7 @@ from shapescript_core.settings import Config
 from shapescript_core.syntax.source import LineIndex
 from shapescript_core.workspace import Workspace
 
-from . import fast_start
+from . import initialize_answer
 from .documents import UNTITLED, Documents, path_of
 from .roots import reading_access
 
@@ -85,12 +86,12 @@ class Protocol(LanguageServerProtocol):
         result = yield from super().lsp_initialize(params)
         self._server.adjust_capabilities(result.capabilities)
         raw = self._server.raw_initialize
-        if raw is not None:
+        if raw is not None and self.answered_early is not None:
             answer = self._converter.unstructure(result)
-            if self.answered_early is None:
-                fast_start.save_answer(raw, answer)  # the next start answers before pygls is loaded
-            elif fast_start.load_answer(raw) != answer:  # never: the key holds all it depends on
-                log.warning("the early answer to initialize differs from the server's own")
+            sent = initialize_answer.shipped(raw)
+            if sent != answer:  # never: initialize_answer.py's variants hold all it depends on
+                log.error("the shipped answer to initialize differs from the server's own: sent %s, made %s",
+                          json.dumps(sent, sort_keys=True), json.dumps(answer, sort_keys=True))
         return result
 
     def _send_response(self, msg_id, result=None, error=None):
@@ -203,22 +204,13 @@ class ShapeScriptServer(LanguageServer):
             return default
 
     def adjust_capabilities(self, caps: T.ServerCapabilities):
-        """After pygls built the capabilities: choose push or pull diagnostics.
-
-        Diagnostics depend on imported files, so pull needs the client to refresh on
-        request (`workspace.diagnostics.refreshSupport`); a client that can pull but not
-        refresh (Neovim 0.11) gets pushes, and is not told about pull, so it doesn't show
-        every diagnostic twice. `initializationOptions.diagnosticMode` ("push", "pull")
-        overrides the choice."""
-        mode = (self.init_options or {}).get("diagnosticMode", "auto")
-        can_pull = self.client_supports("text_document.diagnostic", None) is not None
-        can_refresh = bool(self.client_supports("workspace.diagnostics.refresh_support", False))
-        if mode == "push":
-            self.push = True
-        elif mode == "pull":
-            self.push = False
-        else:
-            self.push = not (can_pull and can_refresh)
+        """After pygls built the capabilities: push or pull diagnostics
+        (initialize_answer.diagnostic_push); a client that gets pushes is not told about
+        pull, so it doesn't show every diagnostic twice."""
+        self.push = initialize_answer.diagnostic_push(
+            (self.init_options or {}).get("diagnosticMode", "auto"),
+            self.client_supports("text_document.diagnostic", None) is not None,
+            bool(self.client_supports("workspace.diagnostics.refresh_support", False)))
         if self.push:
             caps.diagnostic_provider = None
         caps.position_encoding = T.PositionEncodingKind.Utf16

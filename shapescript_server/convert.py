@@ -11,12 +11,12 @@ from typing import Callable, Optional
 
 from lsprotocol import types as T
 from pygls.exceptions import JsonRpcInvalidParams
+from pygls.protocol import default_converter
 
-from shapescript_core.diagnostics import Applicability, Severity, doc_url
+from shapescript_core.diagnostics import Applicability
 from shapescript_core.syntax.source import LineIndex
 
-SOURCE = "shapescript"
-UNNECESSARY = {"W0101"}  # codes whose span is unused code
+from . import diagnostics_json
 
 
 # ---------------------------------------------------------------- from LSP
@@ -39,77 +39,27 @@ def range_(lines: LineIndex, start: int, end: int) -> T.Range:
     return T.Range(start=position(lines, start), end=position(lines, end))
 
 
-def span_range(lines_for: Callable, span) -> T.Range:
-    return range_(lines_for(span.path), span.abs_start, span.abs_end)
-
-
 def location(loc, lines_for: Callable, uri_for: Callable) -> T.Location:
     return T.Location(uri=uri_for(loc.path), range=range_(lines_for(loc.path), loc.start, loc.end))
 
 
 # ---------------------------------------------------------------- diagnostics
-def severity(s: Severity) -> T.DiagnosticSeverity:
-    return {Severity.ERROR: T.DiagnosticSeverity.Error, Severity.WARNING: T.DiagnosticSeverity.Warning,
-            Severity.INFO: T.DiagnosticSeverity.Information}.get(s, T.DiagnosticSeverity.Hint)
-
-
-def diagnostic_message(d) -> str:
-    return "\n".join([d.message] + [f"note: {n}" for n in d.notes] + [f"help: {h}" for h in d.helps])
-
-
-def text_edit(lines: LineIndex, edit) -> T.TextEdit:
-    return T.TextEdit(range=range_(lines, edit.span.abs_start, edit.span.abs_end), new_text=edit.text)
-
-
-def fix_data(fix, lines_for: Callable, uri_for: Callable, version_for: Callable) -> dict:
-    """A fix as plain JSON for the diagnostic's `data`: its edits by URI, with the
-    versions of the open documents they were computed against."""
-    edits: dict = {}
-    versions: dict = {}
-    for e in fix.edits:
-        uri = uri_for(e.span.path)
-        r = span_range(lines_for, e.span)
-        edits.setdefault(uri, []).append({
-            "range": {"start": {"line": r.start.line, "character": r.start.character},
-                      "end": {"line": r.end.line, "character": r.end.character}},
-            "newText": e.text})
-        versions[uri] = version_for(uri)
-    return {"title": fix.title, "applicability": fix.applicability.name.lower(),
-            "edits": edits, "versions": versions}
+# Built once, as JSON, in diagnostics_json.py (the server publishes that JSON as it is);
+# here structured into lsprotocol's Diagnostic for code actions, pull answers and Export.
+SOURCE = diagnostics_json.SOURCE
+fix_data = diagnostics_json.fix_data
+_converter = default_converter()
 
 
 def diagnostic(d, lines_for: Callable, uri_for: Callable, version_for: Callable) -> T.Diagnostic:
-    related = []
-    if d.primary_label:
-        related.append(T.DiagnosticRelatedInformation(
-            location=T.Location(uri=uri_for(d.path), range=span_range(lines_for, d.span)),
-            message=d.primary_label))
-    for lab in d.labels:
-        related.append(T.DiagnosticRelatedInformation(
-            location=T.Location(uri=uri_for(lab.span.path), range=span_range(lines_for, lab.span)),
-            message=lab.message))
-    data = None
-    if d.fixes:
-        data = {"code": d.code, "fixes": [fix_data(f, lines_for, uri_for, version_for) for f in d.fixes]}
-    return T.Diagnostic(
-        range=span_range(lines_for, d.span),
-        message=diagnostic_message(d),
-        severity=severity(d.severity),
-        code=d.code,
-        code_description=T.CodeDescription(href=doc_url(d.code)),
-        source=SOURCE,
-        related_information=related or None,
-        tags=[T.DiagnosticTag.Unnecessary] if d.code in UNNECESSARY else None,
-        data=data,
-    )
+    return _converter.structure(diagnostics_json.diagnostic(d, lines_for, uri_for, version_for), T.Diagnostic)
 
 
 def diagnostics(diags: list, path: str, lines_for: Callable, uri_for: Callable,
                 version_for: Callable) -> list:
     """The LSP diagnostics of one file, in source order."""
-    own = [d for d in diags if d.path == path]
-    own.sort(key=lambda d: (d.span.abs_start, d.span.abs_end, d.code, d.message, d.primary_label))
-    return [diagnostic(d, lines_for, uri_for, version_for) for d in own]
+    return [_converter.structure(j, T.Diagnostic)
+            for j in diagnostics_json.diagnostics(diags, path, lines_for, uri_for, version_for)]
 
 
 # ---------------------------------------------------------------- arguments from the client

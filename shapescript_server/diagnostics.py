@@ -11,7 +11,7 @@ from lsprotocol import types as T
 
 from shapescript_core.workspace import Cancelled
 
-from . import convert, diagnostics_cache, memory
+from . import convert, diagnostics_cache, diagnostics_json, first_publish, memory
 from .documents import UNTITLED
 from .guard import guarded
 
@@ -20,12 +20,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("shapescript.server")
 
-# A file of this many items or more, opened cold, gets its syntax errors published as
-# soon as it is parsed, before the check (then the complete diagnostics, same version);
-# and its parsed items are kept on disk for the next session (parse_cache.py), written
-# when the editor has been quiet for SAVE_AFTER seconds. A smaller file is checked
-# before anyone could see the difference.
-EARLY_ITEMS = 200
+# A large file (first_publish.py) opened cold gets its syntax errors published as soon
+# as it is parsed, before the check (then the complete diagnostics, same version); and
+# its parsed items are kept on disk for the next session (parse_cache.py), written when
+# the editor has been quiet for SAVE_AFTER seconds.
 SAVE_AFTER = 2.0
 TRIM_RELEASE = 200  # functions slimmed at once: then hand the freed pages back
 IDLE_RETRY = 0.5  # seconds: a save that found the core busy looks again after this
@@ -54,10 +52,10 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
             return  # a newer change is queued behind this job: it checks and publishes
         cold = path not in ls.ws.files
         f = ls.ws.set_text(path, text, version)
-        big = cold and len(f.items) >= EARLY_ITEMS
+        big = cold and first_publish.is_large(len(f.items))
         if big and ls.push and ls.replayed.get(uri) != version:  # not when the kept diagnostics are shown
-            items = ls.to_json(convert.diagnostics(ls.ws.syntax_diagnostics(path), path, ls.lines_for,
-                                                   ls.docs.uri_for, ls.docs.version))
+            items = diagnostics_json.diagnostics(ls.ws.syntax_diagnostics(path), path, ls.lines_for,
+                                                   ls.docs.uri_for, ls.docs.version)
             ls.call_soon(_publish, ls, uri, version, items)
         if big and ls.ws.parse_cache_used:
             ls.call_soon(_save_later, ls, uri, path)
@@ -91,8 +89,8 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
         else:
             if uri in ls.kept_pull:
                 a = ls.ws.analyze(path)
-                items = ls.to_json(convert.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for,
-                                                       ls.docs.version))
+                items = diagnostics_json.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for,
+                                                       ls.docs.version)
                 ls.call_soon(_kept_checked, ls, uri, version, items)
             if others:
                 ls.call_soon(refresh_pull, ls)
@@ -138,8 +136,8 @@ def publish_file(ls: ShapeScriptServer, uri: str, path: str, version, only_if_ch
     if only_if_changed and a is not None and ls.published_from.get(path) is a and \
             (ls.published.get(uri) or (None,))[0] == version and _local(a.diags, path):
         return  # the analysis it was published from still holds: nothing to convert
-    items = ls.to_json(convert.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for,
-                                           ls.docs.version))
+    items = diagnostics_json.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for,
+                                           ls.docs.version)
     ls.published_from[path] = a
     if only_if_changed and ls.published.get(uri) == (version, items):
         return

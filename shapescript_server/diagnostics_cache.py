@@ -44,7 +44,7 @@ MAX_BYTES = 4 << 20  # one file's entry
 MAX_ENTRIES = 512  # entries kept in the folder
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _CORE = os.path.join(os.path.dirname(_HERE), "shapescript_core")
-_OWN_FILES = ("convert.py", "diagnostics_cache.py")  # the server's part of what is published
+_OWN_FILES = ("convert.py", "diagnostics_json.py", "diagnostics_cache.py")  # the server's part of what is published
 _version: Optional[str] = None
 
 

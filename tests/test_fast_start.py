@@ -1,9 +1,11 @@
 """The first messages answered before pygls is loaded (shapescript_server/fast_start.py):
-a second start with the same client set-up answers initialize exactly as the server
-did, publishes the kept diagnostics of the first document opened, loads neither pygls's
-protocol, lsprotocol's types, the parser nor the checker for that, and hands the rest
-to the server, which sends neither again; a client set-up it has no answer for, or a
-kept answer that is not private, is left to the server."""
+even the first start of a session answers initialize with the server's own answer
+(shipped, initialize_answer.py); a second start publishes the kept diagnostics of the
+first document opened, a first open of a large file the syntax errors of its first
+lines; all that without loading pygls's protocol, lsprotocol's types or the checker (the
+kept diagnostics without the parser either), and the server, which takes over, sends
+neither the answer nor the kept diagnostics again; a client with no shipped answer is
+left to the server."""
 from __future__ import annotations
 
 import json
@@ -15,9 +17,12 @@ import time
 
 import pytest
 
-from shapescript_server import fast_start
+from shapescript_server import fast_start, first_publish, initialize_answer
 from lsp_support import ROOT, SERVER
 from stdio_client import StdioClient
+
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from initialize_answers import server_answer  # noqa: E402
 
 LIB = "dim D = 4\n\nfn h(x: [D]) -> [D]:\n    return x\n"
 MAIN = 'import "lib.ss"\n\n@export(hff)\nfn f(x: [b D]) -> [b D]:\n    return h(x)\n'
@@ -37,14 +42,16 @@ def _session(root, cache) -> tuple:
     """(the initialize answer, the publishes of main.ss before the answer to a request
     sent once one came and the diagnostics are kept)."""
     env = {**os.environ, "PYTHONPATH": ROOT, "SHAPESCRIPT_CACHE_DIR": str(cache)}
-    c = StdioClient(SERVER, cwd=str(root), env=env, stderr=subprocess.DEVNULL)
+    log = root / "server.log"
+    c = StdioClient(SERVER + ["--log-file", str(log)], cwd=str(root), env=env, stderr=subprocess.DEVNULL)
     try:
         answer = c.request("initialize", _initialize(root))["result"]
         c.notify("initialized", {})
         c.notify("textDocument/didOpen", _did_open(root / "main.ss"))
         got: list = []
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (got and any(n.endswith(".diags.json") for n in os.listdir(cache))):
+        while time.monotonic() < deadline and not (got and cache.is_dir() and any(
+                n.endswith(".diags.json") for n in os.listdir(cache))):
             try:
                 _, msg = c.receive(0.2)
             except queue.Empty:
@@ -57,9 +64,10 @@ def _session(root, cache) -> tuple:
         assert [s["name"] for s in symbols["result"]] == ["lib.ss", "f"]  # the server took over
         got += [m["params"]["diagnostics"] for m in c.notifications if m.get("method") == "textDocument/publishDiagnostics"]
         assert c.answers == {}  # in particular, initialize is answered once
-        return answer, got
     finally:
         c.close()
+    assert "initialize" not in log.read_text()  # the server's own answer is the one shipped
+    return answer, got
 
 
 @pytest.fixture
@@ -70,10 +78,10 @@ def project(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_a_second_start_answers_early_and_the_server_sends_nothing_twice(project):
+def test_a_second_start_shows_the_kept_diagnostics_and_the_server_sends_nothing_twice(project):
     answer, first = _session(project, project / "cache")
+    assert answer == initialize_answer.shipped(_initialize(project))
     assert sorted(d["code"] for d in first[-1]) == ["E0212", "E0401"]
-    assert any(n.endswith(fast_start.ANSWER_SUFFIX) for n in os.listdir(project / "cache"))
     again, second = _session(project, project / "cache")
     assert again == answer
     assert second == [first[-1]]  # the kept diagnostics, once: neither the server nor its check repeats them
@@ -105,7 +113,7 @@ def _prelude(project, messages) -> dict:
     return json.loads(done.stdout)
 
 
-def test_the_early_answer_and_publish_load_no_pygls_protocol_parser_or_checker(project):
+def test_the_early_answer_and_kept_publish_load_no_pygls_protocol_parser_or_checker(project):
     answer, first = _session(project, project / "cache")
     uri = (project / "main.ss").as_uri()
     messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": _initialize(project)},
@@ -122,40 +130,91 @@ def test_the_early_answer_and_publish_load_no_pygls_protocol_parser_or_checker(p
     assert got["loaded"] == []
 
 
-def test_a_client_set_up_without_a_kept_answer_is_left_to_the_server(project):
-    _session(project, project / "cache")
-    other = {**_initialize(project), "capabilities": {}}
-    messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": other},
+def test_the_first_start_answers_initialize_early_with_the_servers_own_answer(project):
+    """An empty cache (a first start ever): initialize is still answered before pygls
+    is loaded, with the answer the server gives itself (tests/test_initialize_answer.py)."""
+    messages = [{"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": _initialize(project)},
+                {"jsonrpc": "2.0", "method": "initialized", "params": {}}]
+    got = _prelude(project, messages)
+    assert got["out"] == [{"jsonrpc": "2.0", "id": 7, "result": server_answer(_initialize(project))}]
+    assert (got["answered"], got["shown"], got["loaded"]) == (7, [], [])
+
+
+@pytest.mark.parametrize("params", [{"processId": None, "capabilities": []}, {"capabilities": {}}, []])
+def test_initialize_params_that_are_not_lsps_are_left_to_the_server(project, params):
+    messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params},
                 {"jsonrpc": "2.0", "method": "initialized", "params": {}}]
     got = _prelude(project, messages)
     assert (got["out"], got["answered"], got["shown"]) == ([], None, [])
     assert got["read"] >= 1  # the initialize (and what came with it) goes to the server
 
 
-def test_a_kept_answer_is_given_only_to_the_same_set_up_and_from_a_private_folder(project, caplog):
-    params = _initialize(project)
-    result = {"capabilities": {"hoverProvider": True}, "serverInfo": {"name": "shapescript-lsp"}}
-    assert fast_start.save_answer(params, result)
-    assert fast_start.load_answer(params) == result
-    assert fast_start.load_answer({**params, "rootUri": "file:///elsewhere"}) == result  # folders don't change it
-    assert fast_start.load_answer({**params, "capabilities": {}}) is None
-    assert fast_start.load_answer({**params, "initializationOptions": {"diagnosticMode": "pull"}}) is None
-    os.chmod(project / "cache", 0o777)
-    assert fast_start.load_answer(params) is None
-    assert "not private" in caplog.text
+def _large(top_error: bool, bottom_error: bool, items: int = 0) -> str:
+    """A file of more than EARLY_ITEMS items (a dim and a function each), with a syntax
+    error in its first lines and/or in its last item."""
+    parts = [f"dim D{k} = {k + 1}\n\nfn f{k}(x: [D{k}]) -> [D{k}]:\n    return x\n" for k in range(first_publish.EARLY_ITEMS)]
+    if top_error:
+        parts[1] = parts[1].replace("-> [D1]:", "-> [D1]")  # line 8: no colon
+    if bottom_error:
+        parts[-1] = parts[-1].replace("-> [D199]:", "-> [D199]")
+    return "\n".join(parts[:items or len(parts)])
 
 
-@pytest.mark.parametrize("damage", ["garbage", "other key", "no capabilities"])
-def test_a_broken_or_foreign_kept_answer_is_not_given(project, damage):
-    params = _initialize(project)
-    assert fast_start.save_answer(params, {"capabilities": {}})
-    (name,) = [n for n in os.listdir(project / "cache") if n.endswith(fast_start.ANSWER_SUFFIX)]
-    path = project / "cache" / name
-    good = json.loads(path.read_text())
-    path.write_text({"garbage": "{",
-                     "other key": json.dumps({**good, "key": "0" * 64}),
-                     "no capabilities": json.dumps({**good, "result": {"serverInfo": {}}})}[damage])
-    assert fast_start.load_answer(params) is None
+def test_a_first_open_of_a_large_file_shows_the_syntax_errors_of_its_first_lines_at_once(project):
+    """No kept diagnostics: fast_start publishes the syntax errors of the items in the
+    first VISIBLE_LINES lines (not the one at the bottom), without pygls's protocol,
+    lsprotocol or the checker; the server then publishes the whole file's, then the
+    check's, each replacing the one before."""
+    text = _large(top_error=True, bottom_error=True)
+    big = project / "big.ss"
+    big.write_text(text)
+    uri = big.as_uri()
+    bottom = text.count("\n", 0, text.rindex("-> [D199]"))
+    assert bottom > first_publish.VISIBLE_LINES
+    opened = {"textDocument": {"uri": uri, "languageId": "shapescript", "version": 3, "text": text}}
+    messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": _initialize(project)},
+                {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+                {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": opened}]
+    got = _prelude(project, messages)
+    first = got["out"][1]["params"]
+    assert (first["uri"], first["version"]) == (uri, 3)
+    assert [(d["code"], d["range"]["start"]["line"]) for d in first["diagnostics"]] == [("E0101", 7)]
+    assert got["shown"] == []  # not kept diagnostics: the server publishes the whole file's
+    assert "shapescript_core.syntax.parser" in got["loaded"]  # the parser and lark: nothing else heavy
+    assert [m for m in got["loaded"] if not m.startswith(("lark", "shapescript_core.syntax.parser"))] == []
+    # the same, through the real server: then the whole file's syntax errors, then its check
+    env = {**os.environ, "PYTHONPATH": ROOT, "SHAPESCRIPT_CACHE_DIR": str(project / "cache")}
+    c = StdioClient(SERVER, cwd=str(project), env=env, stderr=subprocess.DEVNULL)
+    try:
+        c.request("initialize", _initialize(project))
+        c.notify("initialized", {})
+        c.notify("textDocument/didOpen", opened)
+        publishes = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and len(publishes) < 3:
+            try:
+                _, msg = c.receive(0.5)
+            except queue.Empty:
+                continue
+            if msg.get("method") == "textDocument/publishDiagnostics":
+                publishes.append([(d["code"], d["range"]["start"]["line"]) for d in msg["params"]["diagnostics"]])
+    finally:
+        c.close()
+    assert publishes[0] == [("E0101", 7)]
+    assert publishes[1] == [("E0101", 7), ("E0101", bottom)]
+    assert ("E0101", 7) in publishes[2] and ("E0101", bottom) in publishes[2]
+
+
+def test_a_small_file_gets_no_early_syntax_publish(project):
+    text = _large(top_error=True, bottom_error=False, items=3)
+    small = project / "small.ss"
+    small.write_text(text)
+    messages = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": _initialize(project)},
+                {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+                {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+                    "uri": small.as_uri(), "languageId": "shapescript", "version": 1, "text": text}}}]
+    got = _prelude(project, messages)
+    assert len(got["out"]) == 1 and got["out"][0]["id"] == 1  # the answer only: the server checks it
 
 
 def test_the_server_itself_starts_without_numpy_torch_or_transformers():

@@ -13,6 +13,7 @@ from lsprotocol import types as T
 
 from lsp_support import CONVERTER, ROOT, RawServer, uri_of
 from shapescript_server import diagnostics as D
+from shapescript_server import first_publish
 from shapescript_server.app import ShapeScriptServer
 from shapescript_server.documents import Documents
 from shapescript_server.transport import Framer, ParseError
@@ -419,7 +420,7 @@ def test_the_server_modules_import_each_other_without_a_cycle():
         if m not in state:
             visit(m, [m])
     assert cycles == []
-    assert graph["app"] == ["documents", "fast_start", "roots"]  # the server object knows no feature
+    assert graph["app"] == ["documents", "initialize_answer", "roots"]  # the server object knows no feature
 
 
 # ---------------------------------------------------------------- framing (shapescript_server/transport.py)
@@ -470,7 +471,7 @@ def test_large_files_opened_together_are_each_checked_and_trimmed_before_the_nex
     syntax errors published, is checked and published before the next one is parsed, and
     the one checked before it is trimmed before its check: at most two files are held
     whole at a time, not all of them (the peak memory of the open is what stays resident)."""
-    monkeypatch.setattr(D, "EARLY_ITEMS", 2)  # these files count as large
+    monkeypatch.setattr(first_publish, "EARLY_ITEMS", 2)  # these files count as large
     from test_workspace_reuse import TEXTS
     texts = TEXTS[:3] + [TEXTS[3].replace("mid(x) + x", "mid(x) + nowhere")]
     ls = make_server()

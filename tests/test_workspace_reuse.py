@@ -243,6 +243,47 @@ fn forward(m: Mlp, x: [b n D]) -> [b n D]:
     assert loaded == {"helper": True, "other": False, "inner": True, "forward": True}
 
 
+def test_an_importers_item_errors_are_kept_across_an_interface_edit_and_follow_its_own(tmp_path):
+    """A file's syntax errors and names defined twice are found once per version of its
+    items: an interface edit of an import re-analyses the importer with the same list
+    (the very same object), and an edit of the importer itself finds them again."""
+    f1 = F1 + "\nfn uses_helper(x: [D]) -> [D]:\n    return x\n\nfn bad(x: [D]) -> [D]:\n    return x +\n"
+    ws, paths = chain(str(tmp_path), [F0, f1])
+    analyze_all(ws, paths)
+    codes = sorted(d.code for d in ws.diagnostics(paths[1]))
+    assert codes.count("E0203") == 1 and "E0101" in codes  # defined twice; a syntax error
+    kept = ws._items_errors[paths[1]][2]
+    ws.set_text(paths[0], F0.replace("fn helper", "fn helpxr"))  # an interface edit
+    codes_after = sorted(d.code for d in ws.diagnostics(paths[1]))
+    assert ws.work_counts()[paths[1]]["analyses"] == 2 and ws._items_errors[paths[1]][2] is kept
+    assert "E0205" not in codes and "E0205" in codes_after  # `helper` unknown now
+    assert codes_after.count("E0203") == 1 and "E0101" in codes_after
+    ws.set_text(paths[1], f1.replace("fn bad", "fn good").replace("return x +", "return x"))
+    codes_own = sorted(d.code for d in ws.diagnostics(paths[1]))
+    assert "E0101" not in codes_own and codes_own.count("E0203") == 1
+    assert ws._items_errors[paths[1]][2] is not kept
+
+
+def test_opening_a_file_already_read_as_an_import_parses_only_what_differs(tmp_path):
+    """An editor opens the file the user was in first (the last of the chain), whose
+    check reads its imports from disk; opening those next takes the items read from
+    disk: no item of the same text is parsed again, and the first file's analysis still
+    holds."""
+    ws, paths = chain(str(tmp_path))
+    for p in paths[:-1]:
+        ws.close(p)
+    ws.analyze(paths[-1])
+    read = {p: ws.file(p).items[:] for p in paths[:-1]}
+    before = ws.work_counts()
+    ws.set_text(paths[0], F0)  # the same text as on disk
+    ws.set_text(paths[1], F1.replace("return helper(", "return helper(helper(") + ")")  # unsaved edit
+    assert all(a is b for a, b in zip(ws.files[paths[0]].items, read[paths[0]]))
+    again = [it for it in ws.files[paths[1]].items if any(it is old for old in read[paths[1]])]
+    assert len(again) == len(read[paths[1]]) - 1  # all but the edited function
+    ws.analyze(paths[-1])
+    assert delta(before, ws.work_counts(), "analyses")[-1] == 0  # f3: its last analysis holds
+
+
 def test_dropped_bodies_are_not_saved_and_the_reopened_file_parses_them_whole(tmp_path, monkeypatch):
     """A function whose body a trim dropped is left out of the parse cache: reading a
     dropped body parses the whole item again, so its kept header would save nothing. The

@@ -625,6 +625,26 @@ def parse_file(text: str, path: str, reuse: dict | None = None) -> list[A.Item]:
     return _parse_chunks(text, path, iter_items(text), reuse)
 
 
+def parse_head(text: str, path: str, limit: int) -> list[A.Item]:
+    """The items of a file that start before offset `limit`, as parse_file makes them:
+    what an editor shows of a file just opened, parsed before the rest."""
+    return _parse_chunks(text, path, itertools.takewhile(lambda c: c[0] < limit, iter_items(text)), None)
+
+
+def count_items(text: str, most: int) -> int:
+    """How many items the file has, counted up to `most`."""
+    return sum(1 for _ in itertools.islice(iter_items(text), most))
+
+
+def syntax_errors(items) -> list[Diagnostic]:
+    """The syntax and layout errors of these items: known as soon as they are parsed."""
+    out: list = []
+    for it in items:
+        out.extend(it.syntax_errors)
+        out.extend(getattr(it, "layout_errors", None) or ())
+    return out
+
+
 def _parse_chunks(text: str, path: str, chunks, reuse: dict | None) -> list[A.Item]:
     items: list[A.Item] = []
     shared = None  # the FileText of the DimItems made here
