@@ -249,6 +249,8 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     # Restart server: a second server, which answers; Show server log shows both starts
     assert "restarting the server" in r["log_text"] and "the server is running: shapescript-lsp" in r["log_text"]
     assert server_log.read_text(errors="replace").count("Notification 'initialized' received") == 2
+    # VS Code's own capabilities got the server's own answer (shipped, initialize_answer.py)
+    assert "answer to initialize differs" not in server_log.read_text(errors="replace")
     assert "x: [b D] f32" in r["hover_after_restart"]
     # Explain error under cursor: the code's docs page in a Markdown preview
     assert "Preview serving-engines.md" in r["explain_tab"]
