@@ -4,6 +4,7 @@ fresh parse; a cache that is missing, broken, another file's or another parser's
 cache."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 import queue
@@ -12,7 +13,7 @@ import time
 
 import pytest
 
-from shapescript_core.syntax import parse_cache
+from shapescript_core.syntax import ast as A, parse_cache
 from shapescript_core.workspace import Workspace
 from lsp_support import ROOT, SERVER
 from stdio_client import StdioClient
@@ -261,3 +262,18 @@ def test_a_parser_table_that_cant_be_written_is_logged_at_debug_level_only(tmp_p
         assert _rows(parser._Driver())
     said = [(r.levelname, r.getMessage()) for r in caplog.records if "parser table" in r.getMessage()]
     assert {level for level, _ in said} == {"DEBUG"} and any("not written" in m for _, m in said)
+
+
+def test_every_syntax_node_is_made_again_from_its_fields():
+    """ast.Node.__reduce__ pickles a node as its class and its dataclass fields, made
+    again by the class's own __init__: every node class must be a dataclass whose fields
+    all go through __init__ (else saving a parse cache fails, logged)."""
+    def subclasses(c):
+        for s in c.__subclasses__():
+            yield s
+            yield from subclasses(s)
+
+    nodes = list(subclasses(A.Node))
+    assert len(nodes) > 20
+    assert [n.__name__ for n in nodes if not dataclasses.is_dataclass(n)
+            or any(not f.init for f in dataclasses.fields(n))] == []
