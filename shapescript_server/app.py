@@ -184,6 +184,7 @@ class ShapeScriptServer(LanguageServer):
         self.replayed: dict = {}  # uri -> the version whose kept diagnostics were shown at didOpen
         self.shown_early: dict = {}  # uri -> (version, items) fast_start.py published before the server ran
         self.pulled_early: dict = {}  # uri -> (version, items) fast_start.py answered a pull with
+        self.first_lines_early: dict = {}  # uri -> version whose first syntax errors fast_start.py published
         self.kept_pull: dict = {}  # uri -> [version, kept items, answered]: a pulling client's first answer
         self.keep_timers: dict = {}  # uri -> the pending write of its diagnostics to disk
         # SourceFile -> (text, its hash): the texts of the imports a publish was made from

@@ -207,6 +207,25 @@ def show_kept(ls: ShapeScriptServer, uri: str) -> bool:
     return True
 
 
+def show_first_lines(ls: ShapeScriptServer, uri: str):
+    """On the loop, at didOpen when nothing kept was shown: a large file's syntax errors
+    in its first lines (first_publish.py), at once, for its check waits behind those of
+    the documents opened before it (a restored session opens many at once). Published
+    to a client that takes pushes; held to answer a pulling client's first pull with,
+    which is asked again when the check finds anything else (`_kept_checked`). Not
+    again for the document fast_start.py published them for."""
+    doc = ls.docs.get(uri)
+    if doc is None or ls.first_lines_early.pop(uri, None) == doc.version:
+        return
+    items = first_publish.visible_syntax(doc.text, doc.path, uri, doc.version)
+    if items is None:
+        return
+    if ls.push:
+        _publish(ls, uri, doc.version, items)
+    else:
+        ls.kept_pull[uri] = [doc.version, items, False]
+
+
 def hold_kept(ls: ShapeScriptServer, uri: str) -> bool:
     """Pull: keep the document's kept diagnostics to answer its first pull with, if it
     comes before the check is done; the check then asks the client to pull again only
@@ -359,7 +378,8 @@ def register(ls: ShapeScriptServer):
         ls.update_access()  # with no workspace folders, the document's folder may be read
         ls.replayed.pop(td.uri, None)
         ls.kept_pull.pop(td.uri, None)
-        show_kept(ls, td.uri)  # an earlier session's diagnostics of this very text, at once
+        if not show_kept(ls, td.uri):  # an earlier session's diagnostics of this very text, at once
+            show_first_lines(ls, td.uri)  # else a large file's first syntax errors
         schedule_check(ls, td.uri)
 
     @ls.feature(T.TEXT_DOCUMENT_DID_CHANGE)

@@ -48,9 +48,9 @@ WAIT_FOR_PULL = 0.25  # seconds after a pulling client's first didOpen to wait f
 class Early:
     """What `run` did: the messages it read (all of them, for the server, in order),
     its framer (holding the start of the next one), the id of the initialize it
-    answered, the kept diagnostics it published (uri -> (version, items)), and for a
-    client that pulls, the id of the pull it answered and what with (uri -> (version,
-    items))."""
+    answered, the kept diagnostics it published (uri -> (version, items)) or the first
+    lines' syntax errors (uri -> version), and for a client that pulls, the id of the
+    pull it answered and what with (uri -> (version, items))."""
 
     def __init__(self):
         self.framer = Framer()
@@ -59,6 +59,7 @@ class Early:
         self.shown: dict = {}
         self.pull_answered = None
         self.pulled: dict = {}
+        self.first_lines: dict = {}  # uri -> version: the first lines' syntax errors published
 
 
 def stdout_writer(stream=None) -> Callable[[dict], None]:
@@ -136,6 +137,8 @@ def _run(early: Early, fd: int, write: Callable[[dict], None]):
                        "params": {"uri": uri, "version": version, "diagnostics": items}})
                 if kept:
                     early.shown[uri] = (version, items)
+                else:
+                    early.first_lines[uri] = version
                 return
             # another notification (initialized, a configuration change): kept for the server
 

@@ -2,11 +2,13 @@
 
 A file of EARLY_ITEMS items or more, opened cold, has its syntax errors published as
 soon as it is parsed, before the check (then the complete diagnostics, same version:
-diagnostics.schedule_check). Before even that, at the first start of a session,
-fast_start.py publishes the syntax errors of the items an editor shows first: those
-that start in the first VISIBLE_LINES lines (an editor opens a file at its top; LSP
-doesn't say which lines are visible). Each publish replaces the one before it, and the
-last one is the check's. A smaller file is checked before anyone could see the
+diagnostics.schedule_check). Before even that, at its didOpen, the server publishes
+the syntax errors of the items an editor shows first: those that start in the first
+VISIBLE_LINES lines (an editor opens a file at its top; LSP doesn't say which lines are
+visible), for the check of a document waits behind those of the documents opened
+before it (diagnostics.show_first_lines); at the first start of a session fast_start.py
+does it before pygls is loaded. Each publish replaces the one before it, and the last
+one is the check's. A smaller file is checked before anyone could see the
 difference. No lsprotocol, no pygls (fast_start.py runs before they are loaded).
 """
 from __future__ import annotations

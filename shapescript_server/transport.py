@@ -113,6 +113,7 @@ def serve_io(ls, stdin=None, stdout=None, early=None) -> int:
         ls.protocol.pull_answered_early = early.pull_answered
         ls.shown_early = dict(early.shown)
         ls.pulled_early = dict(early.pulled)
+        ls.first_lines_early = dict(early.first_lines)
 
     async def main():
         loop = asyncio.get_running_loop()

@@ -282,3 +282,53 @@ def test_a_pulling_client_s_first_pull_is_answered_early_then_refreshed(project)
         assert c.answers == {}  # the first pull was answered once
     finally:
         c.close()
+
+
+def _frame(msg: dict) -> bytes:
+    body = json.dumps(msg).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+@pytest.mark.parametrize("pulls", [False, True])
+def test_each_large_file_opened_shows_its_first_syntax_errors_before_its_check(project, pulls):
+    """The server (after fast_start.py): a second large file opened cold gets the syntax
+    errors of its first lines at didOpen (pushed, or as the answer to its first pull),
+    before its check, which waits behind the first file's."""
+    texts = {name: _large(top_error=True, bottom_error=True) for name in ("one.ss", "two.ss")}
+    uris = {}
+    for name, text in texts.items():
+        (project / name).write_text(text)
+        uris[name] = (project / name).as_uri()
+    bottom = texts["two.ss"].count("\n", 0, texts["two.ss"].rindex("-> [D199]"))
+    init = {**_initialize(project), "capabilities": PULL_CAPS if pulls else CAPS}
+    env = {**os.environ, "PYTHONPATH": ROOT, "SHAPESCRIPT_CACHE_DIR": str(project / "cache")}
+    c = StdioClient(SERVER, cwd=str(project), env=env, stderr=subprocess.DEVNULL)
+    try:
+        c.request("initialize", init)
+        c.notify("initialized", {})
+        opens = [_frame({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": uris[n], "languageId": "shapescript", "version": 1, "text": t}}}) for n, t in texts.items()]
+        c.write(opens[0])
+        c.request("textDocument/documentSymbol", {"textDocument": {"uri": uris["one.ss"]}})  # the server runs
+        pull_id = c.next_id = c.next_id + 1
+        c.write(opens[1] + (_frame({"jsonrpc": "2.0", "id": pull_id, "method": "textDocument/diagnostic",
+                                    "params": {"textDocument": {"uri": uris["two.ss"]}}}) if pulls else b""))
+        if pulls:
+            first = c.answer(pull_id)["result"]
+            assert first["resultId"].startswith("kept-")  # held at didOpen, answered before the check
+            assert [(d["code"], d["range"]["start"]["line"]) for d in first["items"]] == [("E0101", 7)]
+        else:
+            publishes = []
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and len(publishes) < 3:
+                try:
+                    _, msg = c.receive(0.5)
+                except queue.Empty:
+                    continue
+                if msg.get("method") == "textDocument/publishDiagnostics" and msg["params"]["uri"] == uris["two.ss"]:
+                    publishes.append([(d["code"], d["range"]["start"]["line"]) for d in msg["params"]["diagnostics"]])
+            assert publishes[0] == [("E0101", 7)]
+            assert publishes[1] == [("E0101", 7), ("E0101", bottom)]
+            assert ("E0101", bottom) in publishes[2]
+    finally:
+        c.close()
