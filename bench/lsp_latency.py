@@ -177,17 +177,22 @@ def python_source(lines: int) -> str:
 QUIET = 4.0  # seconds without a publish after which the diagnostics count as complete
 
 
+def _write(root: str, name: str, text: str) -> str:
+    """Write the file to open; its URI."""
+    os.makedirs(root, exist_ok=True)
+    path = os.path.join(root, name)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return f"file://{path}"
+
+
 def cold_open(cmd: list, root: str, name: str, text: str, language: str, env=None, linger: str = "") -> dict:
     """One fresh server: seconds from spawn to the first publish of the file, from
     didOpen to it, and from didOpen to the last publish of version 1 that came within
     QUIET seconds (the complete diagnostics when a syntax-only publish came first)."""
-    os.makedirs(root, exist_ok=True)
     if linger:
         os.makedirs(linger, exist_ok=True)
-    path = os.path.join(root, name)
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    uri = f"file://{path}"
+    uri = _write(root, name, text)
     t_spawn = time.perf_counter()
     srv = StdioClientFor(cmd, root, env)
     srv.request("initialize", {"processId": os.getpid(), "rootUri": f"file://{root}",
@@ -226,11 +231,7 @@ def cold_open(cmd: list, root: str, name: str, text: str, language: str, env=Non
 def cold_pull(cmd: list, root: str, name: str, text: str, env=None) -> dict:
     """One fresh server, for a client that pulls diagnostics (as VS Code does): seconds
     from spawn, and from didOpen, to the answer of its first pull."""
-    os.makedirs(root, exist_ok=True)
-    path = os.path.join(root, name)
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    uri = f"file://{path}"
+    uri = _write(root, name, text)
     t_spawn = time.perf_counter()
     srv = StdioClientFor(cmd, root, env)
     try:

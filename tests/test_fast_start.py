@@ -160,6 +160,20 @@ def _large(top_error: bool, bottom_error: bool, items: int = 0) -> str:
     return "\n".join(parts[:items or len(parts)])
 
 
+def _publishes(c: StdioClient, uri: str, count: int) -> list:
+    """The first `count` publishes of `uri`, as [(code, line)] each."""
+    publishes: list = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(publishes) < count:
+        try:
+            _, msg = c.receive(0.5)
+        except queue.Empty:
+            continue
+        if msg.get("method") == "textDocument/publishDiagnostics" and msg["params"]["uri"] == uri:
+            publishes.append([(d["code"], d["range"]["start"]["line"]) for d in msg["params"]["diagnostics"]])
+    return publishes
+
+
 def test_a_first_open_of_a_large_file_shows_the_syntax_errors_of_its_first_lines_at_once(project):
     """No kept diagnostics: fast_start publishes the syntax errors of the items in the
     first VISIBLE_LINES lines (not the one at the bottom), without pygls's protocol,
@@ -189,15 +203,7 @@ def test_a_first_open_of_a_large_file_shows_the_syntax_errors_of_its_first_lines
         c.request("initialize", _initialize(project))
         c.notify("initialized", {})
         c.notify("textDocument/didOpen", opened)
-        publishes = []
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and len(publishes) < 3:
-            try:
-                _, msg = c.receive(0.5)
-            except queue.Empty:
-                continue
-            if msg.get("method") == "textDocument/publishDiagnostics":
-                publishes.append([(d["code"], d["range"]["start"]["line"]) for d in msg["params"]["diagnostics"]])
+        publishes = _publishes(c, uri, 3)
     finally:
         c.close()
     assert publishes[0] == [("E0101", 7)]
@@ -318,15 +324,7 @@ def test_each_large_file_opened_shows_its_first_syntax_errors_before_its_check(p
             assert first["resultId"].startswith("kept-")  # held at didOpen, answered before the check
             assert [(d["code"], d["range"]["start"]["line"]) for d in first["items"]] == [("E0101", 7)]
         else:
-            publishes = []
-            deadline = time.monotonic() + 120
-            while time.monotonic() < deadline and len(publishes) < 3:
-                try:
-                    _, msg = c.receive(0.5)
-                except queue.Empty:
-                    continue
-                if msg.get("method") == "textDocument/publishDiagnostics" and msg["params"]["uri"] == uris["two.ss"]:
-                    publishes.append([(d["code"], d["range"]["start"]["line"]) for d in msg["params"]["diagnostics"]])
+            publishes = _publishes(c, uris["two.ss"], 3)
             assert publishes[0] == [("E0101", 7)]
             assert publishes[1] == [("E0101", 7), ("E0101", bottom)]
             assert ("E0101", bottom) in publishes[2]
