@@ -937,13 +937,8 @@ class Workspace:
         known = self._items_errors.get(f.path)
         if known is not None and known[0] is f.items and known[1] is own:
             return known[2]
-        out: list = []
+        out = syntax_errors(f.items)
         for i, it in enumerate(f.items):
-            if it.syntax_errors:
-                out.extend(it.syntax_errors)
-            layout = getattr(it, "layout_errors", None)
-            if layout:
-                out.extend(layout)
             first = own.earlier(i, it)
             if first is not None:
                 out.append(defined_twice(it.span(it.name_pos), it.name, first.span(first.name_pos))

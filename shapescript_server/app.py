@@ -77,8 +77,9 @@ class Protocol(LanguageServerProtocol):
     the server's own (`Documents`), so pygls keeps no second copy; malformed requests
     are answered instead of dropped."""
 
-    answered_early = None  # the id of the initialize fast_start.py answered: not answered again
-    pull_answered_early = None  # ... and of the pull of diagnostics it answered
+    # id -> method of the requests fast_start.py answered: not answered again (serve_io
+    # gives each server its own; this empty one is only read)
+    answered_early: dict = {}
 
     @lsp_method(T.INITIALIZE)
     def lsp_initialize(self, params: T.InitializeParams):
@@ -87,7 +88,7 @@ class Protocol(LanguageServerProtocol):
         result = yield from super().lsp_initialize(params)
         self._server.adjust_capabilities(result.capabilities)
         raw = self._server.raw_initialize
-        if raw is not None and self.answered_early is not None:
+        if raw is not None and T.INITIALIZE in self.answered_early.values():
             answer = self._converter.unstructure(result)
             sent = initialize_answer.shipped(raw)
             if sent != answer:  # never: initialize_answer.py's variants hold all it depends on
@@ -96,15 +97,10 @@ class Protocol(LanguageServerProtocol):
         return result
 
     def _send_response(self, msg_id, result=None, error=None):
-        if msg_id is not None and msg_id == self.answered_early:
-            self.answered_early = None
+        method = self.answered_early.pop(msg_id, None) if isinstance(msg_id, (int, str)) else None
+        if method is not None:
             if error is not None:
-                log.error("initialize, answered early, failed here: %s", error)
-            return
-        if msg_id is not None and msg_id == self.pull_answered_early:
-            self.pull_answered_early = None
-            if error is not None:
-                log.error("a pull, answered early, failed here: %s", error)
+                log.error("%s, answered early, failed here: %s", method, error)
             return
         super()._send_response(msg_id, result, error)
 

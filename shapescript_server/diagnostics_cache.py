@@ -115,7 +115,15 @@ def load(path: str, text: str, settings: str, dep_hash: Callable[[str], Optional
     settings and imports whose texts `dep_hash` (path -> hash now) finds unchanged;
     else None."""
     cache = _file_for(path)
-    data = read_json(cache, MAX_BYTES, "diagnostics cache")
+    raw = parse_cache.read_private(cache, lambda fh: fh.read(MAX_BYTES + 1), "diagnostics cache")
+    data = None
+    if raw is not None and len(raw) > MAX_BYTES:
+        log.debug("diagnostics cache %s not read: larger than %d bytes", cache, MAX_BYTES)
+    elif raw is not None:
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:  # a broken file is no cache
+            log.debug("diagnostics cache %s not read: %r", cache, exc)
     if not _valid(data, path):
         log.debug("diagnostics cache %s is not this file's", cache)
         return None
@@ -153,47 +161,22 @@ def kept(path: str, text: str, settings: str, open_texts: dict, access: Access,
 def save(path: str, text_digest: str, settings: str, deps: Iterable, diagnostics: list) -> bool:
     """Keep the complete diagnostics of `path` (its text's hash `text_digest`, the
     import closure's [(path, hash)]); False (logged) when that can't be done."""
-    data = {"format": FORMAT, "path": path, "text": text_digest, "settings": settings,
-            "deps": [[p, h] for p, h in deps], "diagnostics": diagnostics}
-    return write_json(_file_for(path), data, MAX_BYTES, (SUFFIX, MAX_ENTRIES), f"diagnostics cache for {path}")
-
-
-def read_json(path: str, limit: int, what: str):
-    """The JSON value in a cache file (at most `limit` bytes, private to this user,
-    parse_cache.private), or None (a missing, foreign or broken file: logged)."""
+    what = f"diagnostics cache for {path}"
     try:
-        with open(path, "rb") as fh:
-            if not parse_cache.private(fh.fileno(), os.path.dirname(path)):
-                log.warning("%s %s not read: it or its folder is not private to this user", what, path)
-                return None
-            raw = fh.read(limit + 1)
-        if len(raw) > limit:
-            log.debug("%s %s not read: larger than %d bytes", what, path, limit)
-            return None
-        return json.loads(raw)
-    except FileNotFoundError:
-        return None
-    except Exception as exc:  # a broken or foreign file is no cache
-        log.debug("%s %s not read: %r", what, path, exc)
-        return None
-
-
-def write_json(path: str, data, limit: int, keep: tuple, what: str) -> bool:
-    """Write a JSON value to a cache file in its private folder (`parse_cache.write_private`),
-    unless it takes more than `limit` bytes; then keep at most `keep[1]` files named
-    `*keep[0]` there (`prune`). False (logged) when not written."""
-    try:
-        body = json.dumps(data, separators=(",", ":")).encode("utf-8", "surrogatepass")
+        body = json.dumps({"format": FORMAT, "path": path, "text": text_digest, "settings": settings,
+                           "deps": [[p, h] for p, h in deps], "diagnostics": diagnostics},
+                          separators=(",", ":")).encode("utf-8", "surrogatepass")
     except Exception as exc:
         log.warning("%s not written: %r", what, exc)
         return False
-    if len(body) > limit:
+    if len(body) > MAX_BYTES:
         log.debug("%s not written: %d bytes", what, len(body))
         return False
-    if not parse_cache.write_private(path, lambda fh: fh.write(body), what):
+    cache = _file_for(path)
+    if not parse_cache.write_private(cache, lambda fh: fh.write(body), what, prefix=".diags-"):
         return False
     try:
-        prune(os.path.dirname(path), *keep)
+        prune(os.path.dirname(cache), SUFFIX, MAX_ENTRIES)
     except Exception as exc:
         log.warning("%s: the old entries not pruned: %r", what, exc)
     return True

@@ -109,8 +109,9 @@ def serve_io(ls, stdin=None, stdout=None, early=None) -> int:
     ls.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
     stream = stdin or sys.stdin.buffer
     if early is not None:
-        ls.protocol.answered_early = early.answered
-        ls.protocol.pull_answered_early = early.pull_answered
+        ls.protocol.answered_early = {i: m for i, m in ((early.answered, "initialize"),
+                                                        (early.pull_answered, "textDocument/diagnostic"))
+                                      if i is not None}
         ls.shown_early = dict(early.shown)
         ls.pulled_early = dict(early.pulled)
         ls.first_lines_early = dict(early.first_lines)

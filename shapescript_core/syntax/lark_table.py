@@ -60,20 +60,18 @@ def parser(grammar: str, lexer: type, transformer) -> Lark:
 
 
 def _load(path: str, lexer: type, transformer):
+    saved = parse_cache.read_private(path, lambda fh: _PlainUnpickler(fh).load(), "parser table",
+                                     level=logging.DEBUG)
+    if saved is None:
+        return None
     try:
-        with open(path, "rb") as fh:
-            if not parse_cache.private(fh.fileno(), os.path.dirname(path)):
-                log.debug("parser table %s not read: it or its folder is not private to this user", path)
-                return None
-            fmt, data, memo = _PlainUnpickler(fh).load()
+        fmt, data, memo = saved
         if fmt != FORMAT or data["options"]["lexer"] != _LEXER or data["parser"]["lexer_conf"]["lexer_type"] != _LEXER:
             log.debug("parser table %s is not this version's", path)
             return None
         data["options"]["lexer"] = lexer
         data["parser"]["lexer_conf"]["lexer_type"] = lexer
         return Lark._load_from_dict(data, memo, transformer=transformer)
-    except FileNotFoundError:
-        return None
     except Exception as exc:  # a broken or foreign file is no cache: the parser is built
         log.debug("parser table %s not read: %r", path, exc)
         return None

@@ -93,19 +93,29 @@ def private(fd: int, folder: str) -> bool:
     return True
 
 
+def read_private(path: str, read, what: str, level: int = logging.WARNING):
+    """`read(fh)` of a cache file opened for reading, when the file and its folder are
+    private to this user (`private`); None when it is missing, not private (logged at
+    `level`) or `read` fails (logged at debug level): a broken or foreign file is no
+    cache. The one reader of the caches' files, as `write_private` is their writer."""
+    try:
+        with open(path, "rb") as fh:
+            if not private(fh.fileno(), os.path.dirname(path)):
+                log.log(level, "%s %s not read: it or its folder is not private to this user", what, path)
+                return None
+            return read(fh)
+    except FileNotFoundError:
+        return None
+    except Exception as exc:  # a broken or foreign file is no cache
+        log.debug("%s %s not read: %r", what, path, exc)
+        return None
+
+
 def load(path: str) -> dict:
     """text -> [items] of the last items saved for `path` ({} when there are none)."""
     cache = _file_for(path)
-    try:
-        with open(cache, "rb") as fh:
-            if not private(fh.fileno(), os.path.dirname(cache)):
-                log.warning("parse cache %s not read: it or its folder is not private to this user", cache)
-                return {}
-            data = _ItemsUnpickler(fh).load()
-    except FileNotFoundError:
-        return {}
-    except Exception as exc:  # a broken or foreign cache file is no cache
-        log.debug("parse cache %s not read: %r", cache, exc)
+    data = read_private(cache, lambda fh: _ItemsUnpickler(fh).load(), "parse cache")
+    if data is None:
         return {}
     if not (isinstance(data, tuple) and len(data) == 3 and data[0] == FORMAT and data[1] == path
             and isinstance(data[2], list) and all(isinstance(it, A.Item) for it in data[2])):
