@@ -168,6 +168,8 @@ def check_path(path: str, access: Access = Access()) -> tuple[str, Optional[Refu
         return path, None
     real = os.path.realpath(path)
     if access.outside(real):
+        if not access.roots:
+            return path, Refusal(path, "outside", "no workspace folder is open, nor any document beside it")
         where = "the workspace folder" if len(access.roots) == 1 else "the workspace folders"
         return path, Refusal(path, "outside", f"it is outside {where} (`{access.roots[0]}`"
                                              + (f" and {len(access.roots) - 1} more)" if len(access.roots) > 1 else ")"))
@@ -211,6 +213,8 @@ def outside_problem(path: str, access: Access, what: str) -> Optional[str]:
         return f"{what} `{shown(path)}` holds a NUL or characters no file name can hold"
     real = os.path.realpath(path)
     if access.outside(real):
+        if not access.roots:
+            return path, Refusal(path, "outside", "no workspace folder is open, nor any document beside it")
         where = "the workspace folder" if len(access.roots) == 1 else "the workspace folders"
         return f"{what} `{shown(path)}` is outside {where}: the editor reads and writes only inside it"
     return None

@@ -70,7 +70,11 @@ class SourceFile:
     decode_error: Optional[str] = None  # read from disk, not UTF-8: where the first bad byte is
     _imports: Optional[tuple] = None  # (items, root, [(ImportItem, path)]): Workspace._import_targets
 
-    def __init__(self, path: str, text: str, version: Optional[int] = None, cached: bool = False):
+    def __init__(self, path: str, text: str, version: Optional[int] = None, cached: bool = False,
+                 interface: bool = False):
+        """`interface`: functions parsed at interface depth (parser.parse_interface), their
+        bodies when read: a file read for what it declares (an import) parses about a
+        third of its text; its check reads, so parses, all of them."""
         self.path = path
         self.version = version
         self.text = ""
@@ -79,16 +83,16 @@ class SourceFile:
         if cached:  # the items saved for this path by an earlier session, reused by their text
             text = normalize_newlines(text)
             with _no_gc():
-                self.items = parse_file(text, path, parse_cache.load(path))
+                self.items = parse_file(text, path, parse_cache.load(path), interface)
             self.lines = LineIndex(text)
             self.text = text
         else:
-            self.set_text(text, version)
+            self.set_text(text, version, interface)
 
-    def set_text(self, text: str, version: Optional[int] = None):
+    def set_text(self, text: str, version: Optional[int] = None, interface: bool = False):
         text = normalize_newlines(text)  # a bare \r ends a line, as in LSP: same offsets
         with _no_gc():
-            self.items = reparse_file(self.items, self.text, text, self.path)
+            self.items = reparse_file(self.items, self.text, text, self.path, interface)
         self.lines = _lines_after(self.text, self.lines, text)
         self.text = text
         self.version = version
@@ -355,7 +359,9 @@ class Workspace:
     def norm(path: str) -> str:
         return os.path.normpath(os.path.abspath(path))
 
-    def set_text(self, path: str, text: str, version: Optional[int] = None) -> SourceFile:
+    def set_text(self, path: str, text: str, version: Optional[int] = None, interface: bool = False) -> SourceFile:
+        """An open file's text (`interface`: its items parsed at interface depth, its
+        function bodies when its check reads them: SourceFile)."""
         path = self.norm(path)
         f = self.files.get(path)
         if f is None:
@@ -366,16 +372,16 @@ class Workspace:
                 # opens the files an open one imports, once each, not twice)
                 f = disk[1]
                 before = f.items
-                f.set_text(text, version)
+                f.set_text(text, version, interface)
                 self._forget(before, keep=f.items)
             else:
                 if disk is not None:
                     self._forget(disk[1].items)
-                f = SourceFile(path, text, version, cached=self._use_parse_cache)
+                f = SourceFile(path, text, version, cached=self._use_parse_cache, interface=interface)
             self.files[path] = f
         else:
             before = f.items
-            f.set_text(text, version)
+            f.set_text(text, version, interface)
             self._forget(before, keep=f.items)
         self.open.add(path)
         self._drop(path)
@@ -392,7 +398,9 @@ class Workspace:
         a later read of either (hover, an export, a body to check again) parses that body
         again from its text and checks it with the file's environment. The functions an
         export of the file reaches stay whole (the export checks read them at every
-        analysis). How many functions it slimmed (each analysis is trimmed once)."""
+        analysis). A body read since (a search, a hover) in a file read only for what it
+        declares (not open, not analysed) is dropped again: such a file keeps its
+        interface. How many functions it slimmed (each analysis is trimmed once)."""
         keep = set(self._recent)
         slimmed = 0
         if A.parsed_again:
@@ -402,6 +410,9 @@ class Workspace:
             del A.parsed_again[:]
             for item in items:
                 a = self._analysis.get(item.path)
+                if a is None and item.path not in self.open:
+                    item.drop_body()  # a file read for what it declares: its interface is what stays
+                    continue
                 res = a.fns.get(item.name) if a is not None and a.trimmed and item.path not in keep else None
                 if res is not None and res.item is item and res.slimmed:
                     item.drop_body()
@@ -431,9 +442,12 @@ class Workspace:
 
     def syntax_diagnostics(self, path: str) -> list:
         """The syntax and layout errors of an open file's items: known as soon as it is
-        parsed, before any check."""
+        parsed, before any check (its function bodies parsed now, if they were not)."""
         f = self.files.get(self.norm(path))
-        return syntax_errors(f.items) if f is not None else []
+        if f is None:
+            return []
+        with _no_gc():
+            return syntax_errors(f.items)
 
     def save_parse_cache(self, path: str) -> bool:
         """Keep an open file's parsed items on disk for the next session (parse_cache.py)."""
@@ -504,7 +518,9 @@ class Workspace:
         except ReadRefused as e:
             return self._refuse(path, e.refusal)
         text, sf_problem = decode_source(data)
-        sf = SourceFile(path, text, cached=self._use_parse_cache)  # the server: saved items reused
+        # read for what it declares: its functions' bodies parsed when read (by a check of
+        # it, a search, a hover); the server: saved items reused
+        sf = SourceFile(path, text, cached=self._use_parse_cache, interface=True)
         sf.decode_error = sf_problem  # not UTF-8: E0210 at the import that reads it
         if cached:
             self._forget(cached[1].items)

@@ -14,6 +14,7 @@ from shapescript_core.workspace import Cancelled
 from . import convert, diagnostics_cache, diagnostics_json, first_publish, memory
 from .documents import UNTITLED
 from .guard import guarded
+from .open_order import Unchecked
 
 if TYPE_CHECKING:
     from .app import ShapeScriptServer
@@ -37,66 +38,125 @@ def schedule_check(ls: ShapeScriptServer, uri: str):
     version is no longer the document's does nothing (the newer change's job, queued
     behind it, parses and checks that text), and a check under way stops between two
     function bodies when a newer change arrives (what it checked stays cached). So a
-    burst of keystrokes costs one check, of the last text."""
+    burst of keystrokes costs one check, of the last text.
+
+    A document not checked since it was opened waits in `ls.unchecked`, and those are
+    checked the most recent first (`_check_latest_opened`)."""
     doc = ls.docs.get(uri)
     if doc is None:
         return
     ls.generation += 1
     path, text, version = doc.path, doc.text, doc.version
+    if _unchecked(ls).add(uri, (path, text, version)):
+        ls.submit("check", lambda: _check_latest_opened(ls))
+        return
 
     def stale() -> bool:
         return ls.docs.version(uri) != version
 
-    def job():
-        if stale():
-            return  # a newer change is queued behind this job: it checks and publishes
-        cold = path not in ls.ws.files
-        f = ls.ws.set_text(path, text, version)
-        big = cold and first_publish.is_large(len(f.items))
-        if big and ls.push and ls.replayed.get(uri) != version:  # not when the kept diagnostics are shown
-            items = diagnostics_json.diagnostics(ls.ws.syntax_diagnostics(path), path, ls.lines_for,
-                                                   ls.docs.uri_for, ls.docs.version)
-            ls.call_soon(_publish, ls, uri, version, items)
-        if big and ls.ws.parse_cache_used:
-            ls.call_soon(_save_later, ls, uri, path)
-        # checked before the next document's job parses, the file checked before it
-        # trimmed first (it is no longer the one changed last): of the documents opened
-        # with it (a restored session, a folder opened whole), one is held whole at a
-        # time, not all of them at once; the peak of a cold open is what stays resident
-        # (docs/architecture.md)
-        if big:
-            trim(ls)
-        check()
+    ls.submit("check", lambda: _check(ls, uri, path, text, version, stale, stale, None))
 
-    def check():
-        if stale():
+
+def _unchecked(ls: ShapeScriptServer) -> Unchecked:
+    """The documents opened and not checked since (made at the first open)."""
+    u = getattr(ls, "unchecked", None)
+    if u is None:
+        u = ls.unchecked = Unchecked()
+    return u
+
+
+def _check_latest_opened(ls: ShapeScriptServer):
+    """On the core thread: the document opened (or changed) last of those not checked
+    since they were opened, checked first: the one the user looks at, of a restored
+    session's many. The others are read at interface depth first (their functions'
+    headers, Workspace.set_text), so this one's diagnostics do not wait for their bodies.
+    A newer document opened meanwhile stops this check before its whole parse, or between
+    two function bodies (what it checked stays cached); it goes back to wait, last."""
+    got = _unchecked(ls).latest()
+    if got is None:
+        return
+    uri, (path, text, version), mark = got
+
+    def stale() -> bool:
+        return ls.docs.version(uri) != version
+
+    def cancelled() -> bool:
+        return stale() or _unchecked(ls).opened_since(mark)
+
+    if stale():
+        return
+    _imports_at_interface_depth(ls, path, text, version)
+    if cancelled() or _check(ls, uri, path, text, version, stale, cancelled, True) is Cancelled:
+        if not stale():  # a newer document came: it goes first
+            _unchecked(ls).put_back(uri, (path, text, version))
+            ls.submit("check", lambda: _check_latest_opened(ls))
+
+
+def _imports_at_interface_depth(ls: ShapeScriptServer, path: str, text: str, version):
+    """On the core thread: a document's text, and the editor texts of the open documents
+    it imports that wait for their first check, read at interface depth (function
+    headers, Workspace.set_text): what its check reads of them. A third of a whole
+    parse each: a newer document opened meanwhile is seen before any body is parsed."""
+    waiting = {p: (t, v) for p, t, v in _unchecked(ls).waiting()}
+    ls.ws.set_text(path, text, version, interface=True)  # its bodies when its check reads them
+    while True:
+        todo = [p for p in ls.ws.import_closure(path) if p in waiting and p not in ls.ws.files]
+        if not todo:
             return
-        try:
-            ls.ws.analyze(path, cancelled=stale)
-        except Cancelled:
-            log.debug("check of %s version %s dropped: the document moved on", path, version)
-            return
-        # the files it imports too: their fixes may reach into this one (calls to reorder)
-        importers = ls.ws.importers(path)
-        others = importers + [o for o in sorted(ls.ws.open)
-                              if o != path and o not in importers and path in ls.ws.importers(o)]
-        if ls.push:
-            publish_file(ls, uri, path, version)
-            for other in others:
-                ls.pending[other] = None
-            if ls.pending:
-                ls.submit("republish dependents", lambda: republish_pending(ls, ls.generation))
-        else:
-            if uri in ls.kept_pull:
-                a = ls.ws.analyze(path)
-                items = diagnostics_json.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for,
-                                                       ls.docs.version)
-                ls.call_soon(_kept_checked, ls, uri, version, items, _record(ls, a, path))
-            if others:
-                ls.call_soon(refresh_pull, ls)
+        for p in todo:
+            ls.ws.set_text(p, *waiting[p], interface=True)
+
+
+def _check(ls: ShapeScriptServer, uri: str, path: str, text: str, version, stale, cancelled, opened: bool):
+    """On the core thread: parse and check a document's text and publish what it finds
+    (`opened`: its first check since it was opened; None: when the workspace does not
+    hold it yet). Cancelled when `cancelled()` stopped it."""
+    if stale():
+        return None  # a newer change is queued behind this job: it checks and publishes
+    if opened is None:
+        opened = path not in ls.ws.files
+    f = ls.ws.set_text(path, text, version)
+    big = opened and first_publish.is_large(len(f.items))
+    if big and ls.push and ls.replayed.get(uri) != version:  # not when the kept diagnostics are shown
+        items = diagnostics_json.diagnostics(ls.ws.syntax_diagnostics(path), path, ls.lines_for,
+                                               ls.docs.uri_for, ls.docs.version)
+        ls.call_soon(_publish, ls, uri, version, items)
+    if big and ls.ws.parse_cache_used:
+        ls.call_soon(_save_later, ls, uri, path)
+    # checked before the next document's job parses, the file checked before it
+    # trimmed first (it is no longer the one changed last): of the documents opened
+    # with it (a restored session, a folder opened whole), one is held whole at a
+    # time, not all of them at once; the peak of a cold open is what stays resident
+    # (docs/architecture.md)
+    if big:
         trim(ls)
-
-    ls.submit("check", job)
+    if stale():
+        return None
+    try:
+        ls.ws.analyze(path, cancelled=cancelled)
+    except Cancelled:
+        log.debug("check of %s version %s stopped: the document moved on, or another was opened", path, version)
+        return Cancelled
+    # the files it imports too: their fixes may reach into this one (calls to reorder)
+    importers = ls.ws.importers(path)
+    others = importers + [o for o in sorted(ls.ws.open)
+                          if o != path and o not in importers and path in ls.ws.importers(o)]
+    if ls.push:
+        publish_file(ls, uri, path, version)
+        for other in others:
+            ls.pending[other] = None
+        if ls.pending:
+            ls.submit("republish dependents", lambda: republish_pending(ls, ls.generation))
+    else:
+        if uri in ls.kept_pull:
+            a = ls.ws.analyze(path)
+            items = diagnostics_json.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for,
+                                                   ls.docs.version)
+            ls.call_soon(_kept_checked, ls, uri, version, items, _record(ls, a, path))
+        if others:
+            ls.call_soon(refresh_pull, ls)
+    trim(ls)
+    return None
 
 
 def republish_pending(ls: ShapeScriptServer, generation: int):
@@ -378,6 +438,7 @@ def register(ls: ShapeScriptServer):
         ls.update_access()  # with no workspace folders, the document's folder may be read
         ls.replayed.pop(td.uri, None)
         ls.kept_pull.pop(td.uri, None)
+        _unchecked(ls).opened(td.uri)
         if not show_kept(ls, td.uri):  # an earlier session's diagnostics of this very text, at once
             show_first_lines(ls, td.uri)  # else a large file's first syntax errors
         schedule_check(ls, td.uri)
@@ -403,6 +464,7 @@ def register(ls: ShapeScriptServer):
         ls.published.pop(uri, None)
         ls.replayed.pop(uri, None)
         ls.kept_pull.pop(uri, None)
+        _unchecked(ls).discard(uri)
         ls.published_from.pop(doc.path, None)
         ls.pending.pop(doc.path, None)
         if ls.push:

@@ -259,6 +259,8 @@ class FnChecker:
             if p.node.default is not None:
                 self.expr(p.node.default)
         self.sig = sig
+        if item.syntax_errors:  # a body that didn't parse: its syntax error says it all
+            return self._result()
         run(self.block(item.body))
         self._check_returns(item.body)
         for loc in self.all_locals:
@@ -267,8 +269,11 @@ class FnChecker:
                                           "assigned here, never read").help(
                     f"remove it, or name it `_{loc.name}` if that is intended").fix(
                     Fix.unsafe(f"Rename to `_{loc.name}`", Edit(item.span(loc.pos), f"_{loc.name}"))))
-        return FnResult(item, self.diags, self.types, self.nodes, self.calls, self.callees, self.deps,
-                        self.locals_at, self.svars, self.pattern_info, sig.ret, self.field_reads,
+        return self._result()
+
+    def _result(self) -> FnResult:
+        return FnResult(self.item, self.diags, self.types, self.nodes, self.calls, self.callees, self.deps,
+                        self.locals_at, self.svars, self.pattern_info, self.sig.ret, self.field_reads,
                         self.static, self.loops)
 
     def _check_returns(self, body):

@@ -389,7 +389,7 @@ def build_program(ws, path: str, fn_name: Optional[str] = None) -> Program:
     for r in fns:
         env = reach.env_of(r.item)
         sig = env.sig(r.item.name)
-        if sig is None or sig.broken:
+        if sig is None or sig.broken or r.item.syntax_errors:
             raise CompileError(f"`{r.item.name}` did not check")
         graphs[r.item.name] = lower_function(r, sig, env, ws)
     dims = {}

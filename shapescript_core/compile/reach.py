@@ -89,7 +89,7 @@ class Reach:
     functions or the models they use."""
         anchors = {id(r.item) for r in fns}
         for r in fns:
-            if any(_core(d) for d in r.diags):
+            if r.item.syntax_errors or any(_core(d) for d in r.diags):  # a body that didn't parse, or errors
                 return True
             env = self.env_of(r.item)
             if env is None or _calls_broken(r, env):

@@ -146,7 +146,7 @@ class Evaluator:
         an = self.ws.analyze(item.path)
         res = an.fns.get(item.name) if an is not None else None
         sig = an.env.sig(item.name) if an is not None else None
-        if res is None or sig is None:
+        if res is None or sig is None or item.syntax_errors:  # (a body that didn't parse)
             raise EvaluateError(f"`{item.name}` did not check")
         return Function(item.name, res, sig, an.env)
 

@@ -512,37 +512,63 @@ class ModelItem(Item):
 
 
 class _Body:
-    """`FnItem.body` when the item's own is not in its dict: none ([]), or, after
-    `drop_body`, its statements parsed again from the item's text (by the parser that
-    registered `body_parser`: it is the same text, so the same statements at the same
-    spans, as new objects). A body in the item's dict is read as a plain attribute."""
+    """`FnItem.body` when the item's own is not in its dict: none ([]), or, when it was
+    dropped (`drop_body`) or never parsed (an interface-depth parse, `parse_interface`),
+    its statements parsed from the item's text (by the parser that registered
+    `body_parser`: the same text, so the same statements at the same spans, as new
+    objects). A body in the item's dict is read as a plain attribute."""
 
     def __get__(self, item, owner=None):
         if item is None:
             return self
-        if not item.__dict__.get("body_dropped"):
+        d = item.__dict__
+        if not d.get("body_dropped"):
             return []
         if body_parser is None:
             raise RuntimeError("a dropped function body is read before any parser is loaded")
-        body = body_parser(item.text, item.path, item.offset)
-        item.__dict__["body"] = body
-        del item.__dict__["body_dropped"]
+        body_parser(item)
+        del d["body_dropped"]
         parsed_again.append(item)
-        return body
+        return d["body"]
 
 
-body_parser = None  # (text, path, offset) -> the statements of a function item's text: parser.py sets it
+class _BodyErrors:
+    """`FnItem.syntax_errors` / `.layout_errors` when not in the item's dict: none, or,
+    for a function parsed at interface depth, those its body's parse finds (read then)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __get__(self, item, owner=None):
+        if item is None or not item.__dict__.get("errors_unknown"):
+            return ()
+        item.body  # noqa: B018 - parses it, and sets its errors
+        return item.__dict__.get(self.name, ())
+
+
+body_parser = None  # (FnItem) -> None: its body (and unknown errors) parsed from its text; parser.py sets it
 parsed_again: list = []  # the items whose dropped body was read since Workspace.trim last looked
 
 
 class FnItem(Item):
+    """A function: its header parsed; its body's statements, or its body's syntax error
+    (`syntax_errors`, with no statements: the header still declares it)."""
+
     kind = "fn"
     decorators: list = []
     params: list = []
     params_pos: Pos = (0, 0)
     ret: Optional[TypeExpr] = None
     body = _Body()
+    syntax_errors = _BodyErrors("syntax_errors")
+    layout_errors = _BodyErrors("layout_errors")
     header_pos: Pos = (0, 0)
+
+    @property
+    def broken(self) -> bool:
+        """Never: a function's header parsed, so it declares its signature; a syntax
+        error in its body is the body's own (it reads no body)."""
+        return False
 
     def drop_body(self) -> bool:
         """Free the body's statements (most of a function's syntax tree); the next read
@@ -557,7 +583,7 @@ class FnItem(Item):
 
     @property
     def body_loaded(self) -> bool:
-        """Whether the body's statements are in memory (not dropped)."""
+        """Whether the body's statements are in memory (not dropped, not yet parsed)."""
         return not self.__dict__.get("body_dropped")
 
 

@@ -91,8 +91,10 @@ def _indent_width(ws: str) -> int:
 BOM = "\ufeff"
 
 
-def tokenize(text: str) -> tuple[list[Token], list[LexProblem]]:
-    """All tokens of an item, with layout tokens, and the problems found."""
+def tokenize(text: str, start: int = 0) -> tuple[list[Token], list[LexProblem]]:
+    """All tokens of an item, with layout tokens, and the problems found; from `start`,
+    a line's start, when given (a function's body after its header: positions stay the
+    item's)."""
     problems: list[LexProblem] = []
     out: list[Token] = []
     brackets: list[Token] = []
@@ -100,7 +102,7 @@ def tokenize(text: str) -> tuple[list[Token], list[LexProblem]]:
     line_has_tokens = False  # a logical line is open
     at_line_start = True
     # a byte order mark opens the file's first item when the file has one: it is no token
-    line_start = 1 if text.startswith(BOM) else 0
+    line_start = start or (1 if text.startswith(BOM) else 0)
     for m in TOKEN_RE.finditer(text, line_start):
         kind = m.lastgroup
         if kind is None:  # trailing whitespace at the end of the text

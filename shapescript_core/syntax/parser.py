@@ -415,26 +415,23 @@ def _simple_dim(m, item: A.FullDim) -> A.FullDim:
 
 
 def parse_item(text: str, path: str, offset: int) -> A.Item:
-    """Parse one item's text. Never raises: a broken item carries its diagnostics."""
+    """Parse one item's text. Never raises: a broken item carries its diagnostics. A
+    function whose header parses is a function even when its body does not: its body's
+    syntax error is its own, and its callers still see its signature (an edit that
+    breaks a body changes nothing for them, docs/architecture.md)."""
     m = _SIMPLE_DIM.match(text)
     if m is not None and m.group(1) not in KEYWORDS:
         return _simple_dim(m, A.FullDim(text, path, offset))
     try:
         tokens, problems = tokenize(text)
-        fatal = [p for p in problems if p.fatal]
-        if fatal:
-            item = _broken(text, path, offset)
-            item.syntax_errors = [_lex_problem(item, fatal[0])]
+        parsed, failure = _parse_or_failure(tokens, problems)
+        if parsed is None:
+            item = _function_of_header(text, path, offset, failure)
+            if item is None:
+                item = _broken(text, path, offset)
+            item.syntax_errors = _failure_errors(item, failure, tokens, problems)
             return item
-        try:
-            kind, c = _parse_tokens(tokens)
-        except UnexpectedToken as e:
-            item = _broken(text, path, offset)
-            # a layout problem explains the parse error that follows it
-            item.syntax_errors = ([_lex_problem(item, problems[0])] if problems
-                                  else [_syntax_error(item, e, tokens)])
-            return item
-        item = _build_item(kind, c, text, path, offset)
+        item = _build_item(*parsed, text, path, offset)
         # non-fatal layout problems (tabs, dedents) are reported, the item still checks
         if problems:
             item.layout_errors = [_lex_problem(item, p) for p in problems]
@@ -447,15 +444,138 @@ def parse_item(text: str, path: str, offset: int) -> A.Item:
         return item
 
 
-def _body_of(text: str, path: str, offset: int) -> list:
-    """The statements of a function item's text (FnItem.drop_body: parsed again)."""
-    item = parse_item(text, path, offset)
-    if not isinstance(item, A.FnItem):  # the text parsed whole before: it can't change
-        raise RuntimeError(f"the dropped body of the item at {path}:{offset} no longer parses as a function")
-    return item.__dict__.get("body", [])
+def _parse_or_failure(tokens: list, problems: list):
+    """((kind, children), None) when the tokens parse, else (None, what stopped them: a
+    fatal layout problem or the parser's UnexpectedToken)."""
+    fatal = [p for p in problems if p.fatal]
+    if fatal:
+        return None, fatal[0]
+    try:
+        return _parse_tokens(tokens), None
+    except UnexpectedToken as e:
+        return None, e
 
 
-A.body_parser = _body_of
+def _failure_errors(item: A.Item, failure, tokens: list, problems: list) -> list:
+    if isinstance(failure, LexProblem):
+        return [_lex_problem(item, failure)]
+    # a layout problem explains the parse error that follows it
+    return [_lex_problem(item, problems[0])] if problems else [_syntax_error(item, failure, tokens)]
+
+
+def _failure_at(failure, text: str) -> int:
+    """Where a parse stopped (a missing body stops it past the header)."""
+    if isinstance(failure, LexProblem):
+        return failure.start
+    tok = failure.token
+    return len(text) if tok.type == "$END" else tok.start_pos
+
+
+# ---- a function's header alone: what its callers see (the interface depth)
+# the characters that matter to where a header ends: brackets, strings, comments, and a
+# colon that ends its line
+_HEADER_MARK = re.compile(r'[()\[\]]|"[^"\n]*"?|#[^\n]*|:[ \t]*(?:#[^\n]*)?(?:\n|\Z)|\n')
+_FN_LINE = re.compile(r"^fn\b", re.M)
+_STAND_IN_BODY = "    return 0\n"  # what the grammar needs after a header: never kept
+
+
+def header_end(text: str) -> int | None:
+    """Where a function item's header ends (after the line break of its `:` line), or
+    None when the text has no such header: the first colon at the end of a line, outside
+    brackets, after the parameters' `)`."""
+    m = _FN_LINE.search(text)
+    if m is None:
+        return None
+    depth, params = 0, False
+    for mk in _HEADER_MARK.finditer(text, m.start()):
+        c = mk.group()[0]
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+            params = params or (c == ")" and depth == 0)
+        elif c == ":" and depth == 0 and params:
+            return mk.end()
+        elif c == "\n" and depth == 0:
+            return None
+    return None
+
+
+def _header_item(text: str, path: str, offset: int):
+    """(the FnItem of a function's header, with a stand-in body, where the header ends),
+    or None when the header does not parse alone."""
+    end = header_end(text)
+    if end is None:
+        return None
+    head = text[:end] if text[end - 1:end] == "\n" else text[:end] + "\n"
+    tokens, problems = tokenize(head + _STAND_IN_BODY)
+    parsed, failure = _parse_or_failure(tokens, problems)
+    if parsed is None or parsed[0] != "fn":
+        return None
+    return _build_item(*parsed, text, path, offset), end, bool(problems)
+
+
+def _function_of_header(text: str, path: str, offset: int, failure):
+    """A function whose body (not its header) fails to parse: its header's FnItem, with
+    no statements; None for any other item."""
+    if not _FN_LINE.search(text):
+        return None
+    got = _header_item(text, path, offset)
+    if got is None or _failure_at(failure, text) < got[1]:
+        return None
+    got[0].__dict__["body"] = []
+    return got[0]
+
+
+def parse_interface(text: str, path: str, offset: int) -> A.Item:
+    """Parse an item at interface depth: a function's header only (its body, and whether
+    it parses, read from the text when asked: FnItem.body), any other item whole."""
+    if text.startswith(("fn", "@")):
+        try:
+            got = _header_item(text, path, offset)
+        except Exception:  # noqa: BLE001 - parse_item, below, reports it
+            got = None
+        if got is not None and not got[2]:  # (a header with a layout problem: parsed whole)
+            item = got[0]
+            d = item.__dict__
+            del d["body"]
+            d["body_dropped"] = True
+            d["errors_unknown"] = True
+            return item
+    return parse_item(text, path, offset)
+
+
+_STAND_IN_HEADER = "fn f() -> T:\n"  # what the grammar needs before a body: never kept
+
+
+def _complete_body(item: A.FnItem) -> None:
+    """Parse a function's statements again from its text (a dropped body, or one never
+    parsed: then its syntax and layout errors too, anchored at this item). Only the body
+    is read: its tokens, from the header's end, follow a stand-in header's (a header
+    parsed at interface depth had no problem of its own: `parse_interface`)."""
+    d = item.__dict__
+    unknown = d.pop("errors_unknown", False)
+    end = header_end(item.text)
+    if end is None or item.text[end - 1:end] != "\n":  # (a text whose header ends it: read whole)
+        tokens, problems = tokenize(item.text)
+    else:
+        tokens, problems = tokenize(item.text, end)
+        tokens[:0] = tokenize(_STAND_IN_HEADER)[0]
+    parsed, failure = _parse_or_failure(tokens, problems)
+    if parsed is None:
+        d["body"] = []
+        if unknown:
+            d["syntax_errors"] = _failure_errors(item, failure, tokens, problems)
+        elif not item.syntax_errors:
+            raise RuntimeError(f"the dropped body of the item at {item.path}:{item.offset} no longer parses")
+        return
+    fresh = _build_item(*parsed, item.text, item.path, item.offset)
+    d["body"] = fresh.__dict__.get("body", [])
+    if unknown and problems:
+        d["layout_errors"] = [_lex_problem(item, p) for p in problems]
+
+
+A.body_parser = _complete_body
 
 
 def _broken(text: str, path: str, offset: int) -> A.BrokenItem:
@@ -616,13 +736,14 @@ def _doc_above(text: str, pos: int) -> str:
     return "\n".join(reversed(lines))
 
 
-def parse_file(text: str, path: str, reuse: dict | None = None) -> list[A.Item]:
+def parse_file(text: str, path: str, reuse: dict | None = None, interface: bool = False) -> list[A.Item]:
     """Parse a whole file into items, reusing unchanged items from `reuse`.
 
     `reuse` maps an item's text to the list of items with that text from a previous
-    parse; reused items get their new offset and doc. Never raises.
+    parse; reused items get their new offset and doc. With `interface`, functions are
+    parsed at interface depth (`parse_interface`: their bodies when read). Never raises.
     """
-    return _parse_chunks(text, path, iter_items(text), reuse)
+    return _parse_chunks(text, path, iter_items(text), reuse, interface)
 
 
 def parse_head(text: str, path: str, limit: int) -> list[A.Item]:
@@ -645,7 +766,8 @@ def syntax_errors(items) -> list[Diagnostic]:
     return out
 
 
-def _parse_chunks(text: str, path: str, chunks, reuse: dict | None) -> list[A.Item]:
+def _parse_chunks(text: str, path: str, chunks, reuse: dict | None, interface: bool = False) -> list[A.Item]:
+    parse = parse_interface if interface else parse_item
     items: list[A.Item] = []
     shared = None  # the FileText of the DimItems made here
     for start, end, doc in chunks:
@@ -668,7 +790,7 @@ def _parse_chunks(text: str, path: str, chunks, reuse: dict | None) -> list[A.It
                 else:
                     item = _simple_dim(m, A.FullDim(text[start:end], path, start))
             else:
-                item = parse_item(text[start:end], path, start)
+                item = parse(text[start:end], path, start)
         if doc or item.doc:
             item.doc = doc  # else the class's "": no string per item
         items.append(item)
@@ -727,11 +849,12 @@ def changed_range(old: str, new: str) -> tuple[int, int, int]:
     return p, len(old) - s, len(new) - s
 
 
-def reparse_file(old_items: list, old_text: str, text: str, path: str) -> list[A.Item]:
+def reparse_file(old_items: list, old_text: str, text: str, path: str, interface: bool = False) -> list[A.Item]:
     """The items of `text`, given the items of `old_text`: only the items around the
-    changed region are split and parsed again; the ones after it move."""
+    changed region are split and parsed again (`interface`: at interface depth,
+    parse_file); the ones after it move."""
     if not old_items:
-        return parse_file(text, path)
+        return parse_file(text, path, interface=interface)
     p, old_end, new_end = changed_range(old_text, text)
     starts = [it.offset for it in old_items]
     if p < starts[0] + 1:
@@ -739,7 +862,7 @@ def reparse_file(old_items: list, old_text: str, text: str, path: str) -> list[A
         for it in old_items:
             if type(it) is not A.DimItem:  # a simple dim is made again as fast (no dict of a million lines)
                 reuse.setdefault(it.text, []).append(it)
-        return parse_file(text, path, reuse)
+        return parse_file(text, path, reuse, interface)
     i = bisect.bisect_right(starts, p) - 1
     lo_idx = max(i - 1, 0)  # one item of context before: an edit can join two items
     k = bisect.bisect_right(starts, old_end)
@@ -750,7 +873,7 @@ def reparse_file(old_items: list, old_text: str, text: str, path: str) -> list[A
     reuse = {}
     for it in old_items[lo_idx:hi_idx]:
         reuse.setdefault(it.text, []).append(it)
-    middle = _parse_chunks(text, path, iter_items(text, region_lo, region_hi), reuse)
+    middle = _parse_chunks(text, path, iter_items(text, region_lo, region_hi), reuse, interface)
     after = old_items[hi_idx:]
     for it in after:
         it.offset += delta

@@ -1,0 +1,62 @@
+"""The open documents not checked since they were opened, checked the most recent first
+(diagnostics._check_latest_opened): a restored session opens many at once, and the one
+the user looks at is opened, or typed in, last. Touched by the event loop (open, change,
+close) and the core thread (take, put back): one lock."""
+from __future__ import annotations
+
+import threading
+
+
+class Unchecked:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._new: set = set()  # opened, not yet taken for a check
+        self._waiting: dict = {}  # uri -> (path, text, version), oldest first
+        self._added = 0  # how many times one was added: a check under way looks whether one came since
+
+    def opened(self, uri: str):
+        """At didOpen, before the document's check is scheduled."""
+        with self._lock:
+            self._new.add(uri)
+
+    def add(self, uri: str, snapshot: tuple) -> bool:
+        """A change (or the open) of a document: True when it waits for its first check,
+        now as the most recent, with this text."""
+        with self._lock:
+            if uri not in self._new:
+                return False
+            self._waiting.pop(uri, None)
+            self._waiting[uri] = snapshot
+            self._added += 1
+            return True
+
+    def latest(self):
+        """(uri, snapshot, mark) of the document added last, taken; None when none waits."""
+        with self._lock:
+            if not self._waiting:
+                return None
+            uri, snapshot = self._waiting.popitem()
+            self._new.discard(uri)
+            return uri, snapshot, self._added
+
+    def waiting(self) -> list:
+        """The (path, text, version) of each document still waiting."""
+        with self._lock:
+            return list(self._waiting.values())
+
+    def opened_since(self, mark: int) -> bool:
+        return self._added != mark
+
+    def put_back(self, uri: str, snapshot: tuple):
+        """A check stopped for a newer document: this one waits again, oldest, unless it
+        was added again meanwhile."""
+        with self._lock:
+            if uri in self._waiting:
+                return
+            self._new.add(uri)
+            self._waiting = {uri: snapshot, **self._waiting}
+
+    def discard(self, uri: str):
+        with self._lock:
+            self._new.discard(uri)
+            self._waiting.pop(uri, None)
