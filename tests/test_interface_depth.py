@@ -14,24 +14,9 @@ from shapescript_core.compile.graph import CompileError, build_program
 from shapescript_core.syntax import ast as A
 from shapescript_core.syntax.parser import parse_file, parse_interface, parse_item
 from shapescript_core.workspace import Workspace
+from test_workspace_reuse import F0, F1
 
-LIB = """dim D = 8
-
-model Mlp:
-    w: [D D]
-
-fn helper(x: [b n D]) -> [b n D]:
-    return x * 2.0
-
-fn other(x: [b n D]) -> [b n D]:
-    y = x * 3.0
-    return y + x
-"""
-MAIN = """import "lib.ss"
-
-fn main(p: Mlp, x: [b n D]) -> [b n D]:
-    return helper(linear(x, p.w))
-"""
+LIB, MAIN = F0, F1  # f0.ss: a dim, a model, `helper` and `other`; main.ss imports it, calls `helper`
 
 
 def write(root, name: str, text: str) -> str:
@@ -50,7 +35,7 @@ def codes(ws, path: str) -> list:
 
 
 def test_an_import_nobody_opened_has_no_function_body_parsed(tmp_path):
-    lib, main = write(tmp_path, "lib.ss", LIB), write(tmp_path, "main.ss", MAIN)
+    lib, main = write(tmp_path, "f0.ss", LIB), write(tmp_path, "main.ss", MAIN)
     ws = Workspace()
     ws.set_text(main, MAIN)
     assert codes(ws, main) == []
@@ -68,8 +53,8 @@ def test_an_import_nobody_opened_has_no_function_body_parsed(tmp_path):
 
 def test_a_body_that_does_not_parse_is_its_functions_error_and_callers_keep_the_signature(tmp_path):
     broken_lib = LIB.replace("return x * 2.0", "return x * (2.0")
-    lib, main = write(tmp_path, "lib.ss", broken_lib), write(tmp_path, "main.ss", MAIN.replace("[b n D]:", "[b D]:")
-                                                            .replace("x: [b n D]", "x: [b D]"))
+    lib = write(tmp_path, "f0.ss", broken_lib)
+    main = write(tmp_path, "main.ss", MAIN.replace("[b n D]", "[b D]"))
     ws = Workspace()
     ws.set_text(main, open(main, encoding="utf-8").read())
     # the call passes [b D] to a [b n D] parameter: found through the signature of a
@@ -83,7 +68,7 @@ def test_a_body_that_does_not_parse_is_its_functions_error_and_callers_keep_the_
 
 
 def test_an_edit_that_breaks_a_body_rechecks_no_importer(tmp_path):
-    lib, main = write(tmp_path, "lib.ss", LIB), write(tmp_path, "main.ss", MAIN)
+    lib, main = write(tmp_path, "f0.ss", LIB), write(tmp_path, "main.ss", MAIN)
     ws = Workspace()
     ws.set_text(lib, LIB)
     ws.set_text(main, MAIN)
@@ -96,14 +81,14 @@ def test_an_edit_that_breaks_a_body_rechecks_no_importer(tmp_path):
 
 
 def test_an_export_that_reaches_a_body_that_does_not_parse_is_refused(tmp_path):
-    write(tmp_path, "lib.ss", LIB.replace("return x * 2.0", "return x * (2.0"))
-    text = MAIN.replace("fn main", "@export(hf)\nfn main")
+    write(tmp_path, "f0.ss", LIB.replace("return x * 2.0", "return x * (2.0"))
+    text = MAIN.replace("fn uses_helper", "@export(hf)\nfn uses_helper")
     main = write(tmp_path, "main.ss", text)
     ws = Workspace()
     ws.set_text(main, text)
     assert [d.code for d in ws.diagnostics(main) if d.code.startswith("E")] == []
     with pytest.raises(CompileError, match="`helper` did not check"):
-        build_program(ws, main, "main")
+        build_program(ws, main, "uses_helper")
 
 
 def test_a_missing_body_and_a_broken_header():
@@ -144,7 +129,7 @@ def test_both_depths_give_the_same_items(noise, at, extra):
 
 def test_the_same_diagnostics_whichever_depth_read_the_imports(tmp_path):
     text = LIB.replace("return x * 2.0", "return x * (2.0").replace("y = x * 3.0", "y = x * q")
-    lib, main = write(tmp_path, "lib.ss", text), write(tmp_path, "main.ss", MAIN)
+    lib, main = write(tmp_path, "f0.ss", text), write(tmp_path, "main.ss", MAIN)
     read = Workspace()  # lib read from disk at interface depth
     read.set_text(main, MAIN)
     opened = Workspace()  # lib opened: parsed whole
@@ -155,7 +140,7 @@ def test_the_same_diagnostics_whichever_depth_read_the_imports(tmp_path):
 
 
 def test_a_body_read_in_an_import_nobody_opened_is_dropped_again_by_trim(tmp_path):
-    lib, main = write(tmp_path, "lib.ss", LIB), write(tmp_path, "main.ss", MAIN)
+    lib, main = write(tmp_path, "f0.ss", LIB), write(tmp_path, "main.ss", MAIN)
     ws = Workspace()
     ws.set_text(main, MAIN)
     ws.analyze(main)
@@ -169,18 +154,19 @@ def test_a_body_read_in_an_import_nobody_opened_is_dropped_again_by_trim(tmp_pat
 def test_files_nobody_opened_are_indexed_at_interface_depth_when_a_search_asks(tmp_path):
     from shapescript_core.ide.navigation import workspace_symbols
     from shapescript_core.ide.references import references
-    lib = write(tmp_path, "lib.ss", LIB)
-    user = write(tmp_path, "user.ss", MAIN.replace("fn main", "fn user"))
+    lib = write(tmp_path, "f0.ss", LIB)
+    user = write(tmp_path, "user.ss", MAIN.replace("fn uses_helper", "fn user"))
     main = write(tmp_path, "main.ss", MAIN)
     ws = Workspace()
     ws.set_roots([str(tmp_path)])
     ws.set_text(main, MAIN)
     assert ws.norm(lib) not in ws._disk and ws.norm(user) not in ws._disk  # nothing read before a query
-    assert [(s.name, s.path) for s in workspace_symbols(ws, "help")] == [("helper", ws.norm(lib))]
+    found = sorted((s.name, os.path.basename(s.path)) for s in workspace_symbols(ws, "help"))
+    assert found == [("helper", "f0.ss"), ("uses_helper", "main.ss")]
     assert ws.norm(user) in ws._disk
     assert not any(it.body_loaded for it in fns(ws, lib).values())  # names come from the headers
     assert not any(it.body_loaded for it in fns(ws, user).values())
     text = ws.file(lib).text
     at = text.index("fn helper") + 3
     found = sorted((os.path.basename(loc.path), loc.start) for loc in references(ws, lib, at))
-    assert [name for name, _ in found] == ["lib.ss", "main.ss", "user.ss"]
+    assert [name for name, _ in found] == ["f0.ss", "main.ss", "user.ss"]

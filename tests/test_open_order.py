@@ -13,7 +13,7 @@ from test_lsp_protocol import make_server, run
 from test_workspace_reuse import TEXTS
 
 
-def opened_files(tmp_path, ls, texts):
+def opened_files(tmp_path, texts):
     uris = []
     for k, text in enumerate(texts):
         path = tmp_path / f"f{k}.ss"
@@ -28,6 +28,19 @@ def did_open(ls, uri, text):
     ls.update_access()
     D._unchecked(ls).opened(uri)
     D.schedule_check(ls, uri)
+
+
+def server(tmp_path, monkeypatch, texts, open_all: bool = True):
+    """(a server without transport, the documents' URIs, the checks it ran to their end),
+    every document opened in order (`open_all`)."""
+    ls = make_server()
+    ls.ws.use_parse_cache(False)
+    uris = opened_files(tmp_path, texts)
+    done = record_checks(ls, monkeypatch)
+    if open_all:
+        for uri, text in zip(uris, texts):
+            did_open(ls, uri, text)
+    return ls, uris, done
 
 
 def record_checks(ls, monkeypatch):
@@ -59,13 +72,8 @@ def published(ls) -> list:
 
 
 def test_the_document_opened_last_is_checked_first_its_imports_at_interface_depth(tmp_path, monkeypatch):
-    texts = TEXTS[:3] + [TEXTS[3].replace("mid(x) + x", "mid(x) + nowhere")]
-    ls = make_server()
-    ls.ws.use_parse_cache(False)
-    uris = opened_files(tmp_path, ls, texts)
-    done = record_checks(ls, monkeypatch)
-    for uri, text in zip(uris, texts):
-        did_open(ls, uri, text)
+    ls, uris, done = server(tmp_path, monkeypatch,
+                            TEXTS[:3] + [TEXTS[3].replace("mid(x) + x", "mid(x) + nowhere")])
     serve(ls)
     # f3 first, reading f0-f2 at interface depth (no body of theirs parsed), then the
     # others, the latest first
@@ -77,10 +85,7 @@ def test_the_document_opened_last_is_checked_first_its_imports_at_interface_dept
 
 
 def test_a_check_under_way_stops_for_a_document_opened_after_it(tmp_path, monkeypatch):
-    ls = make_server()
-    ls.ws.use_parse_cache(False)
-    uris = opened_files(tmp_path, ls, TEXTS[:2])
-    done = record_checks(ls, monkeypatch)
+    ls, uris, done = server(tmp_path, monkeypatch, TEXTS[:2], open_all=False)
     analyze = ls.ws.analyze
     stopped = []
 
@@ -103,12 +108,7 @@ def test_a_check_under_way_stops_for_a_document_opened_after_it(tmp_path, monkey
 
 
 def test_typing_in_a_document_waiting_for_its_first_check_puts_it_first(tmp_path, monkeypatch):
-    ls = make_server()
-    ls.ws.use_parse_cache(False)
-    uris = opened_files(tmp_path, ls, TEXTS)
-    done = record_checks(ls, monkeypatch)
-    for uri, text in zip(uris, TEXTS):
-        did_open(ls, uri, text)
+    ls, uris, done = server(tmp_path, monkeypatch, TEXTS)
     new = TEXTS[1].replace("p.w_down))", "p.w_down)) + y")
     ls.docs.change(uris[1], [T.TextDocumentContentChangeWholeDocument(text=new)], 2)
     D.schedule_check(ls, uris[1])
@@ -118,12 +118,7 @@ def test_typing_in_a_document_waiting_for_its_first_check_puts_it_first(tmp_path
 
 
 def test_a_document_closed_before_its_check_is_neither_checked_nor_read(tmp_path, monkeypatch):
-    ls = make_server()
-    ls.ws.use_parse_cache(False)
-    uris = opened_files(tmp_path, ls, TEXTS[:2])
-    done = record_checks(ls, monkeypatch)
-    for uri, text in zip(uris, TEXTS[:2]):
-        did_open(ls, uri, text)
+    ls, uris, done = server(tmp_path, monkeypatch, TEXTS[:2])
     ls.docs.close(uris[1])
     D._unchecked(ls).discard(uris[1])  # as didClose does
     serve(ls)
