@@ -40,21 +40,27 @@ from .targets import export_targets, exported, unknown_targets
 @contextlib.contextmanager
 def _no_gc():
     """Parsing and checking allocate many small objects and no cycles worth collecting
-    on the way: pausing the cycle collector meanwhile cuts the time by a third. After a
-    large batch (a cold parse), what was made is frozen out of the collector's sight, so
-    neither re-enabling it nor later keystrokes walk the whole syntax tree."""
+    on the way: pausing the cycle collector meanwhile cuts the time by a third. Once the
+    batches since the last freeze made many objects (a cold parse; a cold open's bodies,
+    parsed and checked a file at a time), what was made is frozen out of the
+    collector's sight, so neither re-enabling it nor later keystrokes walk the whole
+    syntax tree."""
     enabled = gc.isenabled()
     gc.disable()
+    start = gc.get_count()[0]
     try:
         yield
     finally:
-        if gc.get_count()[0] > FREEZE_AFTER:
+        _made[0] += max(0, gc.get_count()[0] - start)
+        if _made[0] > FREEZE_AFTER:
             gc.freeze()
+            _made[0] = 0
         if enabled:
             gc.enable()
 
 
-FREEZE_AFTER = 100_000  # objects allocated in one batch
+FREEZE_AFTER = 100_000  # objects made by the batches since the last freeze
+_made = [0]  # (a nested batch counts twice: it freezes sooner, which is harmless)
 
 
 # unknown names, types, callees and free dims in fields: with an import missing, the
