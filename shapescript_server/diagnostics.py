@@ -72,6 +72,7 @@ def _check_latest_opened(ls: ShapeScriptServer):
     headers, Workspace.set_text), so this one's diagnostics do not wait for their bodies.
     A newer document opened meanwhile stops this check before its whole parse, or between
     two function bodies (what it checked stays cached); it goes back to wait, last."""
+    _unchecked(ls).settle()
     got = _unchecked(ls).latest()
     if got is None:
         return

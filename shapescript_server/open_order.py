@@ -5,6 +5,13 @@ close) and the core thread (take, put back): one lock."""
 from __future__ import annotations
 
 import threading
+import time
+
+# A burst of opens (a restored session) arrives one message at a time, each decoded on
+# the event loop: the core waits until none came for QUIET seconds (at most MOST), so
+# it picks the last document of the burst and does not take the loop's CPU meanwhile
+QUIET = 0.05
+MOST = 1.0
 
 
 class Unchecked:
@@ -13,6 +20,7 @@ class Unchecked:
         self._new: set = set()  # opened, not yet taken for a check
         self._waiting: dict = {}  # uri -> (path, text, version), oldest first
         self._added = 0  # how many times one was added: a check under way looks whether one came since
+        self._last = float("-inf")  # when (time.monotonic) one was added last
 
     def opened(self, uri: str):
         """At didOpen, before the document's check is scheduled."""
@@ -28,6 +36,7 @@ class Unchecked:
             self._waiting.pop(uri, None)
             self._waiting[uri] = snapshot
             self._added += 1
+            self._last = time.monotonic()
             return True
 
     def latest(self):
@@ -46,6 +55,17 @@ class Unchecked:
 
     def opened_since(self, mark: int) -> bool:
         return self._added != mark
+
+    def settle(self, quiet: float = QUIET, most: float = MOST):
+        """On the core thread: wait while documents keep being opened, until none came
+        for `quiet` seconds (at most `most`); at once when none came lately."""
+        end = time.monotonic() + most
+        while True:
+            now = time.monotonic()
+            wait = min(self._last + quiet, end) - now
+            if wait <= 0:
+                return
+            time.sleep(wait)
 
     def put_back(self, uri: str, snapshot: tuple):
         """A check stopped for a newer document: this one waits again, oldest, unless it
