@@ -86,20 +86,19 @@ def _check_latest_opened(ls: ShapeScriptServer):
 
     if stale():
         return
-    _imports_at_interface_depth(ls, path, text, version)
-    if cancelled() or _check(ls, uri, path, text, version, stale, cancelled, True) is Cancelled:
+    ls.ws.set_text(path, text, version, interface=True)  # a third of its parse: then a newer one is seen
+    if cancelled() or _check(ls, uri, path, text, version, stale, cancelled, True,
+                             lambda: _imports_at_interface_depth(ls, path)) is Cancelled:
         if not stale():  # a newer document came: it goes first
             _unchecked(ls).put_back(uri, (path, text, version))
             ls.submit("check", lambda: _check_latest_opened(ls))
 
 
-def _imports_at_interface_depth(ls: ShapeScriptServer, path: str, text: str, version):
-    """On the core thread: a document's text, and the editor texts of the open documents
-    it imports that wait for their first check, read at interface depth (function
-    headers, Workspace.set_text): what its check reads of them. A third of a whole
-    parse each: a newer document opened meanwhile is seen before any body is parsed."""
+def _imports_at_interface_depth(ls: ShapeScriptServer, path: str):
+    """On the core thread: the editor texts of the open documents a document imports
+    that wait for their first check, read at interface depth (function headers,
+    Workspace.set_text): what its check reads of them, a third of a whole parse each."""
     waiting = {p: (t, v) for p, t, v in _unchecked(ls).waiting()}
-    ls.ws.set_text(path, text, version, interface=True)  # its bodies when its check reads them
     while True:
         todo = [p for p in ls.ws.import_closure(path) if p in waiting and p not in ls.ws.files]
         if not todo:
@@ -108,10 +107,12 @@ def _imports_at_interface_depth(ls: ShapeScriptServer, path: str, text: str, ver
             ls.ws.set_text(p, *waiting[p], interface=True)
 
 
-def _check(ls: ShapeScriptServer, uri: str, path: str, text: str, version, stale, cancelled, opened: bool):
+def _check(ls: ShapeScriptServer, uri: str, path: str, text: str, version, stale, cancelled, opened: bool,
+           prepare=None):
     """On the core thread: parse and check a document's text and publish what it finds
     (`opened`: its first check since it was opened; None: when the workspace does not
-    hold it yet). Cancelled when `cancelled()` stopped it."""
+    hold it yet), `prepare()` run after its syntax errors are published, before its
+    check. Cancelled when `cancelled()` stopped it."""
     if stale():
         return None  # a newer change is queued behind this job: it checks and publishes
     if opened is None:
@@ -131,6 +132,8 @@ def _check(ls: ShapeScriptServer, uri: str, path: str, text: str, version, stale
     # (docs/architecture.md)
     if big:
         trim(ls)
+    if prepare is not None:
+        prepare()
     if stale():
         return None
     try:
