@@ -213,8 +213,6 @@ def outside_problem(path: str, access: Access, what: str) -> Optional[str]:
         return f"{what} `{shown(path)}` holds a NUL or characters no file name can hold"
     real = os.path.realpath(path)
     if access.outside(real):
-        if not access.roots:
-            return path, Refusal(path, "outside", "no workspace folder is open, nor any document beside it")
         where = "the workspace folder" if len(access.roots) == 1 else "the workspace folders"
         return f"{what} `{shown(path)}` is outside {where}: the editor reads and writes only inside it"
     return None

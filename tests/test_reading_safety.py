@@ -272,3 +272,14 @@ def test_weights_that_are_a_fifo_are_refused_not_waited_for(tmp_path):
     assert r.stderr.strip().endswith(f"shapescript: can't read the weights `{tmp_path / 'w.safetensors'}`: "
                                      "it is a FIFO (named pipe), not a regular file")
     assert not (tmp_path / "out").exists()
+
+
+def test_with_no_folder_open_a_path_is_refused_in_words(tmp_path):
+    from shapescript_core.files import check_path, outside_problem
+    f = tmp_path / "a.ss"
+    f.write_text("dim D = 4\n")
+    nothing = Access(roots=())
+    _, why = check_path(str(f), nothing)
+    assert (why.kind, why.reason) == ("outside", "no workspace folder is open, nor any document beside it")
+    assert outside_problem(str(f), nothing, "the output") == \
+        f"the output `{f}` is outside the workspace folders: the editor reads and writes only inside it"

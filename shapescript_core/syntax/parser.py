@@ -518,8 +518,6 @@ def _header_item(text: str, path: str, offset: int):
 def _function_of_header(text: str, path: str, offset: int, failure):
     """A function whose body (not its header) fails to parse: its header's FnItem, with
     no statements; None for any other item."""
-    if not _FN_LINE.search(text):
-        return None
     got = _header_item(text, path, offset)
     if got is None or _failure_at(failure, text) < got[1]:
         return None
