@@ -208,11 +208,8 @@ class Meanings:
             return
         changed = prev.model_names ^ self.model_names
         for mine, theirs in ((self.models, prev.models), (self.sigs, prev.sigs)):
-            if among is None:
-                changed.update(n for n, v in mine.items() if theirs.get(n) is not v)
-                changed.update(n for n in theirs if n not in mine)
-            else:
-                changed.update(n for n in among if mine.get(n) is not theirs.get(n))
+            # (Declarations: a name not built in both may differ: its answer is computed again)
+            changed |= mine.differing(theirs, among)
         changed.update(n for n, k in self.broken.items() if prev.broken.get(n) != k)
         changed.update(n for n in prev.broken if n not in self.broken)
         memo = self.full

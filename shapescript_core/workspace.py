@@ -20,7 +20,8 @@ from typing import NamedTuple, Optional
 
 from .diagnostics import error, warning
 from .files import Access, ReadRefused, Refusal, check_path, read_bytes
-from .check.env import DimTable, is_dim_item as _is_dim, ModelInfo, Signature, build_model, build_signature, model_cycles
+from .check.env import DimTable, is_dim_item as _is_dim, ModelInfo, Signature, build_model, build_signature, model_cycles, \
+    reachable_models
 from .check.function import FnResult, check_function
 from .check.graphs import components as _components, shortest_path as _path
 from .check.messages import defined_twice, import_missing, import_not_utf8, import_outside, import_unreadable
@@ -28,6 +29,7 @@ from .check.sizes import Size
 from .check.types import TensorT, Type, render_nested
 from .export.checks.entry import export_diagnostics
 from .imports import import_problem, project_root, resolve_import
+from .declarations import Declarations
 from .reads import DimsView, EnvView, Meanings, ModelNames
 from .syntax import ast as A
 from .syntax import parse_cache
@@ -660,9 +662,9 @@ class Workspace:
                 old = visible.get(name)
                 if old is not None and old is not it and old.path == p:
                     visible[name] = it
-                    sig = sigs.get(name)
-                    if sig is not None and sig.item is old:  # the same declaration, the current item
-                        sigs[name] = dataclasses.replace(sig, item=it)
+                    # the same declaration, the current item (one not built yet: built from it)
+                    sigs.repoint(name, old, it,
+                                 lambda sig, old=old, it=it: dataclasses.replace(sig, item=it) if sig.item is old else sig)
             a.lists[p] = e[1]
 
     def cache_sizes(self) -> dict:
@@ -872,47 +874,58 @@ class Workspace:
                             lambda: (dims.fingerprint, tuple(sorted((n, it.kind) for n, it in visible.items()))))
         prev = self._meanings.get(f.path)
         meanings.carry_decl(prev)
+        decl = meanings.decl
+        build_m = self._builder(self._model_cache, build_model, decl, dims, model_names)
+        build_s = self._builder(self._sig_cache, build_signature, decl, dims, model_names)
         if cutoff:
             # every imported declaration but the changed names' reads dims and model names
             # that mean what they meant, so its model or signature is the last analysis's.
             # Only this file's items and the changed names are looked at (cutoff by name)
-            imodels, isigs = dict(last.imodels), dict(last.isigs)
+            imodels, isigs = last.imodels.copy(build_m), last.isigs.copy(build_s)
             names = []
             for n in changed:
                 it = ivisible.get(n)
                 if isinstance(it, (A.ModelItem, A.FnItem)):
                     names.append((n, it))
                 else:
-                    imodels.pop(n, None)
-                    isigs.pop(n, None)
-            self._declare(names, imodels, isigs, meanings, dims, model_names, own, diags)
+                    imodels.pop(n)
+                    isigs.pop(n)
+            self._declare(names, imodels, isigs, decl, dims, model_names, own, diags)
             if any(n not in last.imodels and n not in last.isigs for n, _ in names):
                 # a name new to the imports: in the order of `visible`, as a whole analysis has them
-                imodels, isigs = _in_order(imodels, isigs, ivisible)
+                imodels, isigs = imodels.in_order(ivisible), isigs.in_order(ivisible)
             if last.own_items is f.items:
                 # this file's items are the ones of the last analysis (an import changed, not
                 # this file): their models, signatures and errors too, for the same reason
                 omodels, osigs, odiags = last.omodels, last.osigs, last.odiags
-                models, sigs = {**imodels, **omodels}, {**isigs, **osigs}
-                meanings.models, meanings.sigs = models, sigs
-                meanings.carry_full(prev, changed)
+                among = changed
             else:
-                models, sigs, odiags = dict(imodels), dict(isigs), []
-                self._declare(without_simple_dims(own).items(), models, sigs, meanings, dims, model_names, own,
+                omodels, osigs, odiags = {}, {}, []
+                self._declare(without_simple_dims(own).items(), omodels, osigs, decl, dims, model_names, own,
                               odiags)
-                omodels, osigs = _only(models, own), _only(sigs, own)
-                meanings.models, meanings.sigs = models, sigs
                 # (a simple dim is no model nor signature: not among them)
-                meanings.carry_full(prev, (*changed, *without_simple_dims(own)))
+                among = (*changed, *without_simple_dims(own))
+            models, sigs = imodels.merged(omodels, own), isigs.merged(osigs, own)
+            meanings.models, meanings.sigs = models, sigs
+            meanings.carry_full(prev, among)
             diags.extend(odiags)
         else:
-            models, sigs, odiags = {}, {}, []
-            self._declare(without_simple_dims(visible).items(), models, sigs, meanings, dims, model_names, own,
-                          odiags)
+            # this file's declarations now (their errors are its own); the imports' when
+            # first read (declarations.py): a file reads a few of the thousands it sees
+            morder, sorder = {}, {}
+            for n, it in without_simple_dims(visible).items():
+                if isinstance(it, A.ModelItem):
+                    morder[n] = it
+                elif isinstance(it, A.FnItem):
+                    sorder[n] = it
+            omodels, osigs, odiags = {}, {}, []
+            self._declare(without_simple_dims(own).items(), omodels, osigs, decl, dims, model_names, own, odiags)
             diags.extend(odiags)
-            imodels = {n: m for n, m in models.items() if own.get(n) is None}
-            isigs = {n: g for n, g in sigs.items() if own.get(n) is None}
-            omodels, osigs = _only(models, own), _only(sigs, own)
+            mbuilt, sbuilt = dict(omodels), dict(osigs)
+            models, sigs = Declarations(morder, mbuilt, build_m), Declarations(sorder, sbuilt, build_s)
+            # the imports' alone, sharing what is built (Declarations.get looks in its own names only)
+            imodels = Declarations({n: it for n, it in morder.items() if n not in omodels}, mbuilt, build_m)
+            isigs = Declarations({n: it for n, it in sorder.items() if n not in osigs}, sbuilt, build_s)
             meanings.models, meanings.sigs = models, sigs
             meanings.carry_full(prev)
         if stamp is not None:
@@ -1015,11 +1028,11 @@ class Workspace:
             ivisible = _first_of_each(maps)  # (`broken` is looked up by name only: any order)
         return (lists, ivisible, broken, declared), tuple(sorted(changed))
 
-    def _declare(self, names, models: dict, sigs: dict, meanings: Meanings, dims, model_names, own: dict,
-                 diags: list):
-        """The model or signature of each (name, item) into `models` or `sigs` (from the
-        cache while what it read holds), and this file's declaration errors into `diags`."""
-        decl = meanings.decl
+    def _declare(self, names, models, sigs, decl, dims, model_names, own: dict, diags: list):
+        """The model or signature of each (name, item) into `models` or `sigs` (a dict, or
+        Declarations: built at once; from the cache while what it read holds), and this
+        file's declaration errors into `diags`. `decl`: the analysis's declaration answers
+        (Meanings.decl)."""
         looked = 0
         for n, it in names:
             if isinstance(it, A.ModelItem):
@@ -1033,21 +1046,32 @@ class Workspace:
             if e is not None and e[0] is it and (e[1][0] is None or e[1][0](decl) == e[1][1]):
                 got = e[2]
             else:
-                got = self._cached(cache, it, meanings, build, dims, model_names)
-            into[n] = got[0]
+                got = self._cached(cache, it, decl, build, dims, model_names)
+            if type(into) is dict:
+                into[n] = got[0]
+            else:
+                into.set_built(n, it, got[0])
             if got[1] and own.get(n) is it:
                 diags.extend(got[1])
         self._count("declarations", looked)
 
-    def _cached(self, cache: dict, item, meanings: Meanings, build, dims, model_names):
+    def _builder(self, cache: dict, build, decl, dims, model_names):
+        """item -> its model or signature (`_cached`), for an analysis's Declarations to
+        build an import's when it is first read."""
+        def one(item):
+            self._count("declarations")
+            return self._cached(cache, item, decl, build, dims, model_names)[0]
+        return one
+
+    def _cached(self, cache: dict, item, decl, build, dims, model_names):
         """A declaration's (fields, signature) build, reused while what it read holds."""
         e = cache.get(id(item))
-        if e is not None and e[0] is item and meanings.holds(e[1], meanings.decl):
+        if e is not None and e[0] is item and Meanings.holds(e[1], decl):
             return e[2]
         self._count("items")
         reads: set = set()
         v = build(item, DimsView(dims, reads), ModelNames(model_names, reads))
-        cache[id(item)] = (item, meanings.record(reads, meanings.decl), v)
+        cache[id(item)] = (item, Meanings.record(reads, decl), v)
         return v
 
     def _body(self, item: A.FnItem, sig: Signature, env: FileEnv, meanings: Meanings) -> FnResult:
@@ -1094,12 +1118,13 @@ class Workspace:
 
     def _model_cycles_of(self, path: str, models: dict, own: dict) -> list:
         """E0211, again only when a model's fields changed (a new ModelInfo)."""
+        models = reachable_models(models, own)  # (the imports' other models play no part)
         last = self._model_cycles.get(path)
         if last is not None and last[0].keys() == models.keys() and \
                 all(map(operator.is_, last[0].values(), models.values())):
             return last[1]
         out = model_cycles(models, own)
-        self._model_cycles[path] = (models, out)  # the analysis's own dict: never changed after
+        self._model_cycles[path] = (models, out)
         return out
 
     def _cycles_of(self, path: str, fns: dict, own: dict) -> list:
@@ -1210,22 +1235,6 @@ def _same_dims(old: list, new: list) -> bool:
     return region is not None and all(it.name is not None and not _is_dim(it) for it in region)
 
 
-def _in_order(models: dict, sigs: dict, order: dict) -> tuple:
-    """The entries of `models` and of `sigs` in the order of `order`'s keys (each of
-    their keys is one of them), in one pass over `order`."""
-    m, g = {}, {}
-    mget, gget = models.get, sigs.get
-    for n in order:
-        v = gget(n)
-        if v is not None:
-            g[n] = v
-        else:
-            v = mget(n)
-            if v is not None:
-                m[n] = v
-    return m, g
-
-
 def _first_of_each(maps: list) -> dict:
     """name -> item of several name maps in order, the first map's item for a name that
     several have (as `_first_of_each_name` over their items)."""
@@ -1237,11 +1246,6 @@ def _first_of_each(maps: list) -> dict:
         for n, it in m.items():
             out.setdefault(n, it)
     return out
-
-
-def _only(values: dict, own: dict) -> dict:
-    """The entries of `values` whose name is one of this file's, in `own`'s order."""
-    return {n: values[n] for n in without_simple_dims(own) if n in values}  # values: models, signatures
 
 
 def _first_of_each_name(items: list) -> NameMap:

@@ -617,6 +617,24 @@ def build_model(item: A.ModelItem, dims: DimTable, models: set) -> tuple[ModelIn
     return info, diags
 
 
+def reachable_models(models, own) -> dict:
+    """name -> ModelInfo of this file's models and the models their fields hold, directly
+    or not (read by name from `models`: an import's is built only when reached), in the
+    order of `models`: every cycle through a model of this file is among them."""
+    seen: set = set()
+    stack = [n for n in without_simple_dims(own) if n in models]
+    names = models.keys()
+    while stack:
+        name = stack.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        m = models.get(name)
+        if m is not None:
+            stack.extend({held_model(f.type) for f in m.fields.values()} & names)
+    return {n: models.get(n) for n in names if n in seen}
+
+
 def model_cycles(models: dict, own: dict) -> list:
     """E0211 at each field of this file's models that leads into a cycle of models (a
     model holding itself, directly, through a stack, or through other models).

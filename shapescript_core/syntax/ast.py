@@ -506,9 +506,33 @@ def _full_dim(text: str, path: str, offset: int, name: str) -> FullDim:
     return item
 
 
+class Unbuilt:
+    """An attribute of a model (its fields) or of a function's header (its decorators,
+    parameters, return type) that an interface-depth parse left unbuilt (the item's
+    `unbuilt` flag: fast_items.deferred): all of them are built when one is first read.
+    An attribute in the item's dict is read as a plain attribute; without one, the
+    class's default."""
+
+    def __init__(self, name: str, default):
+        self.name = name
+        self.default = default
+
+    def __get__(self, item, owner=None):
+        if item is None:
+            return self
+        d = item.__dict__
+        if d.get("unbuilt"):
+            unbuilt_builder(item)
+            return d.get(self.name, self.default)
+        return self.default
+
+
+unbuilt_builder = None  # (item) -> None: builds a deferred item's attributes; fast_items.py sets it
+
+
 class ModelItem(Item):
     kind = "model"
-    fields: list = []
+    fields = Unbuilt("fields", [])
 
 
 class _Body:
@@ -555,10 +579,10 @@ class FnItem(Item):
     (`syntax_errors`, with no statements: the header still declares it)."""
 
     kind = "fn"
-    decorators: list = []
-    params: list = []
-    params_pos: Pos = (0, 0)
-    ret: Optional[TypeExpr] = None
+    decorators = Unbuilt("decorators", [])
+    params = Unbuilt("params", [])
+    params_pos = Unbuilt("params_pos", (0, 0))
+    ret = Unbuilt("ret", None)
     body = _Body()
     syntax_errors = _BodyErrors("syntax_errors")
     layout_errors = _BodyErrors("layout_errors")

@@ -16,7 +16,7 @@ from lark import Transformer
 from lark.lexer import Lexer
 from lark.parsers.lalr_analysis import Shift
 
-from . import lark_table
+from . import fast_items, lark_table
 from . import syntax_errors as M
 from ..diagnostics import Diagnostic, debugging, internal_error
 from . import ast as A
@@ -423,6 +423,10 @@ def parse_item(text: str, path: str, offset: int) -> A.Item:
     if m is not None and m.group(1) not in KEYWORDS:
         return _simple_dim(m, A.FullDim(text, path, offset))
     try:
+        if text.startswith("model"):
+            item = fast_items.model(text, path, offset)
+            if item is not None:
+                return item
         tokens, problems = tokenize(text)
         parsed, failure = _parse_or_failure(tokens, problems)
         if parsed is None:
@@ -504,6 +508,9 @@ def header_end(text: str) -> int | None:
 def _header_item(text: str, path: str, offset: int):
     """(the FnItem of a function's header, with a stand-in body, where the header ends),
     or None when the header does not parse alone."""
+    fast = fast_items.header(text, path, offset)
+    if fast is not None:
+        return fast[0], fast[1], False
     end = header_end(text)
     if end is None:
         return None
@@ -528,6 +535,12 @@ def _function_of_header(text: str, path: str, offset: int, failure):
 def parse_interface(text: str, path: str, offset: int) -> A.Item:
     """Parse an item at interface depth: a function's header only (its body, and whether
     it parses, read from the text when asked: FnItem.body), any other item whole."""
+    if text.startswith(("fn", "@", "model")):
+        item = fast_items.deferred(text, path, offset)  # the commonest: nothing built until read
+        if item is not None:
+            if type(item) is A.FnItem:
+                item.__dict__.update(body_dropped=True, errors_unknown=True)
+            return item
     if text.startswith(("fn", "@")):
         try:
             got = _header_item(text, path, offset)
@@ -536,7 +549,7 @@ def parse_interface(text: str, path: str, offset: int) -> A.Item:
         if got is not None and not got[2]:  # (a header with a layout problem: parsed whole)
             item = got[0]
             d = item.__dict__
-            del d["body"]
+            d.pop("body", None)
             d["body_dropped"] = True
             d["errors_unknown"] = True
             return item
