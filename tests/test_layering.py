@@ -17,7 +17,7 @@ LAYERS = [
     "shapescript_core.files", "shapescript_core.escape", "shapescript_core.imports",
     "shapescript_core.syntax", "shapescript_core.check", "shapescript_core.targets",
     "shapescript_core.settings", "shapescript_core.project_files", "shapescript_core.compile", "shapescript_core.export",
-    "shapescript_core.reads", "shapescript_core.workspace", "shapescript_core.ide",
+    "shapescript_core.reads", "shapescript_core.declarations", "shapescript_core.workspace", "shapescript_core.ide",
     "shapescript_core.apply_fixes", "shapescript_core.render", "shapescript_core.evaluate", "shapescript_core.cli",
     "shapescript_server",
 ]

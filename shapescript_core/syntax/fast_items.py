@@ -17,7 +17,7 @@ import re
 import sys
 
 from . import ast as A
-from .lexer import CONTEXTUAL, KEYWORDS
+from .lexer import CONTEXTUAL, KEYWORDS, int_literal
 
 _shared = A.shared_pos
 _intern = sys.intern
@@ -72,7 +72,7 @@ def _size(text: str, lo: int, hi: int):
                     return None
                 atoms.append(A.SName(n, _shared(m.span(1))))
             elif digits is not None:
-                atoms.append(A.SInt(_int(digits), _shared(m.span(2))))
+                atoms.append(A.SInt(int_literal(digits), _shared(m.span(2))))
             else:
                 return None
         elif op is not None:
@@ -97,11 +97,6 @@ def _size(text: str, lo: int, hi: int):
     for op, t in zip(signs, terms[1:]):
         out = A.SBin(op, out, t, _shared((out.pos[0], t.pos[1])))
     return out
-
-
-def _int(digits: str) -> int:
-    from .parser import int_literal  # (parser.py imports this module)
-    return int_literal(digits)
 
 
 def _type(text: str, pos: int):

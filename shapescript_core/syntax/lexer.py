@@ -91,6 +91,17 @@ def _indent_width(ws: str) -> int:
 BOM = "\ufeff"
 
 
+_LONGEST_INT = 4000  # digits: Python converts at most 4,300 between text and int
+_TOO_LONG = 10 ** _LONGEST_INT
+
+
+def int_literal(text: str) -> int:
+    """An integer literal's value. One too long for Python to convert stands for a value
+    past every limit (10^4000: the checks say "too large"), never an exception."""
+    digits = text.lstrip("0")
+    return int(text) if len(digits) <= _LONGEST_INT else _TOO_LONG
+
+
 def tokenize(text: str, start: int = 0) -> tuple[list[Token], list[LexProblem]]:
     """All tokens of an item, with layout tokens, and the problems found; from `start`,
     a line's start, when given (a function's body after its header: positions stay the

@@ -20,7 +20,7 @@ from . import fast_items, lark_table
 from . import syntax_errors as M
 from ..diagnostics import Diagnostic, debugging, internal_error
 from . import ast as A
-from .lexer import BOM, KEYWORDS, LexProblem, Token, tokenize
+from .lexer import BOM, KEYWORDS, LexProblem, Token, int_literal, tokenize
 
 _GRAMMAR = (Path(__file__).parent / "grammar.lark").read_text()
 ITEM_START = re.compile(r"(dim|model|fn|import)\b|@")
@@ -49,17 +49,6 @@ def _join(a, b) -> A.Pos:
 
 
 _shared = A.shared_pos
-
-
-_LONGEST_INT = 4000  # digits: Python converts at most 4,300 between text and int
-_TOO_LONG = 10 ** _LONGEST_INT
-
-
-def int_literal(text: str) -> int:
-    """An integer literal's value. One too long for Python to convert stands for a value
-    past every limit (10^4000: the checks say "too large"), never an exception."""
-    digits = text.lstrip("0")
-    return int(text) if len(digits) <= _LONGEST_INT else _TOO_LONG
 
 
 class _Build(Transformer):
