@@ -262,6 +262,8 @@ class Workspace:
         return list(self._roots)
 
     def set_roots(self, roots):
+        if list(roots) == self._roots:
+            return
         self._roots = list(roots)
         self._clear_analyses()  # the imports' project root may change with them (imports.py)
 
@@ -539,6 +541,8 @@ class Workspace:
     def set_access(self, access: Access):
         """A new reading boundary (the server's folders, the size limit): every file read
         from disk is looked at again."""
+        if access == self.access:
+            return
         self.access = access
         self._refused.clear()
         self._clear_analyses()
@@ -705,16 +709,21 @@ class Workspace:
         f._imports = (f.items, root, out)
         return out
 
-    def import_closure(self, path: str) -> list:
-        """The files `path` imports, directly or through others (read from disk if need be)."""
-        return self._import_closure(self.norm(path))
+    def import_closure(self, path: str, texts: Optional[dict] = None) -> list:
+        """The files `path` imports, directly or through others (read from disk if need
+        be). `texts`: {path: (text, version)} of editor texts, each taken at interface
+        depth (`set_text`) when its file is reached and the workspace holds no text for it,
+        instead of the file on disk."""
+        return self._import_closure(self.norm(path), texts)
 
-    def _import_closure(self, path: str) -> list:
+    def _import_closure(self, path: str, texts: Optional[dict] = None) -> list:
         seen: list = []
         stack = [path]
         root = self.root_of(path)
         while stack:
             p = stack.pop()
+            if texts and p in texts and p not in self.files:
+                self.set_text(p, *texts[p], interface=True)
             f = self.file(p)
             if f is None:
                 continue

@@ -99,12 +99,7 @@ def _imports_at_interface_depth(ls: ShapeScriptServer, path: str):
     that wait for their first check, read at interface depth (function headers,
     Workspace.set_text): what its check reads of them, a third of a whole parse each."""
     waiting = {p: (t, v) for p, t, v in _unchecked(ls).waiting()}
-    while True:
-        todo = [p for p in ls.ws.import_closure(path) if p in waiting and p not in ls.ws.files]
-        if not todo:
-            return
-        for p in todo:
-            ls.ws.set_text(p, *waiting[p], interface=True)
+    ls.ws.import_closure(path, waiting)  # each one reached: its editor text, not the file on disk
 
 
 def _check(ls: ShapeScriptServer, uri: str, path: str, text: str, version, stale, cancelled, opened: bool,
@@ -343,6 +338,9 @@ def _publish(ls: ShapeScriptServer, uri: str, version, items: list, record=None)
     if record is not None and ls.replayed.get(uri) == version:
         del ls.replayed[uri]
         if ls.published.get(uri) == (version, items):
+            if uri in ls.checked_early:  # made by fast_start.py's check, not read from disk: kept now
+                ls.checked_early.discard(uri)
+                _keep_later(ls, uri, version, ls.published[uri][1], record)
             return  # what the editor shows already
     ls.published[uri] = (version, items)
     _send(ls, uri, version, items)

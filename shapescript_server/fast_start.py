@@ -33,6 +33,8 @@ import sys
 import time
 from typing import Callable, Optional
 
+from pygls import uris
+
 from shapescript_core.settings import load_config, parse_settings
 
 from . import diagnostics_cache, initialize_answer
@@ -43,6 +45,8 @@ log = logging.getLogger("shapescript.server")
 
 WAIT_FOR_OPEN = 1.0  # seconds after the early answer to wait for the first didOpen
 WAIT_FOR_PULL = 0.25  # seconds after a pulling client's first didOpen to wait for its pull
+BURST_QUIET = 0.05  # seconds with no message after a didOpen: the documents opened together are all in
+BURST_MOST = 1.0  # seconds after the first of them, at most
 
 
 class Early:
@@ -60,6 +64,8 @@ class Early:
         self.pull_answered = None
         self.pulled: dict = {}
         self.first_lines: dict = {}  # uri -> version: the first lines' syntax errors published
+        self.checked: set = set()  # the uris in `shown` whose diagnostics its own check made (not kept)
+        self.workspace = None  # the Workspace that check ran in, for the server to take over
 
 
 def stdout_writer(stream=None) -> Callable[[dict], None]:
@@ -88,10 +94,14 @@ def _run(early: Early, fd: int, write: Callable[[dict], None]):
     init: dict = {}
     pushes = False
     opened = None  # a pulling client's first document: (uri, version, items) for its pull
+    burst: list = []  # a pushing client's documents opened one after the other: (uri, path, text, version)
+    most = None  # when the burst is checked at the latest
     while True:
         if deadline is not None:
             ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
+                if burst:
+                    _check_last(early, init, burst, write)
                 return
         data = os.read(fd, 1 << 16)
         if not data:
@@ -125,21 +135,34 @@ def _run(early: Early, fd: int, write: Callable[[dict], None]):
             elif "id" in msg or not isinstance(method, str) or method == "exit":
                 return  # a request (or an answer, or exit): the server's
             elif method == "textDocument/didOpen":
-                first = _first_items(init, msg.get("params"))
-                if first is None:
+                doc = _document(msg.get("params"))
+                if doc is None:
                     return
-                uri, version, items, kept = first
-                if not pushes:
-                    opened = (uri, version, items)
-                    deadline = time.monotonic() + WAIT_FOR_PULL
-                    continue
-                write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
-                       "params": {"uri": uri, "version": version, "diagnostics": items}})
-                if kept:
-                    early.shown[uri] = (version, items)
-                else:
-                    early.first_lines[uri] = version
-                return
+                first = _first_items(init, doc)
+                if first is None and not burst:
+                    return
+                if first is not None:
+                    uri, version, items, kept = first
+                    if not pushes:
+                        opened = (uri, version, items)
+                        deadline = time.monotonic() + WAIT_FOR_PULL
+                        continue
+                    write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
+                           "params": {"uri": uri, "version": version, "diagnostics": items}})
+                    if kept:
+                        early.shown[uri] = (version, items)
+                    else:
+                        early.first_lines[uri] = version
+                    if kept and not burst:
+                        return  # its complete diagnostics, kept: nothing to check before the server
+                # a large document opened cold, and those opened right after it: the last one
+                # is checked here once none has come for BURST_QUIET seconds (_check_last)
+                burst.append(doc)
+                now = time.monotonic()
+                most = most or now + BURST_MOST
+                deadline = min(now + BURST_QUIET, most)
+            elif burst:
+                return  # anything else after them (a configuration change): the server's
             # another notification (initialized, a configuration change): kept for the server
 
 
@@ -151,11 +174,8 @@ def _first_pull(msg: dict, uri: str) -> bool:
         and td.get("uri") == uri and params.get("previousResultId") is None
 
 
-def _first_items(init: dict, params):
-    """(uri, version, items, kept) for the document opened: the diagnostics kept for it,
-    under the settings the server would have at this point (diagnostics.show_kept's rule,
-    from the JSON); with none kept, a large file's syntax errors in its first lines
-    (first_publish.py), kept False; None when there is nothing to show yet."""
+def _document(params):
+    """(uri, path, text, version) of a didOpen's document, or None (not a file's)."""
     td = params.get("textDocument") if isinstance(params, dict) else None
     if not isinstance(td, dict):
         return None
@@ -163,15 +183,28 @@ def _first_items(init: dict, params):
     if not isinstance(uri, str) or not isinstance(text, str) or not (version is None or type(version) is int):
         return None
     path = file_path(uri)
-    if path is None:
-        return None
+    return None if path is None else (uri, path, text, version)
+
+
+def _settings(init: dict, paths: list) -> tuple:
+    """(config, roots, access) the server will have once it has read the initialize
+    params, with the documents at `paths` open (settings.apply_config, app.access)."""
     folders = [f.get("uri") for f in init.get("workspaceFolders") or () if isinstance(f, dict)]
     roots = roots_from(folders, init.get("rootUri"), init.get("rootPath"))
     opts = init.get("initializationOptions")
     opts = opts if isinstance(opts, dict) else {}
     config = load_config(root_from(folders, init.get("rootUri"), init.get("rootPath"))).merged(
         parse_settings(opts.get("settings"), "settings"))
-    access = reading_access(roots, [path], config.max_file_size)
+    return config, roots, reading_access(roots, paths, config.max_file_size)
+
+
+def _first_items(init: dict, doc: tuple):
+    """(uri, version, items, kept) for the document opened: the diagnostics kept for it,
+    under the settings the server would have at this point (diagnostics.show_kept's rule,
+    from the JSON); with none kept, a large file's syntax errors in its first lines
+    (first_publish.py), kept False; None when there is nothing to show yet."""
+    uri, path, text, version = doc
+    config, roots, access = _settings(init, [path])
     items = diagnostics_cache.kept(path, text, diagnostics_cache.fingerprint(config, roots, access), {path: text},
                                    access, lambda u: version if u == uri else None)
     if items is not None:
@@ -180,3 +213,39 @@ def _first_items(init: dict, params):
     items = first_publish.visible_syntax(text, path, uri, version)
     # None: a small file, which the server checks before anyone could see the difference
     return None if items is None else (uri, version, items, False)
+
+
+def _check_last(early: Early, init: dict, burst: list, write: Callable[[dict], None]):
+    """The documents opened one after the other, the first of them a large file opened
+    cold: the last one (an editor opens the one it shows last) checked here, its complete
+    diagnostics published before pygls is loaded (about half a second of CPU), as the
+    server would check it: the same settings, the others read at interface depth
+    (diagnostics._check_latest_opened). The server takes the workspace over, and does not
+    publish those diagnostics again (`shown`, diagnostics.show_kept). One whose kept
+    diagnostics were shown is not checked again."""
+    uri, path, text, version = burst[-1]
+    if uri in early.shown:
+        return
+    from shapescript_core.workspace import Workspace  # deferred: the checker, only for a burst
+    from . import diagnostics_json
+    config, roots, access = _settings(init, [d[1] for d in burst])
+    ws = Workspace(access=access)
+    ws.use_parse_cache()
+    ws.set_roots(roots)
+    ws.set_dim_overrides(config.dims)
+    ws.set_default_targets(set(config.default_targets) if config.default_targets else None)
+    ws.set_tensor_parallel(config.export.get("tensor_parallel", 1))
+    opened = {d[1]: d for d in burst}
+    ws.set_text(path, text, version)
+    ws.import_closure(path, {p: (d[2], d[3]) for p, d in opened.items() if p != path})
+    a = ws.analyze(path)
+    uris = {d[0]: d[3] for d in burst}
+    items = diagnostics_json.diagnostics(
+        a.diags if a else [], path, lambda p: ws.file(p).lines,
+        lambda p: opened[p][0] if p in opened else (uris.from_fs_path(p) or "file://" + p), uris.get)
+    write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
+           "params": {"uri": uri, "version": version, "diagnostics": items}})
+    early.shown[uri] = (version, items)
+    early.first_lines.pop(uri, None)
+    early.checked.add(uri)
+    early.workspace = ws

@@ -115,6 +115,9 @@ def serve_io(ls, stdin=None, stdout=None, early=None) -> int:
         ls.shown_early = dict(early.shown)
         ls.pulled_early = dict(early.pulled)
         ls.first_lines_early = dict(early.first_lines)
+        ls.checked_early = set(early.checked)
+        if early.workspace is not None:  # the one fast_start checked the shown document in
+            ls.ws = early.workspace
 
     async def main():
         loop = asyncio.get_running_loop()

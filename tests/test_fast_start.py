@@ -17,6 +17,7 @@ import time
 
 import pytest
 
+from shapescript_core.workspace import Workspace
 from shapescript_server import fast_start, first_publish, initialize_answer
 from lsp_support import ROOT, SERVER
 from stdio_client import StdioClient
@@ -176,9 +177,10 @@ def _publishes(c: StdioClient, uri: str, count: int) -> list:
 
 def test_a_first_open_of_a_large_file_shows_the_syntax_errors_of_its_first_lines_at_once(project):
     """No kept diagnostics: fast_start publishes the syntax errors of the items in the
-    first VISIBLE_LINES lines (not the one at the bottom), without pygls's protocol,
-    lsprotocol or the checker; the server then publishes the whole file's, then the
-    check's, each replacing the one before."""
+    first VISIBLE_LINES lines (not the one at the bottom), without pygls's protocol or
+    lsprotocol; then, no other document being opened, it checks the file and publishes its
+    complete diagnostics, still before pygls is loaded. The server takes its workspace
+    over and publishes nothing again."""
     text = _large(top_error=True, bottom_error=True)
     big = project / "big.ss"
     big.write_text(text)
@@ -190,25 +192,29 @@ def test_a_first_open_of_a_large_file_shows_the_syntax_errors_of_its_first_lines
                 {"jsonrpc": "2.0", "method": "initialized", "params": {}},
                 {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": opened}]
     got = _prelude(project, messages)
-    first = got["out"][1]["params"]
-    assert (first["uri"], first["version"]) == (uri, 3)
+    first, complete = got["out"][1]["params"], got["out"][2]["params"]
+    assert (first["uri"], first["version"]) == (uri, 3) == (complete["uri"], complete["version"])
     assert [(d["code"], d["range"]["start"]["line"]) for d in first["diagnostics"]] == [("E0101", 7)]
-    assert got["shown"] == []  # not kept diagnostics: the server publishes the whole file's
-    assert "shapescript_core.syntax.parser" in got["loaded"]  # the parser and lark: nothing else heavy
-    assert [m for m in got["loaded"] if not m.startswith(("lark", "shapescript_core.syntax.parser"))] == []
-    # the same, through the real server: then the whole file's syntax errors, then its check
+    whole = [(d["code"], d["range"]["start"]["line"]) for d in complete["diagnostics"]]
+    assert whole == [("E0101", 7), ("E0101", bottom)]
+    assert got["shown"] == [uri]  # its check's: the server does not publish them again
+    assert "shapescript_core.workspace" in got["loaded"]  # the checker, and nothing of pygls's protocol
+    assert [m for m in got["loaded"] if m.startswith(("lsprotocol", "cattrs", "pygls.protocol", "pygls.lsp",
+                                                      "numpy", "torch", "transformers"))] == []
+    # the same, through the real server: nothing after those two
     env = {**os.environ, "PYTHONPATH": ROOT, "SHAPESCRIPT_CACHE_DIR": str(project / "cache")}
     c = StdioClient(SERVER, cwd=str(project), env=env, stderr=subprocess.DEVNULL)
     try:
         c.request("initialize", _initialize(project))
         c.notify("initialized", {})
         c.notify("textDocument/didOpen", opened)
-        publishes = _publishes(c, uri, 3)
+        publishes = _publishes(c, uri, 2)
+        c.request("textDocument/documentSymbol", {"textDocument": {"uri": uri}})  # after the server's own check
+        again = [m for m in c.notifications if m.get("method") == "textDocument/publishDiagnostics"]
     finally:
         c.close()
-    assert publishes[0] == [("E0101", 7)]
-    assert publishes[1] == [("E0101", 7), ("E0101", bottom)]
-    assert ("E0101", 7) in publishes[2] and ("E0101", bottom) in publishes[2]
+    assert publishes == [[("E0101", 7)], whole]
+    assert again == []
 
 
 def test_a_small_file_gets_no_early_syntax_publish(project):
@@ -330,3 +336,62 @@ def test_each_large_file_opened_shows_its_first_syntax_errors_before_its_check(p
             assert ("E0101", bottom) in publishes[2]
     finally:
         c.close()
+
+
+def test_documents_opened_together_have_the_last_one_checked_before_pygls_is_loaded(project):
+    """A restored session opens many files at once, a large one first: fast_start reads
+    them as they come (the first lines of each large one published), then checks the
+    last one opened (the one an editor shows) and publishes its complete diagnostics
+    before pygls is loaded. The server takes the workspace over: the others get theirs,
+    the last one's are not sent again, and are kept for the next session."""
+    lib_text = _large(top_error=False, bottom_error=False)
+    app_text = 'import "lib.ss"\n\nfn g(x: [D2]) -> [D3]:\n    return f3(x)\n\nfn ok(x: [D3]) -> [D3]:\n    return f3(x)\n'
+    (project / "lib.ss").write_text(lib_text)
+    (project / "app.ss").write_text(app_text)
+    lib, app = (project / "lib.ss").as_uri(), (project / "app.ss").as_uri()
+    ws = Workspace()
+    ws.set_text(str(project / "app.ss"), app_text)
+    expected = [(d.code, app_text.count("\n", 0, d.span.abs_start)) for d in ws.diagnostics(str(project / "app.ss"))]
+    assert expected and all(code != "E0101" for code, _ in expected)  # a check's finding, in g's body
+
+    def opened(uri, text):
+        return {"jsonrpc": "2.0", "method": "textDocument/didOpen",
+                "params": {"textDocument": {"uri": uri, "languageId": "shapescript", "version": 1, "text": text}}}
+
+    init = [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": _initialize(project)},
+            {"jsonrpc": "2.0", "method": "initialized", "params": {}}]
+    got = _prelude(project, init + [opened(lib, lib_text), opened(app, app_text)])
+    assert [(m["params"]["uri"], m["params"]["version"]) for m in got["out"][1:]] == [(lib, 1), (app, 1)]
+    assert got["out"][1]["params"]["diagnostics"] == []  # lib.ss's first lines
+    early = [(d["code"], d["range"]["start"]["line"]) for d in got["out"][2]["params"]["diagnostics"]]
+    assert early == expected and got["shown"] == [app]
+    assert [m for m in got["loaded"] if m.startswith(("lsprotocol", "cattrs", "pygls.protocol", "pygls.lsp"))] == []
+    # through the real server: app.ss's diagnostics once, lib.ss's own check after, both kept
+    env = {**os.environ, "PYTHONPATH": ROOT, "SHAPESCRIPT_CACHE_DIR": str(project / "cache")}
+    c = StdioClient(SERVER, cwd=str(project), env=env, stderr=subprocess.DEVNULL)
+    seen: list = []
+    try:
+        c.request("initialize", _initialize(project))
+        c.notify("initialized", {})
+        c.write(b"".join(_frame(m) for m in (opened(lib, lib_text), opened(app, app_text))))
+        deadline = time.monotonic() + 60
+        cache = project / "cache"
+        while time.monotonic() < deadline and sum(
+                n.endswith(".diags.json") for n in (os.listdir(cache) if cache.is_dir() else ())) < 2:
+            try:
+                _, msg = c.receive(0.2)
+            except queue.Empty:
+                continue
+            if msg.get("method") == "textDocument/publishDiagnostics":
+                seen.append((msg["params"]["uri"], [(d["code"], d["range"]["start"]["line"])
+                                                    for d in msg["params"]["diagnostics"]]))
+        symbols = c.request("textDocument/documentSymbol", {"textDocument": {"uri": app}})
+        assert [s["name"] for s in symbols["result"]] == ["lib.ss", "g", "ok"]
+    finally:
+        c.close()
+    assert [d for u, d in seen if u == app] == [expected]  # once: the server's check did not repeat it
+    assert [d for u, d in seen if u == lib][-1] == []  # lib.ss's own check came too
+    # the next session shows app.ss's kept diagnostics at once
+    again = _prelude(project, init + [opened(app, app_text)])
+    assert again["shown"] == [app]
+    assert [(d["code"], d["range"]["start"]["line"]) for d in again["out"][1]["params"]["diagnostics"]] == expected

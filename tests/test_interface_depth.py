@@ -170,3 +170,18 @@ def test_files_nobody_opened_are_indexed_at_interface_depth_when_a_search_asks(t
     at = text.index("fn helper") + 3
     found = sorted((os.path.basename(loc.path), loc.start) for loc in references(ws, lib, at))
     assert [name for name, _ in found] == ["f0.ss", "main.ss", "user.ss"]
+
+
+def test_an_import_closure_takes_the_editor_texts_it_is_given(tmp_path):
+    """The open documents a document imports that wait for their first check: their
+    editor texts, read at interface depth when the walk reaches them, not the files on disk."""
+    lib, other = write(tmp_path, "f0.ss", LIB), write(tmp_path, "other.ss", "dim Q = 3\n")
+    mid = write(tmp_path, "mid.ss", 'import "f0.ss"\n')
+    main = write(tmp_path, "main.ss", 'import "mid.ss"\n\nfn f(x: [Q]) -> [Q]:\n    return x\n')
+    ws = Workspace()
+    ws.set_text(main, open(main, encoding="utf-8").read())
+    edited = 'import "other.ss"\n\nfn g(x: [Q]) -> [Q]:\n    return x\n'  # the editor's mid.ss
+    assert ws.import_closure(main, {mid: (edited, 3)}) == [mid, other]
+    assert ws.file(mid).text == edited and ws.file(mid).version == 3
+    assert not ws.file(mid).items[1].body_loaded and lib not in ws.files
+    assert codes(ws, main) == []  # `Q` comes from other.ss, which the editor's mid.ss imports
