@@ -11,7 +11,13 @@ stdin first, with nothing of pygls but `pygls.uris` loaded:
   (diagnostics_cache.py), or with none kept, a large file's syntax errors in the lines
   an editor shows first (first_publish.py), are published at once when the server
   pushes diagnostics; for a client that pulls them (VS Code), they answer its first
-  pull of that document if it comes within WAIT_FOR_PULL seconds.
+  pull of that document if it comes within WAIT_FOR_PULL seconds;
+- a pushing client's first didOpen of a large file with nothing kept, and the didOpens
+  that follow it (a restored session opens its documents in a burst: each large one's
+  first lines published as it comes): once none has come for BURST_QUIET seconds, the
+  last one opened (the one an editor shows) is checked here, in a workspace set up as
+  the server's will be, and its complete diagnostics are published before pygls is
+  loaded (`_check_last`); the server takes that workspace over.
 
 Then, or at any other message, or WAIT_FOR_OPEN seconds after initialize without a
 didOpen, it stops and hands what it read to the server (`Early`), which loads pygls
@@ -227,7 +233,7 @@ def _check_last(early: Early, init: dict, burst: list, write: Callable[[dict], N
     if uri in early.shown:
         return
     from shapescript_core.workspace import Workspace  # deferred: the checker, only for a burst
-    from . import diagnostics_json
+    from . import diagnostics_json  # deferred: the checker's findings as LSP's, with the checker
     config, roots, access = _settings(init, [d[1] for d in burst])
     ws = Workspace(access=access)
     ws.use_parse_cache()
