@@ -23,7 +23,7 @@ from .files import Access, ReadRefused, Refusal, check_path, read_bytes
 from .check.env import DimTable, is_dim_item as _is_dim, ModelInfo, Signature, build_model, build_signature, model_cycles, \
     reachable_models
 from .check.function import FnResult, check_function
-from .check.graphs import components as _components, shortest_path as _path
+from .check.graphs import components as _components, reached as _reached_from, shortest_path as _path
 from .check.messages import defined_twice, import_missing, import_not_utf8, import_outside, import_unreadable
 from .check.sizes import Size
 from .check.types import TensorT, Type, render_nested
@@ -1198,20 +1198,7 @@ def _reached(fns: dict, roots: list) -> set:
 def _calls_from(roots: list, result_of) -> dict:
     """name -> result of the functions `roots` call, directly or not, and of the roots;
     `result_of(name)` is a function's result, None for one not followed."""
-    found: dict = {}
-    seen: set = set()
-    stack = list(roots)
-    while stack:
-        n = stack.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        res = result_of(n)
-        if res is None:
-            continue
-        found[n] = res
-        stack.extend(res.callees)
-    return found
+    return {n: res for n, res in _reached_from(roots, result_of, lambda res: res.callees) if res is not None}
 
 
 CUTOFF_ITEMS = 256  # an import's edit of more items than this: its importers are declared again whole

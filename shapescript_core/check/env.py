@@ -10,7 +10,7 @@ from typing import Callable, Optional
 from ..diagnostics import Diagnostic, error
 from ..syntax import ast as A
 from ..syntax.names import NameMap, without_simple_dims
-from .graphs import components, shortest_path
+from .graphs import components, reached, shortest_path
 from . import messages as M
 from .messages import model_contains_itself
 from ..syntax.syntax_errors import syntax as syntax_error
@@ -617,22 +617,20 @@ def build_model(item: A.ModelItem, dims: DimTable, models: set) -> tuple[ModelIn
     return info, diags
 
 
+def held_models(start, model_of) -> list:
+    """(name, model) of the models `start` names (None: no model) and of those their
+    fields hold, directly or not, each once, depth first; `model_of(name)` is the model,
+    or None (then it holds nothing)."""
+    return reached([n for n in start if n is not None], model_of,
+                   lambda m: [h for h in (held_model(f.type) for f in m.fields.values()) if h is not None])
+
+
 def reachable_models(models, own) -> dict:
     """name -> ModelInfo of this file's models and the models their fields hold, directly
     or not (read by name from `models`: an import's is built only when reached), in the
     order of `models`: every cycle through a model of this file is among them."""
-    seen: set = set()
-    stack = [n for n in without_simple_dims(own) if n in models]
-    names = models.keys()
-    while stack:
-        name = stack.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        m = models.get(name)
-        if m is not None:
-            stack.extend({held_model(f.type) for f in m.fields.values()} & names)
-    return {n: models.get(n) for n in names if n in seen}
+    seen = {n for n, _ in held_models([n for n in without_simple_dims(own) if n in models], models.get)}
+    return {n: models.get(n) for n in models.keys() if n in seen}
 
 
 def model_cycles(models: dict, own: dict) -> list:

@@ -1,9 +1,27 @@
-"""Graphs of names (calls, models): strongly connected components and shortest paths,
-both iterative (a chain of a thousand calls recurses nowhere)."""
+"""Graphs of names (calls, models): what a name reaches, strongly connected components
+and shortest paths, all iterative (a chain of a thousand calls recurses nowhere)."""
 from __future__ import annotations
 
 from collections import deque
 from typing import Optional
+
+
+def reached(start, node_of, successors) -> list:
+    """(name, node_of(name)) of the names in `start` and of those they lead to, directly
+    or not, each once, depth first; `successors(node)` names what a node (not None) leads
+    to."""
+    out, seen = [], set()
+    stack = list(start)
+    while stack:
+        n = stack.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        node = node_of(n)
+        out.append((n, node))
+        if node is not None:
+            stack.extend(successors(node))
+    return out
 
 
 def components(graph: dict) -> dict:

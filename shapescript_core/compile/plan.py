@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..check.env import held_models
 from ..check.types import ModelT, StackT, TensorT
 from .attention_plan import AttentionPlan, plan_attention
 from .graph import Bind, CompileError, Loop, Ret
@@ -191,20 +192,11 @@ def _fold_biases(plan: Plan, reads: dict):
 
 
 def _models(prog, root: str) -> list:
-    out, stack = [], [root]
-    while stack:
-        n = stack.pop()
-        if n in out:
-            continue
-        out.append(n)
-        m = prog.model(n)
+    out = []
+    for n, m in held_models([root], prog.model):
         if m is None:
             raise CompileError(f"model `{n}` did not check")
-        for f in m.fields.values():
-            if isinstance(f.type, ModelT):
-                stack.append(f.type.name)
-            elif isinstance(f.type, StackT):
-                stack.append(f.type.model)
+        out.append(n)
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..check.env import held_model
+from ..check.env import held_model, held_models
 from ..diagnostics import Severity
 from ..syntax import ast as A
 
@@ -119,16 +119,4 @@ def _calls_broken(res, env) -> bool:
 
 
 def _models_used(res, env) -> list:
-    out, seen = [], set()
-    stack = [n for n in map(held_model, res.types.values()) if n is not None]
-    while stack:
-        n = stack.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        m = env.model(n)
-        if m is None:
-            continue
-        out.append(m)
-        stack += [n for n in (held_model(f.type) for f in m.fields.values()) if n is not None]
-    return out
+    return [m for _, m in held_models(map(held_model, res.types.values()), env.model) if m is not None]

@@ -99,6 +99,15 @@ def _size(text: str, lo: int, hi: int):
     return out
 
 
+def _index(text: str, m):
+    """The size in the brackets after a name (`m`'s second group), None without brackets,
+    False when they hold no size."""
+    if m.group(2) is None:
+        return None
+    size = _size(text, m.start(2), m.end(2))
+    return False if size is None else size
+
+
 def _type(text: str, pos: int):
     """(the type at `pos`, where it ends) or None."""
     m = _TENSOR.match(text, pos)
@@ -122,14 +131,9 @@ def _type(text: str, pos: int):
         dt = None
         d = _AFTER_AXES.match(text, end)
         if d is not None:
-            dname = _name(d.group(1))
-            if dname is None:
+            dname, index = _name(d.group(1)), _index(text, d)
+            if dname is None or index is False:
                 return None
-            index = None
-            if d.group(2) is not None:
-                index = _size(text, d.start(2), d.end(2))
-                if index is None:
-                    return None
             dt = A.DtypeExpr(dname, index, _shared((d.start(1), d.end())))
             end = d.end()
         t = A.TensorTypeExpr(axes, dt, _shared((pos, end)))
@@ -138,14 +142,9 @@ def _type(text: str, pos: int):
     m = _NAMED.match(text, pos)
     if m is None:
         return None
-    name = _name(m.group(1))
-    if name is None:
+    name, index = _name(m.group(1)), _index(text, m)
+    if name is None or index is False:
         return None
-    index = None
-    if m.group(2) is not None:
-        index = _size(text, m.start(2), m.end(2))
-        if index is None:
-            return None
     return A.NamedTypeExpr(name, index, _shared(m.span())), m.end()
 
 
