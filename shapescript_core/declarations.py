@@ -14,7 +14,13 @@ from __future__ import annotations
 
 from typing import Callable, Iterator, Optional
 
-_PENDING = object()
+_PENDING = object()  # among these, not built yet
+_ABSENT = object()  # not among these
+
+
+def _differs(a, b) -> bool:
+    """Whether two `_value`s may be different values (one not built yet may)."""
+    return a is _PENDING or b is _PENDING or a is not b
 
 
 class Declarations:
@@ -69,38 +75,23 @@ class Declarations:
         return f"<Declarations {len(self._built)}/{len(self._order)} built>"
 
     # ---- what is built, without building
-    def built(self, name):
-        """The value of `name` if it is built, else None."""
-        return self._built.get(name) if name in self._order else None
-
-    def item(self, name):
-        return self._order.get(name)
-
     def differing(self, other: "Declarations", among=None) -> set:
         """The names (of `among`, else of either) whose value may differ from `other`'s:
         not the same object in both, or not built in one of them (it may be, once built:
         the caller then asks again)."""
         names = among if among is not None else self._order.keys() | other._order.keys()
-        mine, theirs = self._built, other._built
-        out = set()
-        for n in names:
-            a, b = mine.get(n, _PENDING), theirs.get(n, _PENDING)
-            if a is _PENDING and b is _PENDING and n not in self._order and n not in other._order:
-                continue  # in neither
-            if a is _PENDING or b is not a:
-                out.add(n)
-        return out
+        return {n for n in names if _differs(self._value(n), other._value(n))}
+
+    def _value(self, name):
+        """The value of `name` if built, _PENDING if not yet, _ABSENT if not among these (a
+        value built under it may be another view's: `get`)."""
+        return self._built.get(name, _PENDING) if name in self._order else _ABSENT
 
     # ---- making the next analysis's from the last one's (Workspace._analyze's cutoff)
     def copy(self, build: Optional[Callable] = None) -> "Declarations":
         """The same names and built values; the rest built by `build` (the next
         analysis's) when read."""
         return Declarations(dict(self._order), dict(self._built), build or self._build)
-
-    def put(self, name, item):
-        """`name` is now `item` (built when read); a name new here comes last."""
-        self._order[name] = item
-        self._built.pop(name, None)
 
     def pop(self, name, default=None):
         v = self._built.pop(name, default)
@@ -127,23 +118,10 @@ class Declarations:
         mine = self._order
         return Declarations({n: mine[n] for n in order if n in mine}, self._built, self._build)
 
-    def merged(self, own: dict, items) -> "Declarations":
-        """These, then `own` (name -> value, built; `items`: name -> item), after them;
-        what is built stays shared with these (a fresh copy: `copy`)."""
+    def merged(self, own: dict) -> "Declarations":
+        """These, then `own` (name -> value, built: a model or signature knows its item),
+        after them; what is built stays shared with these (a fresh copy: `copy`)."""
         order = dict(self._order)
-        built = self._built
-        for n, v in own.items():
-            order[n] = items.get(n)
-            built[n] = v
-        return Declarations(order, built, self._build)
-
-    def without(self, names) -> "Declarations":
-        """These but `names`."""
-        order = {n: it for n, it in self._order.items() if n not in names}
-        built = {n: v for n, v in self._built.items() if n not in names}
-        return Declarations(order, built, self._build)
-
-    def only(self, names) -> dict:
-        """name -> value of `names` that are here (built now), in `names`' order."""
-        get = self.get
-        return {n: get(n) for n in names if n in self._order}
+        order.update(zip(own.keys(), [v.item for v in own.values()]))
+        self._built.update(own)
+        return Declarations(order, self._built, self._build)

@@ -914,7 +914,7 @@ class Workspace:
                               odiags)
                 # (a simple dim is no model nor signature: not among them)
                 among = (*changed, *without_simple_dims(own))
-            models, sigs = imodels.merged(omodels, own), isigs.merged(osigs, own)
+            models, sigs = imodels.merged(omodels), isigs.merged(osigs)
             meanings.models, meanings.sigs = models, sigs
             meanings.carry_full(prev, among)
             diags.extend(odiags)

@@ -395,3 +395,22 @@ def test_documents_opened_together_have_the_last_one_checked_before_pygls_is_loa
     again = _prelude(project, init + [opened(app, app_text)])
     assert again["shown"] == [app]
     assert [(d["code"], d["range"]["start"]["line"]) for d in again["out"][1]["params"]["diagnostics"]] == expected
+
+
+def test_a_request_after_the_documents_leaves_their_check_to_the_server(project):
+    """Anything but another didOpen (a request, a change) ends the burst without a check
+    here: the server answers it in order, and checks the documents itself."""
+    text = _large(top_error=True, bottom_error=False)
+    (project / "big.ss").write_text(text)
+    uri = (project / "big.ss").as_uri()
+    opened = {"jsonrpc": "2.0", "method": "textDocument/didOpen",
+              "params": {"textDocument": {"uri": uri, "languageId": "shapescript", "version": 1, "text": text}}}
+    for after in ({"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover",
+                   "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 4}}},
+                  {"jsonrpc": "2.0", "method": "textDocument/didChange",
+                   "params": {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": text}]}}):
+        got = _prelude(project, [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": _initialize(project)},
+                                 {"jsonrpc": "2.0", "method": "initialized", "params": {}}, opened, after])
+        assert [m.get("method") for m in got["out"]] == [None, "textDocument/publishDiagnostics"]  # the first lines
+        assert got["shown"] == [] and got["read"] == 4
+        assert "shapescript_core.workspace" not in got["loaded"]
