@@ -286,8 +286,8 @@ def report_cold(runs: int, lines: int, text: str) -> None:
     counts = {len(r["each"]) for r in ours}
     if len(counts) == 1:
         each = [statistics.median(r["each"][k] for r in ours) * 1000 for k in range(counts.pop())]
-        print("    didOpen -> each publish of the first open (the first lines' syntax errors, the whole file's, "
-              "the check's): " + ", ".join(f"{t:.0f} ms" for t in each))
+        print("    didOpen -> each publish of the first open (the first lines' syntax errors, then the "
+              "check's): " + ", ".join(f"{t:.0f} ms" for t in each))
     pulls = [cold_pull(ours_cmd, tempfile.mkdtemp(prefix="ss-cold-"), "big.ss", text,
                        {**base, "SHAPESCRIPT_CACHE_DIR": tempfile.mkdtemp(prefix="ss-cache-")}) for _ in range(runs)]
     print(f"    a client that pulls (VS Code), first open: spawn -> first pull answered "
