@@ -157,8 +157,8 @@ def test_a_cache_others_can_write_is_not_read(cache, tmp_path, caplog):
 
 def test_the_server_keeps_a_large_files_items_once_idle_and_reuses_them(tmp_path):
     """End to end: a large file opened cold is published (the syntax errors of its first
-    lines, then the whole file's, then checked),
-    and its items are saved once the editor is quiet and the core idle; a new server
+    lines, then its check's, both before pygls is loaded: fast_start.py), and its items
+    are saved once the editor is quiet and the core idle; a new server
     opening it again publishes the same from them."""
     text = "".join(f"dim Pad{i} = {i + 1}\n" for i in range(250)) + SRC
     path = tmp_path / "big.ss"
