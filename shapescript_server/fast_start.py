@@ -245,10 +245,10 @@ def _check_last(early: Early, init: dict, burst: list, write: Callable[[dict], N
     ws.set_text(path, text, version)
     ws.import_closure(path, {p: (d[2], d[3]) for p, d in opened.items() if p != path})
     a = ws.analyze(path)
-    uris = {d[0]: d[3] for d in burst}
+    versions = {d[0]: d[3] for d in burst}
     items = diagnostics_json.diagnostics(
         a.diags if a else [], path, lambda p: ws.file(p).lines,
-        lambda p: opened[p][0] if p in opened else (uris.from_fs_path(p) or "file://" + p), uris.get)
+        lambda p: opened[p][0] if p in opened else (uris.from_fs_path(p) or "file://" + p), versions.get)
     write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
            "params": {"uri": uri, "version": version, "diagnostics": items}})
     early.shown[uri] = (version, items)

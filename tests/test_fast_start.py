@@ -414,3 +414,30 @@ def test_a_request_after_the_documents_leaves_their_check_to_the_server(project)
         assert [m.get("method") for m in got["out"]] == [None, "textDocument/publishDiagnostics"]  # the first lines
         assert got["shown"] == [] and got["read"] == 4
         assert "shapescript_core.workspace" not in got["loaded"]
+
+
+def test_a_label_in_a_file_nobody_opened_points_at_its_uri(project):
+    """The check fast_start runs for a burst: a diagnostic's label inside an import no
+    editor opened (E3304 at a call, labelled in the helper) names that file's URI."""
+    big = _large(top_error=False, bottom_error=False)
+    (project / "big.ss").write_text(big)
+    (project / "helpers.ss").write_text(
+        "dim V = 1000\ndim D = 64\n\nfn center(x: [s t D]) -> [s t D]:\n    return x - mean(x, over=t)\n")
+    app = ('import "helpers.ss"\n\nmodel Lm:\n    emb: [V D]\n    W: [V D]\n\n'
+           "fn forward(m: Lm, ids: [b n] Index[V]) -> [b n V]:\n    x = embedding(ids, m.emb)\n"
+           "    x = center(x)\n    return linear(x, m.W)\n")
+    (project / "app.ss").write_text(app)
+    ws = Workspace()
+    ws.set_text(str(project / "app.ss"), app)
+    assert [d.code for d in ws.diagnostics(str(project / "app.ss"))] == ["E3304"]
+
+    def opened(name, text):
+        return {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": (project / name).as_uri(), "languageId": "shapescript", "version": 1, "text": text}}}
+
+    got = _prelude(project, [{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": _initialize(project)},
+                             {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+                             opened("big.ss", big), opened("app.ss", app)])
+    (d,) = got["out"][-1]["params"]["diagnostics"]
+    assert d["code"] == "E3304"
+    assert (project / "helpers.ss").as_uri() in [r["location"]["uri"] for r in d["relatedInformation"]]

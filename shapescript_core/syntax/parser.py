@@ -495,8 +495,9 @@ def header_end(text: str) -> int | None:
 
 
 def _header_item(text: str, path: str, offset: int):
-    """(the FnItem of a function's header, with a stand-in body, where the header ends),
-    or None when the header does not parse alone."""
+    """(the FnItem of a function's header, no body set, where the header ends, whether
+    the header had a layout problem), or None when the header does not parse alone (the
+    commonest headers: fast_items.py)."""
     fast = fast_items.header(text, path, offset)
     if fast is not None:
         return fast[0], fast[1], False
@@ -508,7 +509,9 @@ def _header_item(text: str, path: str, offset: int):
     parsed, failure = _parse_or_failure(tokens, problems)
     if parsed is None or parsed[0] != "fn":
         return None
-    return _build_item(*parsed, text, path, offset), end, bool(problems)
+    item = _build_item(*parsed, text, path, offset)
+    del item.__dict__["body"]  # the stand-in's
+    return item, end, bool(problems)
 
 
 def _function_of_header(text: str, path: str, offset: int, failure):
@@ -538,7 +541,6 @@ def parse_interface(text: str, path: str, offset: int) -> A.Item:
         if got is not None and not got[2]:  # (a header with a layout problem: parsed whole)
             item = got[0]
             d = item.__dict__
-            d.pop("body", None)
             d["body_dropped"] = True
             d["errors_unknown"] = True
             return item
