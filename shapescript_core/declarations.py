@@ -12,7 +12,7 @@ answers): the last analysis's answers go as soon as the next replaces them.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterator, Optional
+from typing import Callable, Iterator
 
 _PENDING = object()  # among these, not built yet
 _ABSENT = object()  # not among these
@@ -88,10 +88,10 @@ class Declarations:
         return self._built.get(name, _PENDING) if name in self._order else _ABSENT
 
     # ---- making the next analysis's from the last one's (Workspace._analyze's cutoff)
-    def copy(self, build: Optional[Callable] = None) -> "Declarations":
+    def copy(self, build: Callable) -> "Declarations":
         """The same names and built values; the rest built by `build` (the next
         analysis's) when read."""
-        return Declarations(dict(self._order), dict(self._built), build or self._build)
+        return Declarations(dict(self._order), dict(self._built), build)
 
     def pop(self, name, default=None):
         v = self._built.pop(name, default)

@@ -45,6 +45,20 @@ class Config:
     max_file_size: Optional[int] = None    # [limits]; None: the default (files.DEFAULT_FILE_LIMIT)
     max_tensor_size: Optional[int] = None  # [limits]; None: the default (export/sizes.py)
 
+    def check_inputs(self) -> tuple:
+        """(dim overrides, default targets or None, tensor-parallel ranks): what the
+        checks read of the settings."""
+        return dict(self.dims), (set(self.default_targets) if self.default_targets else None), \
+            self.export.get("tensor_parallel", 1)
+
+    def apply_to(self, ws):
+        """Set `check_inputs` on a Workspace (each setter keeps its analyses when its
+        value is the same)."""
+        dims, targets, ranks = self.check_inputs()
+        ws.set_dim_overrides(dims)
+        ws.set_default_targets(targets)
+        ws.set_tensor_parallel(ranks)
+
     def merged(self, over: "Config") -> "Config":
         return Config(over.default_targets if over.default_targets is not None else self.default_targets,
                       {**self.dims, **over.dims}, {**self.export, **over.export},

@@ -238,9 +238,7 @@ def _check_last(early: Early, init: dict, burst: list, write: Callable[[dict], N
     ws = Workspace(access=access)
     ws.use_parse_cache()
     ws.set_roots(roots)
-    ws.set_dim_overrides(config.dims)
-    ws.set_default_targets(set(config.default_targets) if config.default_targets else None)
-    ws.set_tensor_parallel(config.export.get("tensor_parallel", 1))
+    config.apply_to(ws)
     opened = {d[1]: d for d in burst}
     ws.set_text(path, text, version)
     ws.import_closure(path, {p: (d[2], d[3]) for p, d in opened.items() if p != path})

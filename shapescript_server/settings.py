@@ -32,19 +32,10 @@ def apply_config(ls: ShapeScriptServer, client_settings=None, force: bool = Fals
     ls.update_access()  # the size limit may have changed
     if cfg.problems and cfg.problems != old.problems:
         ls.show("shapescript: " + "; ".join(cfg.problems), T.MessageType.Warning)
-    ranks = cfg.export.get("tensor_parallel", 1)  # E3307 (`export.vllm.tensorParallel`)
-    if not force and (cfg.dims, cfg.default_targets, ranks) == (old.dims, old.default_targets,
-                                                                old.export.get("tensor_parallel", 1)):
+    # dims, default targets, tensor-parallel ranks (E3307, `export.vllm.tensorParallel`)
+    if not force and cfg.check_inputs() == old.check_inputs():
         return
-    dims = dict(cfg.dims)
-    targets = set(cfg.default_targets) if cfg.default_targets else None
-
-    def job():
-        ls.ws.set_dim_overrides(dims)
-        ls.ws.set_default_targets(targets)
-        ls.ws.set_tensor_parallel(ranks)
-
-    ls.submit("settings", job)
+    ls.submit("settings", lambda: cfg.apply_to(ls.ws))
     recheck_all(ls)
     if not refresh:
         return
