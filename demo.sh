@@ -3,10 +3,30 @@
 # the llama (tiny, random weights) to Hugging Face and generate with it in transformers;
 # then bring checkpoints in: a Qwen3 saved by transformers, and a tiny Llama trained here
 # on a story, each exported with its own weights, the same output from every engine.
+#
+# Cold start: only .venv is built before the first result (about 1.5 minutes from its
+# lock); the engines' environments (the llama-cpp-python build above all) are built by a
+# full setup in the background meanwhile (its log: out/setup.log), and the demo waits for
+# it only where it first runs llama.cpp.
 set -euo pipefail
 
 cd "$(dirname "$0")"
-./scripts/setup.sh
+./scripts/setup.sh main
+mkdir -p out
+./scripts/setup.sh >out/setup.log 2>&1 &
+setup_pid=$!
+engines_ready() {   # wait for the background setup, once
+    [ -n "$setup_pid" ] || return 0
+    echo "(waiting for the engines' environments: scripts/setup.sh, log out/setup.log)"
+    local t=$SECONDS
+    if ! wait "$setup_pid"; then
+        tail -n 30 out/setup.log >&2
+        echo "demo: scripts/setup.sh failed (log: out/setup.log)" >&2
+        exit 1
+    fi
+    setup_pid=""
+    echo "(ready after $((SECONDS - t)) s more)"
+}
 
 good=(examples/llama.ss examples/gpt2.ss examples/classifier.ss)
 broken=examples/broken_attention.ss
@@ -95,6 +115,7 @@ echo "\$ shapescript export examples/qwen3.ss --hf --weights $ckpt --force -o ou
 echo "\$ shapescript export examples/qwen3.ss --gguf --weights $ckpt --force -o out/qwen3.gguf"
 .venv/bin/shapescript export examples/qwen3.ss --gguf --weights "$ckpt" --force -o out/qwen3.gguf
 echo
+engines_ready
 echo "\$ python: greedy tokens from the checkpoint (transformers), its --hf export, and llama.cpp"
 .venv/bin/python - "$ckpt" out/qwen3-hf out/qwen3.gguf <<'EOF'
 import sys
@@ -112,20 +133,17 @@ for name, path, extra in (("transformers (the checkpoint)", sys.argv[1], {}),
     m = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, **extra).eval()
     with torch.no_grad():
         runs[name] = m.generate(torch.tensor([prompt]), **kw)[0, len(prompt):].tolist()
-try:
-    import llama_cpp
-except ImportError:
-    print("(llama-cpp-python is not installed: llama.cpp skipped)")
-else:
-    llm = llama_cpp.Llama(model_path=sys.argv[3], n_ctx=64, verbose=False, n_threads=2,
-                          type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32)
-    got = []
-    for t in llm.generate(prompt, top_k=1, temp=0.0, reset=True):
-        got.append(t)
-        if len(got) == 8:
-            break
-    llm.close()
-    runs["llama.cpp (our --gguf export)"] = got
+import llama_cpp
+
+llm = llama_cpp.Llama(model_path=sys.argv[3], n_ctx=64, verbose=False, n_threads=2,
+                      type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32)
+got = []
+for t in llm.generate(prompt, top_k=1, temp=0.0, reset=True):
+    got.append(t)
+    if len(got) == 8:
+        break
+llm.close()
+runs["llama.cpp (our --gguf export)"] = got
 for name, toks in runs.items():
     print(f"{name:32} {toks}")
 if len({tuple(t) for t in runs.values()}) != 1:
@@ -164,21 +182,18 @@ for name, path, extra in (("transformers (the checkpoint)", sys.argv[1], {}),
     with torch.no_grad():
         out = m.generate(torch.tensor([ids]), max_new_tokens=16, do_sample=False, eos_token_id=None, pad_token_id=0)
     runs[name] = tok.decode(out[0])
-try:
-    import llama_cpp
-except ImportError:
-    print("(llama-cpp-python is not installed: llama.cpp skipped)")
-else:
-    llm = llama_cpp.Llama(model_path=sys.argv[3], n_ctx=64, verbose=False, n_threads=2,
-                          type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32)
-    got = llm.tokenize(prompt.encode(), add_bos=False, special=False)
-    n = len(got) + 16
-    for t in llm.generate(got, top_k=1, temp=0.0, reset=True):
-        got.append(t)
-        if len(got) == n:
-            break
-    runs["llama.cpp (our --gguf export)"] = llm.detokenize(got).decode()
-    llm.close()
+import llama_cpp
+
+llm = llama_cpp.Llama(model_path=sys.argv[3], n_ctx=64, verbose=False, n_threads=2,
+                      type_k=llama_cpp.GGML_TYPE_F32, type_v=llama_cpp.GGML_TYPE_F32)
+got = llm.tokenize(prompt.encode(), add_bos=False, special=False)
+n = len(got) + 16
+for t in llm.generate(got, top_k=1, temp=0.0, reset=True):
+    got.append(t)
+    if len(got) == n:
+        break
+runs["llama.cpp (our --gguf export)"] = llm.detokenize(got).decode()
+llm.close()
 for name, text in runs.items():
     print(f"{name:32} {text!r}")
 if len(set(runs.values())) != 1:

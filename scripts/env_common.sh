@@ -17,15 +17,15 @@ VLLM_VENV="$SHAPESCRIPT_CACHE/venv-vllm"
 LITERT_VENV="$SHAPESCRIPT_CACHE/venv-litert"
 CONVERT_VENV="$SHAPESCRIPT_CACHE/venv-convert"
 LOG_DIR="$SHAPESCRIPT_CACHE/logs"
-# Every install after torch's goes through this file, so nothing can replace torch.
+# lock.sh's installs after torch's go through this file, so nothing can replace torch.
 TORCH_CONSTRAINTS="$SHAPESCRIPT_CACHE/constraints-torch.txt"
-# What venv-vllm holds, in words: a change here (and only here) rebuilds it from scratch.
-VLLM_RECIPE="$TORCH_PIN then $VLLM_PIN safetensors, minus torchvision torchaudio torchcodec"
-# What venv-litert holds: a change here rebuilds it from scratch.
-LITERT_RECIPE="$TORCH_PIN then --pre $LITERT_PINS safetensors"
-# What venv-convert holds: a change here rebuilds it from scratch. torch first, from the
-# local CPU wheel, so the converter's `torch>=2.6` pulls no CUDA build.
-CONVERT_RECIPE="$TORCH_PIN then $CONVERT_PIN"
+# The locks every environment installs from (scripts/lock.sh writes them); the pins above
+# are what lock.sh resolves from.
+SCRIPTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+LOCKS_DIR="${SHAPESCRIPT_LOCKS:-$(dirname "$SCRIPTS_DIR")/locks}"   # SHAPESCRIPT_LOCKS: for tests
+# CMake options of the llama-cpp-python build: the library and the CPU backend only (no
+# multimodal mtmd library; tests, tools, examples and the server are off in a subproject)
+LLAMA_CMAKE_ARGS="-DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DGGML_BLAS=OFF -DGGML_CUDA=OFF -DGGML_VULKAN=OFF -DGGML_OPENCL=OFF -DGGML_RPC=OFF"
 # Written into a venv once its recipe finished; tests/envs.py looks for it.
 READY_MARK=".shapescript-ready"
 
@@ -75,8 +75,61 @@ recipe_hash() {
         | sha256sum | cut -c1-16
 }
 
+# llama_wheel_dir: where the wheel built from the locked source archive, the locked build
+# environment and LLAMA_CMAKE_ARGS lies (a change of any of them builds a new one).
+llama_wheel_dir() {
+    echo "$WHEELS_DIR/llama-$(recipe_hash "$LLAMA_CMAKE_ARGS" "$LOCKS_DIR/llama-sdist.txt" "$LOCKS_DIR/llama-build.txt")"
+}
+
 # llama_wheel: path of the cached llama-cpp-python wheel, empty when there is none.
 llama_wheel() {
-    local v=${LLAMA_PIN#llama-cpp-python==}
-    compgen -G "$WHEELS_DIR/llama_cpp_python-$v-*.whl" | head -n 1 || true
+    compgen -G "$(llama_wheel_dir)/llama_cpp_python-*.whl" | head -n 1 || true
+}
+
+# locked_venv NAME VENV: make VENV hold exactly locks/pip.txt and locks/NAME.txt, rebuilt from
+# scratch when a lock or the Python changed, then run scripts/checks/env-NAME.py in it. One build
+# of VENV at a time (a lock file beside it). Writes $READY_MARK when complete.
+locked_venv() {
+    local name=$1 venv=$2
+    local lock="$LOCKS_DIR/$name.txt" check
+    check="$SCRIPTS_DIR/checks/env-$name.py"
+    [ -f "$lock" ] || die "no lock $lock (scripts/lock.sh $name writes it)"
+    exec 7>"$venv.lock"
+    if ! flock -n 7; then
+        step "waiting for another setup of $venv"
+        flock 7
+    fi
+    local hash stamp
+    hash=$(recipe_hash "locked" "$LOCKS_DIR/pip.txt" "$lock")
+    stamp="$venv/.lock-$hash"
+    if [ -e "$stamp" ] && [ -e "$venv/$READY_MARK" ]; then
+        exec 7>&-
+        return 0
+    fi
+    step "building $venv from locks/$name.txt ($(grep -c -- '--hash' "$lock") packages; logs in $LOG_DIR)"
+    local start=$SECONDS py="$venv/bin/python"
+    rm -rf "$venv"
+    run_logged "$name-venv" "creating $venv" "$PYTHON_FOR_VENVS" -m venv "$venv"
+    install_locked "$name" "$py" "$lock"
+    if [ -f "$check" ]; then
+        run_logged "$name-check" "the smoke check of $venv (scripts/checks/env-$name.py)" "$py" "$check"
+    fi
+    touch "$stamp"
+    echo "$hash" >"$venv/$READY_MARK"
+    step "$name environment ready in $((SECONDS - start)) s ($(du -sh "$venv" | cut -f1))${check:+: $(tail -n 1 "$LOG_DIR/$name-check.log" 2>/dev/null)}"
+    exec 7>&-
+}
+
+# install_locked NAME PYTHON LOCK [--allow DIST...]: the locked pip, then LOCK with every
+# hash checked and no resolution, then anything the venv holds that no lock names removed
+# (ensurepip's setuptools). --allow: a distribution installed beside the lock (the project).
+install_locked() {
+    local name=$1 py=$2 lock=$3
+    shift 3
+    run_logged "$name-pip" "installing locks/pip.txt into $(dirname "$(dirname "$py")")" \
+        "$py" -m pip install -q --no-deps --require-hashes -r "$LOCKS_DIR/pip.txt"
+    run_logged "$name-install" "installing $(basename "$lock") into $(dirname "$(dirname "$py")")" \
+        "$py" -m pip install -q --no-deps --require-hashes -r "$lock"
+    run_logged "$name-prune" "removing what locks/$(basename "$lock") does not name" \
+        "$py" "$SCRIPTS_DIR/lockfile.py" prune "$py" "$LOCKS_DIR/pip.txt" "$lock" "$@"
 }

@@ -32,41 +32,32 @@ fi
 # The llama-cpp-python build is the long pole of a cold setup: start it first, in the
 # background, and collect it after the other steps.
 llama_pid=""
-if [ -z "$(llama_wheel)" ]; then
+if [ "${1:-}" != main ] && [ -z "$(llama_wheel)" ]; then
     scripts/env_llama_wheel.sh >/dev/null 9>&- &   # not holding this checkout's lock
     llama_pid=$!
 fi
 
-# --- the main .venv ----------------------------------------------------------------------
-if [ ! -x .venv/bin/python ]; then
-    step "creating .venv"
-    run_logged main-venv "creating .venv" "$PYTHON_FOR_VENVS" -m venv .venv
-fi
-if [ ! -e .venv/.pip-upgraded ]; then
-    step "upgrading pip in .venv"
-    if .venv/bin/python -m pip install -q --upgrade pip >"$LOG_DIR/main-pip.log" 2>&1; then
-        touch .venv/.pip-upgraded
-    else
-        step "warning: could not upgrade pip, going on with the one there"
-    fi
-fi
-if ! torch_is_pinned .venv; then
-    step "installing $TORCH_PIN (CPU) into .venv"
-    run_logged main-torch "installing $TORCH_PIN into .venv" \
-        .venv/bin/python -m pip install -q "$TORCH_PIN"
-fi
-
+# --- the main .venv: locks/main.txt, then the project (editable) ---------------------------
 build_files=(pyproject.toml)
 for f in setup.py setup.cfg; do [ ! -e "$f" ] || build_files+=("$f"); done
-hash=$(recipe_hash "$TORCH_PIN then -e .[test,export]" "${build_files[@]}")
-stamp=".venv/.installed-$hash"
+hash=$(recipe_hash "main" "$LOCKS_DIR/pip.txt" "$LOCKS_DIR/main.txt" "${build_files[@]}")
+stamp=".venv/.lock-$hash"
 editable() { compgen -G ".venv/lib/python3*/site-packages/__editable__*shapescript*" >/dev/null; }
 if [ ! -e "$stamp" ] || ! editable; then
-    step "installing the project into .venv (editable, extras test and export)"
-    run_logged main-install "installing the project into .venv" \
-        .venv/bin/python -m pip install -q -c "$TORCH_CONSTRAINTS" -e '.[test,export]'
-    rm -f .venv/.installed-*
+    if [ ! -x .venv/bin/python ]; then
+        step "creating .venv"
+        run_logged main-venv "creating .venv" "$PYTHON_FOR_VENVS" -m venv .venv
+    fi
+    step "installing locks/main.txt into .venv ($(grep -c -- '--hash' "$LOCKS_DIR/main.txt") packages), then the project, editable"
+    install_locked main .venv/bin/python "$LOCKS_DIR/main.txt" --allow shapescript --allow llama-cpp-python
+    run_logged main-project "installing the project into .venv (editable)" \
+        .venv/bin/python -m pip install -q --no-deps --no-build-isolation -e .
+    rm -f .venv/.lock-* .venv/.installed-*
     touch "$stamp"
+fi
+if [ "${1:-}" = main ]; then   # `setup.sh main`: .venv only (the demo's first steps)
+    step ".venv ready in $((SECONDS - start)) s"
+    exit 0
 fi
 
 # --- the vLLM environment (also the transformers 5.19 one) -------------------------------
@@ -88,7 +79,7 @@ if ! compgen -G ".venv/lib/python3*/site-packages/llama_cpp_python-$llama_versio
     [ -n "$wheel" ] || die "no $LLAMA_PIN wheel in $WHEELS_DIR after building it"
     step "installing $(basename "$wheel") into .venv"
     run_logged main-llama "installing $LLAMA_PIN into .venv" \
-        .venv/bin/python -m pip install -q -c "$TORCH_CONSTRAINTS" "$wheel"
+        .venv/bin/python -m pip install -q --no-deps "$wheel"
 fi
 
 # --- editor test environments, owned by their engineers -----------------------------------

@@ -4,7 +4,8 @@
 #     ext-<hash of package-lock.json>/node_modules   the extension's npm packages
 #                                                      (esbuild, typescript, vsce 3,
 #                                                      playwright-core, vscode-textmate …)
-#     code-server-4.100.3/                            code-server (VS Code 1.100.3)
+#     code-server-4.100.3/                            code-server (VS Code 1.100.3), npm ci from
+#                                                      scripts/code-server/package-lock.json
 # and links editors/vscode/node_modules to the first. Also the Debian packages the
 # end-to-end test needs (chromium, ripgrep, and the headers code-server's native
 # modules build against), when they are missing and we are root.
@@ -18,7 +19,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 EXT="$ROOT/editors/vscode"
 CACHE="${SHAPESCRIPT_CACHE:-$HOME/.cache/shapescript}/vscode"
-CODE_SERVER_VERSION=4.100.3
+CS_LOCK_DIR="$ROOT/scripts/code-server"   # package.json + package-lock.json: code-server, locked
+CODE_SERVER_VERSION=$(node -p 'require(process.argv[1]).dependencies["code-server"]' "$CS_LOCK_DIR/package.json")
 APT_PACKAGES="chromium ripgrep libkrb5-dev libxkbfile-dev libsecret-1-dev"
 
 say() { echo "setup_vscode: $*" >&2; }
@@ -89,8 +91,9 @@ if [ "$(readlink "$EXT/node_modules" 2>/dev/null || true)" != "$ext_dir/node_mod
 fi
 
 # --- code-server -----------------------------------------------------------------------
-cs_dir="$CACHE/code-server-$CODE_SERVER_VERSION"
-if [ ! -e "$cs_dir/.done" ]; then
+cs_hash=$(cat "$CS_LOCK_DIR/package.json" "$CS_LOCK_DIR/package-lock.json" | sha256sum | cut -c1-16)
+cs_dir="$CACHE/code-server-$CODE_SERVER_VERSION"   # .done holds the hash of the lock it came from
+if [ "$(cat "$cs_dir/.done" 2>/dev/null)" != "$cs_hash" ]; then
     say "installing code-server $CODE_SERVER_VERSION into $cs_dir (about a minute)"
     rm -rf "$cs_dir"
     mkdir -p "$cs_dir/tmp"
@@ -100,14 +103,14 @@ if [ ! -e "$cs_dir/.done" ]; then
     mkdir -p "$rg_cache/rg-root"
     cp "$(command -v rg)" "$rg_cache/rg-root/rg"
     tar -C "$rg_cache/rg-root" -czf "$rg_cache/ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz" rg
-    echo '{"private": true}' >"$cs_dir/package.json"
+    cp "$CS_LOCK_DIR/package.json" "$CS_LOCK_DIR/package-lock.json" "$cs_dir/"
     (cd "$cs_dir" && TMPDIR="$cs_dir/tmp" npm_config_unsafe_perm=true npm_config_yes=true npm_config_nodedir=/usr \
-        npm install --no-progress --loglevel=error "code-server@$CODE_SERVER_VERSION") >"$cs_dir.log" 2>&1 \
-        || { rm -rf "$cs_dir"; fail "npm install code-server@$CODE_SERVER_VERSION failed (log: $cs_dir.log)"; }
+        npm ci --no-progress --loglevel=error) >"$cs_dir.log" 2>&1 \
+        || { rm -rf "$cs_dir"; fail "npm ci of code-server@$CODE_SERVER_VERSION (scripts/code-server/package-lock.json) failed (log: $cs_dir.log)"; }
     # it writes ~/.config/code-server/config.yaml on every start: keep HOME private
     HOME="$cs_dir/tmp" XDG_CONFIG_HOME="$cs_dir/tmp" XDG_DATA_HOME="$cs_dir/tmp" \
         "$cs_dir/node_modules/.bin/code-server" --version >/dev/null 2>&1 \
         || { rm -rf "$cs_dir"; fail "code-server was installed but does not run (see $cs_dir.log)"; }
     rm -rf "$cs_dir/tmp"
-    touch "$cs_dir/.done"
+    echo "$cs_hash" >"$cs_dir/.done"
 fi

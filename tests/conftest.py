@@ -6,6 +6,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+sys.path.append(os.path.join(ROOT, "scripts"))  # lockfile.py: the locks' reader (tests/test_locks.py)
 
 # the language servers the tests start keep large files' parsed items in a cache of the
 # test session, not in the user's (shapescript_core/syntax/parse_cache.py)

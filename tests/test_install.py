@@ -15,7 +15,8 @@ folder outside the checkout.
 
 torch and the extra's libraries take minutes to install, so they live in a venv cached
 outside the clone, `$SHAPESCRIPT_CACHE/install-test/base-HASH` (HASH: the Python, the
-torch pin and the extra's requirements as the wheel declares them), built once under a
+torch pin, the extra's requirements as the wheel declares them and the versions of
+locks/main.txt, which every install here takes as constraints), built once under a
 lock. The venv the test installs into is fresh each time and sees the cached one's
 site-packages through a `.pth` file, after its own: shapescript itself is installed from
 the freshly built wheel every time, and pip resolves the extra against what is there.
@@ -45,6 +46,7 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
+import lockfile
 from envs import CACHE_DIR, SCRIPT_ENV, run_in_env
 from stdio_client import StdioClient
 
@@ -54,6 +56,7 @@ SOURCES = ("pyproject.toml", "setup.py", "README.md", "shapescript_core", "shape
 BROKEN = ROOT / "examples" / "broken_attention.ss"  # E0408 at 14:27
 CLEAN = ROOT / "examples" / "llama.ss"
 TORCH_PIN = "torch==2.13.0"  # scripts/env_common.sh
+LOCK = ROOT / "locks" / "main.txt"
 TINY = {"V": 256, "D": 64, "H": 4, "Hkv": 2, "F": 128, "L": 1}  # the llama example, small
 IGNORED = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info", "build")
 
@@ -147,10 +150,10 @@ def _outside(tmp_path_factory, name: str) -> Path:
 
 @pytest.fixture(scope="module")
 def installed(wheel, tmp_path_factory) -> Install:
-    """A plain install: the wheel alone, with the dependencies it declares."""
+    """A plain install: the wheel alone, with the dependencies it declares (at the locked versions)."""
     work = _outside(tmp_path_factory, "plain")
     venv = _venv(work / "venv")
-    _pip_install(venv, wheel)
+    _pip_install(venv, "-c", _constraints(work), wheel)
     return Install(work, wheel, venv, _clean_env())
 
 
@@ -159,16 +162,23 @@ def _export_requirements(wheel: Path) -> list:
     return sorted(r.split(";")[0].strip() for r in meta.get_all("Requires-Dist") if 'extra == "export"' in r)
 
 
+def _locked_pins() -> list:
+    """`name==version` of every package .venv's lock names (locks/main.txt): pip resolves
+    the wheel's ranges to these, so the test does not move when a new release is published."""
+    return [f"{n}=={v}" for n, v in sorted(lockfile.locked(LOCK).items())]
+
+
 def _constraints(folder: Path) -> Path:
-    """A constraints file pinning torch: nothing installed after it replaces it."""
-    path = folder / "constraints-torch.txt"
-    path.write_text(TORCH_PIN + "\n", encoding="utf-8")
+    """A constraints file pinning torch and every locked version: nothing installed after
+    torch replaces it, and the wheel's ranges resolve to what the suite was locked at."""
+    path = folder / "constraints-locked.txt"
+    path.write_text("\n".join([TORCH_PIN, *_locked_pins()]) + "\n", encoding="utf-8")
     return path
 
 
 def _base_venv(wheel: Path) -> Path:
     """The cached venv with torch and the export extra's libraries (not shapescript)."""
-    recipe = json.dumps([sys.version, TORCH_PIN, _export_requirements(wheel)])
+    recipe = json.dumps([sys.version, TORCH_PIN, _export_requirements(wheel), _locked_pins()])
     base = CACHE_DIR / "install-test" / f"base-{hashlib.sha256(recipe.encode()).hexdigest()[:16]}"
     ready = base / ".shapescript-ready"
     base.parent.mkdir(parents=True, exist_ok=True)

@@ -6,6 +6,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import lockfile
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -26,19 +28,22 @@ def test_a_python_that_cannot_run_fails_setup_naming_it(tmp_path):
 
 
 def test_a_failed_step_shows_its_log_and_names_it(tmp_path):
-    # pip with no index and nothing local cannot fetch llama-cpp-python's source.
+    # pip with no index and nothing local cannot fetch the locked pip the llama-cpp-python
+    # build environment starts with.
     cache = tmp_path / "cache"
     r = _run([str(ROOT / "scripts" / "env_llama_wheel.sh")], SHAPESCRIPT_CACHE=str(cache),
              PIP_NO_INDEX="1", PIP_FIND_LINKS=str(tmp_path), PIP_EXTRA_INDEX_URL="",
              PIP_CONFIG_FILE=os.devnull)
     assert r.returncode == 1, r.stderr
-    log = cache / "logs" / "llama-wheel.log"
+    log = cache / "logs" / "llama-build-pip.log"
+    pip_version = lockfile.locked(ROOT / "locks" / "pip.txt")["pip"]
     assert f"setup: --- last lines of {log} ---" in r.stderr
-    assert "No matching distribution found for llama-cpp-python==0.3.36" in r.stderr
+    assert f"No matching distribution found for pip=={pip_version}" in r.stderr
     assert r.stderr.strip().splitlines()[-1] == (
-        f"setup: FAILED: building the llama-cpp-python==0.3.36 wheel (full log: {log})")
-    # nothing half-built is left where setup looks for the wheel
+        f"setup: FAILED: installing locks/pip.txt into {cache / 'venv-llama-build'} (full log: {log})")
+    # nothing half-built is left where setup looks for the wheel, nor marked ready
     assert sorted(p.name for p in (cache / "wheels").iterdir()) == [".build.lock"]
+    assert not (cache / "venv-llama-build" / ".shapescript-ready").exists()
 
 
 def _ci_with_test_sh(tmp_path, status: int):

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# The llama-cpp-python wheel build, two ways, one after the other, from the same locked
+# source archive (locks/llama-sdist.txt) in the same locked build environment
+# (locks/llama-build.txt):
+#   full:    CMake's defaults as pip builds it (what setup built before the locks: the
+#            multimodal mtmd library too)
+#   minimal: LLAMA_CMAKE_ARGS of scripts/env_common.sh (what setup builds now: the library
+#            and the CPU backend)
+# Prints, for each: wall seconds, CPU seconds (user + sys of the build: steadier than the
+# wall time on a shared machine), the wheel's size and the number of compiled files.
+#   bench/llama_build.sh [full|minimal]...     (default: both)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env_common.sh
+ensure_cache_dirs
+
+build_venv="$SHAPESCRIPT_CACHE/venv-llama-build"
+locked_venv llama-build "$build_venv"
+export CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)}"
+
+one() {
+    local variant=$1 args=""
+    [ "$variant" = minimal ] && args=$LLAMA_CMAKE_ARGS
+    local dir
+    dir=$(mktemp -d)
+    local t0=$SECONDS
+    local times="$dir/time"
+    # -v: CMake's output, to count what was compiled
+    PATH="$build_venv/bin:$PATH" CMAKE_ARGS="$args" /usr/bin/env time -f "%U %S" -o "$times" \
+        "$build_venv/bin/python" -m pip wheel -v --no-cache-dir --no-deps --no-build-isolation --require-hashes \
+        -w "$dir/out" -r "$LOCKS_DIR/llama-sdist.txt" >"$dir/log" 2>&1 \
+        || { tail -n 20 "$dir/log" >&2; exit 1; }
+    local wall=$((SECONDS - t0))
+    local cpu
+    cpu=$(awk '{printf "%.0f", $1 + $2}' "$times")
+    local objects
+    objects=$(grep -cE "Building (C|CXX) object" "$dir/log" || true)
+    printf '%-8s wall %4d s   cpu %5d s   wheel %s   %d files compiled\n' "$variant" "$wall" "$cpu" \
+        "$(du -h "$dir"/out/*.whl | cut -f1)" "$objects"
+    rm -rf "$dir"
+}
+
+variants=("$@")
+[ ${#variants[@]} -gt 0 ] || variants=(full minimal)
+echo "llama-cpp-python $(lockfile_version=$(grep -o '==[^ ]*' "$LOCKS_DIR/llama-sdist.txt"); echo "${lockfile_version#==}") on $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+for v in "${variants[@]}"; do one "$v"; done
