@@ -240,13 +240,17 @@ def cmd_fmt(args) -> int:
     for problem in problems:
         print(f"shapescript: warning: {problem}", file=sys.stderr)
     changed = unchanged = failed = 0
+    access = _access(files)
     for p in files:
         shown = os.path.relpath(p) if not os.path.relpath(p).startswith("..") else p
-        try:
-            with open(p, "rb") as fh:
-                text = fh.read().decode("utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            print(f"shapescript: can't read `{p}`: {getattr(e, 'strerror', None) or e}", file=sys.stderr)
+        try:  # as `check` reads: a regular file, bounded (never a FIFO or a device)
+            text = read_bytes(p, access).decode("utf-8")
+        except ReadRefused as e:
+            print(f"shapescript: {e}", file=sys.stderr)
+            failed += 1
+            continue
+        except UnicodeDecodeError as e:
+            print(f"shapescript: can't read `{p}`: {e}", file=sys.stderr)
             failed += 1
             continue
         new = format_markdown(text) if p.endswith(".md") else format_text(text)

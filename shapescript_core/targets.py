@@ -28,12 +28,23 @@ FULL = frozenset(("vllm", "gguf", "litert"))  # the targets that add E3301 to E3
 
 
 def decorated_targets(item: A.FnItem) -> Optional[set]:
-    """The known targets of an `@export(…)` decorator (all of them for a bare one), or
-    None without one."""
-    for d in item.decorators:
-        if d.name == "export":
-            return {n for n, _ in d.args if n in TARGETS} if d.args else set(TARGETS)
-    return None
+    """The known targets of the function's `@export(…)` decorator (all of them for a bare
+    one), or None without one."""
+    d = export_decorator(item)
+    return decorator_targets(d) if d is not None else None
+
+
+def export_decorator(item: A.FnItem) -> Optional[A.Decorator]:
+    """The function's `@export` that counts: its first (a later one changes nothing)."""
+    return next((d for d in item.decorators if d.name == "export"), None)
+
+
+def decorator_targets(d: A.Decorator) -> Optional[set]:
+    """The targets one decorator exports for: an `@export(…)`'s known names, all of them
+    for a bare `@export`; None for any other decorator (it exports nothing)."""
+    if d.name != "export":
+        return None
+    return {n for n, _ in d.args if n in TARGETS} if d.args else set(TARGETS)
 
 
 def unknown_targets(item: A.FnItem) -> list:

@@ -2,8 +2,9 @@
 beside it when there is one, and the CLI under test (found here, and only here).
 
 - `ROOT`: the checkout. `PROGRAMS`: `tests/programs/`, the programs the tests read (the
-  conformance cases they use are copied into `tests/programs/ok/` and `.../export/`, so a
-  plain clone passes its tests; `test_conformance.py` checks the copies still match).
+  conformance cases they use are copied into `tests/programs/ok/` and `.../export/`, the
+  security reproductions into `.../security/`, so a plain clone passes its tests;
+  `test_conformance.py` checks the copies still match).
 - `SHARED`: the shared contract (`../shared`, or `$SHAPESCRIPT_SHARED`), `None` when it is
   not beside the checkout. Tests of the contract itself (the conformance cases, the error
   catalog) carry `@requires_shared`: skipped, with the reason shown, in a plain clone.

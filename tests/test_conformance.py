@@ -2,7 +2,8 @@
 
 They run when the shared contract is beside the checkout (CI has it); a plain clone skips
 them, saying why. The cases the other tests read are copied into tests/programs/ok/ and
-tests/programs/export/; the last test keeps those copies equal to the shared cases."""
+tests/programs/export/, the security reproductions into tests/programs/security/; the
+last tests keep those copies equal to the shared files."""
 import os
 import subprocess
 import sys
@@ -33,3 +34,13 @@ def test_the_copies_in_tests_programs_are_the_shared_cases(folder):
             copy = fh.read()
         with open(os.path.join(SHARED, "conformance", folder, name), encoding="utf-8") as fh:
             assert copy == fh.read(), f"tests/programs/{folder}/{name} differs from the shared case: copy it again"
+
+
+def test_the_copies_of_the_security_reproductions_are_the_shared_ones():
+    copies = sorted(os.listdir(os.path.join(PROGRAMS, "security")))
+    assert copies
+    for name in copies:
+        with open(os.path.join(PROGRAMS, "security", name), encoding="utf-8") as fh:
+            copy = fh.read()
+        with open(os.path.join(SHARED, "repro", "security", name), encoding="utf-8") as fh:
+            assert copy == fh.read(), f"tests/programs/security/{name} differs from the shared reproduction: copy it again"

@@ -10,6 +10,7 @@ import sys
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from checkout import SHARED
 from shapescript_core.syntax import ast as A
 from shapescript_core.syntax import fast_items as F
 from shapescript_core.syntax import parser as P
@@ -90,7 +91,7 @@ def agree(text: str) -> str:
 def sources() -> list:
     paths = sorted(glob.glob(os.path.join(ROOT, "examples", "**", "*.ss"), recursive=True)
                    + glob.glob(os.path.join(ROOT, "tests", "**", "*.ss"), recursive=True)
-                   + glob.glob(os.path.join(ROOT, "..", "shared", "conformance", "**", "*.ss"), recursive=True))
+                   + (glob.glob(os.path.join(SHARED, "conformance", "**", "*.ss"), recursive=True) if SHARED else []))
     texts = [open(p, encoding="utf-8", errors="replace").read() for p in paths]
     texts += [t for _, t in workspace_scale.workspace(2, 600)]
     return texts

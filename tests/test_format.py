@@ -277,6 +277,34 @@ def test_fmt_bad_paths_are_said_plainly(tmp_path):
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.parametrize("check", [False, True], ids=["fmt", "fmt --check"])
+def test_fmt_refuses_a_fifo_at_once_as_check_does(tmp_path, check):
+    """`fmt` reads as `check` does (shapescript_core/files.py): a FIFO is refused without
+    waiting for a writer, in check's one line, and nothing is written."""
+    os.mkfifo(tmp_path / "fifo.ss")
+    (tmp_path / "a.ss").write_text("dim D=4\n")
+    r = shapescript("fmt", *(["--check"] if check else []), "fifo.ss", "a.ss", cwd=tmp_path, timeout=30)
+    assert r.returncode == 2
+    lines = r.stderr.splitlines()
+    assert lines[0] == "shapescript: can't read `fifo.ss`: it is a FIFO (named pipe), not a regular file"
+    assert lines[0] == shapescript("check", "fifo.ss", cwd=tmp_path, timeout=30).stderr.strip()
+    assert "Traceback" not in r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["a.ss", "fifo.ss"]
+    assert (tmp_path / "a.ss").read_text() == ("dim D=4\n" if check else "dim D = 4\n")  # the others go on
+
+
+def test_fmt_keeps_the_settings_size_limit(tmp_path):
+    (tmp_path / "shapescript.toml").write_text('[limits]\nmax_file_size = "1 KiB"\n')
+    big = "dim D=4\n" * 200
+    (tmp_path / "m.ss").write_text(big)
+    for args in (["m.ss"], ["--check", "m.ss"]):
+        r = _cli(*args, cwd=tmp_path)
+        assert r.returncode == 2
+        assert r.stderr.splitlines()[0] == ("shapescript: can't read `m.ss`: it is 1.6 KiB, over the limit of "
+                                            "1 KiB (`max_file_size` in shapescript.toml's [limits])")
+    assert (tmp_path / "m.ss").read_text() == big
+
+
 FUZZ_TEXTS = [open(p, encoding="utf-8").read() for p in _corpus()[:40]]
 FUZZ_ALPHABET = st.sampled_from(list("abnD()[]:,.=@+-*/|>!#\"\n 0123456789_") +
                                 ["dim ", "fn ", "model ", "return ", "->", " |> ", "    ", "  ", "for ", " in ",

@@ -95,3 +95,39 @@ def test_hover_never_raises(src):
     ws, path, m = workspace(src)
     for off in range(0, len(ws.file(path).text) + 2):
         hover(ws, path, off)
+
+
+DECORATED = """\
+    dim D = 4
+    model M:
+        w: [D D]
+    {deco}
+    fn f(m: M, x: [b D]) -> [b D]:
+        return linear(x, m.w)
+    """
+
+
+ALL = ["hf", "vllm", "gguf", "litert"]
+
+
+@pytest.mark.parametrize("deco,says,targets", [
+    ("@exp$0ort", "`@export`: exported for hf, vllm, gguf, litert (a bare `@export` is every target)", ALL),
+    ("@exp$0ort(gguf, hf)", "`@export`: exported for hf, gguf", ["hf", "gguf"]),
+    ("@exp$0ort(hf, nope)", "`@export`: exported for hf", ["hf"]),
+    ("@exp$0ort(nope)", "`@export`: exported for no target: none of its names is a target (E0212)", []),
+    ("@export(hf)\n@exp$0ort(gguf)", "`@export`: a second `@export` changes nothing; the function's first one "
+                                     "names its targets", ["hf"]),
+    ("@cach$0ed", "`@cached`: no decorator ShapeScript knows; it does not export the function (`@export` does)",
+     None),
+    ("@cach$0ed(hf)", "`@cached`: no decorator ShapeScript knows; it does not export the function (`@export` does)",
+     None),
+])
+def test_hover_on_a_decorator_says_what_the_one_rule_says(deco, says, targets):
+    """targets.py decides which targets a decorator exports for: a bare `@export` is every
+    target (docs/serving-engines.md, Decisions), another decorator exports nothing."""
+    ws, path, m = workspace(DECORATED.replace("{deco}", deco.replace("\n", "\n    ")))
+    text = hover(ws, path, m[0]).markdown
+    assert text.split("\n\n")[0] == says
+    assert "exported for nothing" not in text
+    exported = {it.name: [t for t in ALL if t in ts] for it, ts in ws.exported(ws.analyze(path))}
+    assert exported.get("f") == targets  # what the checks, the lens and `export` take

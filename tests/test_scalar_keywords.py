@@ -15,6 +15,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from checkout import read_program  # noqa: E402
 from differential_support import Case, compare, evaluator_outputs, export, hf_outputs  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -147,7 +148,7 @@ def test_an_attention_run_twice_per_forward_is_refused(tmp_path):
     """A language model's attention holds one KV-cache slot: the nested loop of the
     security reproduction 04 runs each `else.j` block L times per forward, so the cached
     logits would be another model's. The export refuses before writing anything."""
-    src = open(os.path.join(HERE, "..", "..", "shared", "repro", "security", "04_loop_head_else.ss")).read()
+    src = read_program("security", "04_loop_head_else.ss")  # a copy of ../shared/repro/security's
     case = Case(src, lm=True)
     _, weights, _, _ = evaluator_outputs(case)
     for target in ("hf", "vllm"):

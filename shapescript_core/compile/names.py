@@ -21,7 +21,8 @@ import keyword
 import unicodedata
 
 # public names of nn.Module, PreTrainedModel, GenerationMixin and PretrainedConfig (class
-# and instance attributes, the config's __init__ parameters), transformers 5.24 / torch 2.13
+# and instance attributes, the config's __init__ parameters), transformers 5.24 / torch 2.13,
+# and what transformers 5.25 added
 FRAMEWORK_NAMES = frozenset("""
     T_destination activation_checkpointing_disable activation_checkpointing_enable
     active_adapters add_adapter add_model_tags add_module adjust_generation_fn
@@ -71,7 +72,9 @@ FRAMEWORK_NAMES = frozenset("""
     transformers_version type update update_from_string use_kernels use_return_dict validate
     validate_architecture validate_layer_type validate_output_attentions validate_rope
     validate_token_ids warn_if_padding_and_no_attention_mask xpu zero_grad
-""".split())
+""".split()) | frozenset((
+    "kernels_mode", "reset_kernels",  # transformers 5.25's (its model classes' kernels)
+))
 
 # what a generated module (modeling, configuration, the vLLM model) defines or imports
 GENERATED_NAMES = frozenset("""

@@ -112,15 +112,11 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
     resolved = resolve(ws, path, fn_item)
     inferred_note = None
     if resolved.diagnostics and request.weights and not request.random_weights and not request.weights_map:
-        # dims the source leaves open: read from a checkpoint's shapes (docs/importing-weights.md)
-        from .weights.dims_from_checkpoint import infer_dims  # deferred: numpy and gguf
-        from .weights.recognise import open_weights  # deferred: numpy and gguf
-        _, ckpt = open_weights(request.weights, resolved.specs)
-        inferred = infer_dims(ws, request, path, fn_item, ckpt) if ckpt is not None else {}
-        if inferred:
-            ws.set_dim_overrides({**ws.dim_overrides, **inferred})
-            resolved = resolve(ws, path, fn_item)
-            inferred_note = "dims read from the checkpoint: " + ", ".join(f"{k}={v}" for k, v in inferred.items())
+        resolved, inferred_note, errors = _dims_from_checkpoint(ws, request, path, fn_item, resolved)
+        if errors:
+            n = len(errors)
+            return _fail(f"not exported: the dims read from the checkpoint give {n} error{'s' if n != 1 else ''}",
+                         FAILED, errors, [inferred_note])
     if resolved.diagnostics:
         n = len(resolved.diagnostics)
         return _fail(f"not exported: {n} dim{'s' if n != 1 else ''} ha{'ve' if n != 1 else 's'} no value",
@@ -179,6 +175,27 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
     if request.random_weights:
         message += f"; {request.weights_note()}"
     return ExportResult(True, message, [], request.output, OK, warnings + ctx.notes, request.random_weights)
+
+
+def _dims_from_checkpoint(ws, request, path: str, fn_item, resolved):
+    """The dims the source leaves open read from the checkpoint `--weights` names
+    (docs/importing-weights.md), then the dims derived from them computed (`Dh = D / H`):
+    (resolved again, the note naming them or None, the errors those values give the
+    source: a quotient that doesn't divide)."""
+    from .weights.dims_from_checkpoint import infer_dims  # deferred: numpy and gguf
+    from .weights.recognise import open_weights  # deferred: numpy and gguf
+    _, ckpt = open_weights(request.weights, resolved.specs)
+    inferred = infer_dims(ws, request, path, fn_item, ckpt) if ckpt is not None else {}
+    if not inferred:
+        return resolved, None, []
+    ws.set_dim_overrides({**ws.dim_overrides, **inferred})
+    note = "dims read from the checkpoint: " + ", ".join(f"{k}={v}" for k, v in inferred.items())
+    errors = _export_errors(ws, path, fn_item.name, request.target)
+    if errors:
+        return resolved, note, errors
+    after = resolve(ws, path, fn_item)
+    derived = [f"{k}={v}" for k, v in after.dims.items() if k not in resolved.dims and k not in inferred]
+    return after, note + ("; computed from them: " + ", ".join(derived) if derived else ""), []
 
 
 def _export_errors(ws, path: str, fn: str, target: str) -> list:

@@ -20,9 +20,16 @@ WRITERS = {"hf": "shapescript_core.export.hf.writer:write",
            "gguf": "shapescript_core.export.gguf.writer:write",
            "litert": "shapescript_core.export.litert.writer:write"}
 KIND = {"hf": "dir", "vllm": "dir", "gguf": "file", "litert": "dir"}  # gguf output is one .gguf file
-# The third-party libraries each writer imports: the `export` extra installs them. (litert's
-# conversion runs in an environment of its own: REQUIRES)
-LIBRARIES = {"hf": ("numpy",), "vllm": ("numpy",), "gguf": ("numpy", "gguf"), "litert": ("numpy",)}
+# The exporter's third-party libraries, by module name: the `export` extra's distributions
+# (pyproject.toml, in its order; tests/test_export_libraries.py keeps the two equal), then
+# torch, which no extra names (the user installs the build they want first). The writers
+# and what they share (reading weights: numpy, and gguf for the roles and a .gguf
+# checkpoint; transformers for a tokenizer) import them as they go, deep in an export: so
+# `missing_libraries` asks for all of them, for every target, before anything runs, and
+# names each one missing (a partial install says so in one line, not in a traceback).
+# (litert's conversion runs in an environment of its own besides: REQUIRES)
+EXPORT_EXTRA = ("safetensors", "numpy", "gguf", "rich", "transformers", "accelerate", "tokenizers")
+LIBRARIES = EXPORT_EXTRA + ("torch",)
 INSTALL_EXTRA = "pip install 'shapescript[export]'"
 # litert converts in float32 (its weights' precision is `--quantize`, not the dtype)
 DTYPES = {"hf": STORED, "vllm": STORED, "gguf": STORED + tuple(QUANTIZED), "litert": ("f32",)}
@@ -32,13 +39,22 @@ REQUIRES = {"litert": "shapescript_core.export.litert.env:require"}
 
 
 def missing_libraries(target: str) -> str | None:
-    """What to say when `target`'s writer lacks libraries here (none imported); None when
-    it has them all: a plain install has none of the `export` extra."""
-    missing = [m for m in LIBRARIES[target] if importlib.util.find_spec(m) is None]
+    """What to say, in one line, when the exporter's libraries are not all installed here:
+    every one that is missing, by name (found by `find_spec`, none imported); None when
+    they all are. A plain install has none of them."""
+    missing = [m for m in LIBRARIES if _missing(m)]
     if not missing:
         return None
-    return (f"the {target} export needs {' and '.join(missing)}, which {'is' if len(missing) == 1 else 'are'} "
-            f"not installed: {INSTALL_EXTRA}")
+    names = missing[0] if len(missing) == 1 else f"{', '.join(missing[:-1])} and {missing[-1]}"
+    how = f"install torch (the build you want), then {INSTALL_EXTRA}" if "torch" in missing else INSTALL_EXTRA
+    return f"the {target} export needs {names}, which {'is' if len(missing) == 1 else 'are'} not installed: {how}"
+
+
+def _missing(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):  # a module found but broken: its spec unreadable
+        return True
 
 
 def load_writer(target: str):

@@ -13,6 +13,7 @@ from ..check.static import loop_values, value as static_value
 from ..check.types import DTYPE_NAMES, ModelT, TensorT, is_unknown
 from ..diagnostics import doc_url
 from ..syntax import ast as A
+from ..targets import TARGETS, decorator_targets, export_decorator
 from .locate import binding_of, chain, fn_result, inside, item_at
 
 
@@ -347,14 +348,26 @@ def _node_hover(a, env, here, item, res, node, parent, rel):
         text = model_markdown(env, node.name, here) or f"dtype `{node.name}`"
         return text, node.pos
     if isinstance(node, A.Decorator):
-        targets = ", ".join(n for n, _ in node.args) or "nothing"
-        return (f"`@{node.name}`: exported for {targets}\n\n"
-                f"[Serving engines]({doc_url('E3301').split('#')[0]})"), node.pos
+        return decorator_markdown(item, node) + f"\n\n[Serving engines]({doc_url('E3301').split('#')[0]})", node.pos
     if isinstance(node, (A.Call, A.Binop, A.Unop, A.Number, A.Const, A.Mask, A.TupleExpr, A.String)):
         t = types.get(id(node))
         if t is not None:
             return _code(render_type(env, t)), node.pos
     return None
+
+
+def decorator_markdown(item, d: A.Decorator) -> str:
+    """What a decorator does, as the one rule (targets.py) says."""
+    targets = decorator_targets(d)
+    if targets is None:
+        return f"`@{d.name}`: no decorator ShapeScript knows; it does not export the function (`@export` does)"
+    if isinstance(item, A.FnItem) and export_decorator(item) is not d:
+        return "`@export`: a second `@export` changes nothing; the function's first one names its targets"
+    known = [t for t in TARGETS if t in targets]
+    if not known:
+        return "`@export`: exported for no target: none of its names is a target (E0212)"
+    every = " (a bare `@export` is every target)" if not d.args else ""
+    return f"`@export`: exported for {', '.join(known)}{every}"
 
 
 def _name_hover(a, env, here, res, node: A.Name, parent, types):

@@ -5,12 +5,12 @@ from the size of a tensor whose param writes the dim alone as an axis (`embed: [
 V and D)."""
 from __future__ import annotations
 
-from ...check.types import ModelT, StackT
 from ..errors import ExportError
 from ..gguf import metadata
 from .checkpoint_axes import forward_shape, source_axis
 from .role_plan import plan_for_import
 from .specs import resolve
+from .stacks import stack_fields
 
 # a dim the source leaves open takes a multiple of this while the graph is traced to find
 # its role (every product and quotient of the usual head counts stays a whole number),
@@ -20,8 +20,38 @@ _PROBE = 2 ** 7 * 3 * 5 * 7
 
 def _probes(names: list) -> dict:
     """A distinct stand-in value per open dim, each a multiple of every later one's, so a
-    quotient of two (`G = H / Hkv`, `Dh = D / H`, declared in that order) is whole."""
+    quotient of an earlier by a later one (`Dh = D / H` with D before H) is whole."""
     return {n: _PROBE * 2 ** (len(names) - i) for i, n in enumerate(names)}
+
+
+def _probe_order(env, names: list) -> list:
+    """`names` in the order `_probes` takes them, so that the dims derived from them are
+    whole and positive with the stand-ins: a dim a derived dim divides by comes after the
+    dims it divides (`Dh = D / H`: D before H, whatever the declarations' order), one it
+    subtracts after those it is subtracted from; otherwise (and on a cycle) as declared."""
+    before: dict = {n: set() for n in names}  # n -> the dims that must come before it
+
+    def after(s, dims):
+        if s in before:
+            before[s] |= {d for d in dims if d in before and d != s}
+    for n, info in env.dims.info.items():
+        c = info.canon
+        if c is None or c.single_symbol() == n:
+            continue
+        plus = {s for m, k in c.terms if k > 0 for s, e in m if e > 0}
+        for m, k in c.terms:
+            for s, e in m:
+                if e < 0:  # a quotient: whole when the divisor's stand-in divides the others'
+                    after(s, {x for x, y in m if y > 0})
+                elif k < 0:  # a difference: positive when what it takes is smaller
+                    after(s, plus)
+    order, placed, left = [], set(), list(names)
+    while left:
+        ready = next((x for x in left if before[x] <= placed), left[0])
+        order.append(ready)
+        placed.add(ready)
+        left.remove(ready)
+    return order
 
 
 def _open_dims(env) -> list:
@@ -32,23 +62,10 @@ def _open_dims(env) -> list:
 def _stack_counts(env, fn_name: str, open_dims: list, blocks) -> dict:
     """Each open dim that counts a stack's blocks, from the model the function takes down."""
     found: dict = {}
-    sig = env.sig(fn_name)
-    todo = [sig.params[0].type.name] if sig and sig.params and isinstance(sig.params[0].type, ModelT) else []
-    seen = set()
-    while todo:
-        info = env.model(todo.pop())
-        for f in (info.fields.values() if info else ()):
-            t = f.type
-            if isinstance(t, StackT):
-                n = t.count.single_symbol()
-                if n in open_dims and blocks:
-                    found[n] = blocks
-                if t.model not in seen:
-                    seen.add(t.model)
-                    todo.append(t.model)
-            elif isinstance(t, ModelT) and t.name not in seen:
-                seen.add(t.name)
-                todo.append(t.name)
+    for f in stack_fields(env, fn_name):
+        n = f.type.count.single_symbol()
+        if n in open_dims and blocks:
+            found[n] = blocks
     return found
 
 
@@ -60,7 +77,7 @@ def infer_dims(ws, request, path: str, fn_item, ckpt) -> dict:
     if not open_dims:
         return {}
     found = _stack_counts(env, fn_item.name, open_dims, ckpt.block_count())
-    probes = _probes([x for x in open_dims if x not in found])
+    probes = _probes(_probe_order(env, [x for x in open_dims if x not in found]))
     saved = dict(ws.dim_overrides)
     ws.set_dim_overrides({**saved, **found, **probes})
     try:

@@ -108,8 +108,13 @@ class GGUFCheckpoint:
         return kind + (f", factor {factor:g}" if isinstance(factor, (int, float)) else "")
 
     def block_count(self) -> int | None:
+        found = self.blocks()
+        return found[0] if found else None
+
+    def blocks(self) -> tuple | None:
+        """(the number of blocks, where it is read), or None when the file doesn't say."""
         v = self.field(f"{self.arch}.block_count")
-        return int(v) if isinstance(v, int) and v > 0 else None
+        return (int(v), f"`{self.arch}.block_count`") if isinstance(v, int) and v > 0 else None
 
     def heads(self) -> dict:
         out = {}

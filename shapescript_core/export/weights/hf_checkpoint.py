@@ -119,12 +119,18 @@ class HFCheckpoint:
         return None
 
     def block_count(self) -> int | None:
+        found = self.blocks()
+        return found[0] if found else None
+
+    def blocks(self) -> tuple | None:
+        """(the number of blocks, where it is read) as the config says, else as the
+        tensors' names number them; None when neither does."""
         for k in ("num_hidden_layers", "n_layer"):
             v = self.config.get(k)
             if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-                return v
+                return v, f"config.json {k}"
         blocks = {int(m.group(1)) for m in map(_BLOCK.search, self.source.keys()) if m}
-        return max(blocks) + 1 if blocks else None
+        return (max(blocks) + 1, "tensor numbering") if blocks else None
 
     def heads(self) -> dict:
         """{"head_count": (value, where)...} as the config says."""

@@ -1,9 +1,9 @@
 """The import's diagnostics, each built in one place from what the matching found: one
 E3314 for a checkpoint that is not the source's model (another architecture, roles without
 a tensor, tensors without a role, params a weights map leaves out), one E3315 for the first
-dim the checkpoint contradicts, one E3316 warning per constant its config contradicts (and
-one when a Gemma checkpoint's attention scale, folded into the query norms, is not the
-source's)."""
+dim the checkpoint contradicts (its number of blocks first), one E3316 warning per constant
+its config contradicts (and one when a Gemma checkpoint's attention scale, folded into the
+query norms, is not the source's)."""
 from __future__ import annotations
 
 import math
@@ -13,7 +13,8 @@ from ..gguf.gguf_plan import Scale
 from ..gguf.match import NO_CAP
 from .checkpoint_axes import source_axis
 from .roles import describe_role, role_kind
-from .weight_messages import e3314, e3315, e3316
+from .stacks import stack_fields
+from .weight_messages import e3314, e3315, e3315_blocks, e3316
 
 MAX_LISTED = 4  # roles (or params) named in an E3314
 
@@ -95,6 +96,17 @@ def shape_mismatch(resolved, ckpt, specs, path, name, want, steps):
     axes = written.strip("[]").split()
     text = axes[axis] if axis < len(axes) else written
     return e3315(text, specs[path].shape[axis], got[i] * factor, ckpt.key_of(name), got, site.span, written)
+
+
+def block_mismatch(env, resolved, ours: int, theirs: int, where: str):
+    """The checkpoint has `theirs` blocks (as its `where` says), the source `ours`: named at
+    the stack that holds them (its count as written, `L`), when one stack does."""
+    stacks = [f for f in stack_fields(env, resolved.fn_item.name) if f.type.count.evaluate(env.dims.values) == ours]
+    if len(stacks) != 1:
+        return e3315_blocks(None, ours, theirs, where, _fn_span(resolved), None)
+    f = stacks[0]
+    return e3315_blocks(f.item.src(f.node.type.axes_pos).strip("[] "), ours, theirs, where,
+                        f.item.span(f.node.name_pos), f.item.src(f.node.type.pos))
 
 
 def map_shape_mismatch(site, spec, shape, key: str, got):

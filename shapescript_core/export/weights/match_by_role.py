@@ -8,7 +8,8 @@ import numpy as np
 from ..errors import ExportError
 from ..gguf import metadata
 from .checkpoint_axes import forward_shape
-from .import_diagnostics import constant_warnings, role_mismatch, scale_warnings, shape_mismatch
+from .import_diagnostics import (block_mismatch, constant_warnings, role_mismatch, scale_warnings,
+                                 shape_mismatch)
 from .imported_source import ImportedSource, refuse_unreadable
 from .recipe import Rows, add_part
 from .role_plan import plan_for_import
@@ -21,6 +22,13 @@ def import_checkpoint(ws, request, resolved, ckpt):
     """(ImportedSource, notes, warnings) or ExportError with one E3314/E3315."""
     plan = plan_for_import(ws, request, resolved, ckpt.label())
     hp = plan.hparams
+    wrong_arch = ckpt.family is not None and ckpt.family != plan.arch
+    foreign = wrong_arch or (ckpt.family is None and ckpt.model_type)  # E3314 below says so
+    blocks = ckpt.blocks()
+    if blocks is not None and not foreign and blocks[0] != hp["block_count"]:
+        raise ExportError("not exported: the checkpoint's number of blocks contradicts the source's",
+                          diagnostics=[block_mismatch(ws.analyze(request.path).env, resolved,
+                                                      hp["block_count"], *blocks)])
     ckpt.index(ckpt.family or plan.arch, hp["block_count"], hp["head_count"], hp["head_count_kv"])
     specs = {s.path: s for s in resolved.specs}
     recipes: dict = {}
@@ -71,8 +79,7 @@ def import_checkpoint(ws, request, resolved, ckpt):
                      f"source: left out, which changes nothing")
     extra = [n for n in extra if n not in zeros] + list(ckpt.unknown)
     unread = [p for p in specs if p not in recipes and p not in shaped and not any(p == m[0] for m in missing)]
-    wrong_arch = ckpt.family is not None and ckpt.family != plan.arch
-    if (ckpt.family is None and ckpt.model_type) or wrong_arch or missing or extra or unread:
+    if foreign or missing or extra or unread:
         raise ExportError("not exported: the checkpoint doesn't fit the source",
                           diagnostics=[role_mismatch(ws, resolved, ckpt, plan, missing, extra, unread, wrong_arch)])
     if mismatch is not None:

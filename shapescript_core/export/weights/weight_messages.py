@@ -65,12 +65,31 @@ def e3314(headline: str, span, label: str, notes, help_text: str) -> Diagnostic:
     return d.help(help_text)
 
 
+def _e3315(what: str, ours: int, theirs: int, where: str, span, label: str, note: str) -> Diagnostic:
+    """A dim the source fixes that the checkpoint contradicts: the one wording of it."""
+    return (error("E3315", f"{what} is {ours} in the source, but the checkpoint's {where} says {theirs}",
+                  span, label)
+            .note(note)
+            .help("give the dims the checkpoint's values (--dim NAME=VALUE, or `dim NAME = VALUE`)"))
+
+
 def e3315(axis: str, ours: int, theirs: int, tensor: str, shape, span, written: str) -> Diagnostic:
+    """An axis of a param's tensor: `V`, or `H*Dh` (an axis of [H*Dh D])."""
     what = f"`{axis}`" if axis.isidentifier() else f"`{axis}` (an axis of {written})"
-    return (error("E3315", f"{what} is {ours} in the source, but the checkpoint's `{tensor}` says {theirs}",
-                  span, f"declared {written} here")
-            .note(f"`{tensor}` is {_shape(shape)} in the checkpoint")
-            .help(f"give the dims the checkpoint's values (--dim NAME=VALUE, or `dim NAME = VALUE`)"))
+    return _e3315(what, ours, theirs, f"`{tensor}`", span, f"declared {written} here",
+                  f"`{tensor}` is {_shape(shape)} in the checkpoint")
+
+
+def e3315_blocks(count: str | None, ours: int, theirs: int, where: str, span, written: str | None) -> Diagnostic:
+    """The number of blocks: a stack's count as written (`L` of `[L] Block`), or, for a
+    source whose blocks are no single stack (`count` None), the number of them."""
+    if count is None:
+        what, label = "the number of blocks", "the exported function"
+    else:
+        what = f"`{count}`" if count.isidentifier() else f"`{count}` (the count of {written})"
+        label = f"declared {written} here"
+    return _e3315(what, ours, theirs, where, span, label,
+                  f"the checkpoint has {theirs} block{'s' if theirs != 1 else ''}, the source {ours}")
 
 
 def e3316(what: str, ours, theirs, where: str, span, folded_into: str | None = None) -> Diagnostic:
