@@ -48,6 +48,16 @@ def locked(*paths: str | Path) -> dict[str, str]:
     return out
 
 
+def constraints_file(folder: str | Path, *locks: str | Path, extra: tuple[str, ...] = ()) -> Path:
+    """A pip constraints file holding `name==version` of every package the locks name (and
+    `extra` lines): an install that resolves ranges (a wheel's, a hook's) takes the locked
+    versions. Written into `folder`."""
+    path = Path(folder) / "constraints-locked.txt"
+    pins = [f"{n}=={v}" for n, v in sorted(locked(*locks).items())]
+    path.write_text("\n".join([*extra, *pins]) + "\n", encoding="utf-8")
+    return path
+
+
 def installed(python: str | Path) -> dict[str, str]:
     """name -> version of every distribution in PYTHON's environment, pip included."""
     code = ("import importlib.metadata as m, json; print(json.dumps("

@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+import lockfile
 from checkout import ROOT, shapescript
 from shapescript_core.diagnostics import Diagnostic, FileAnchor, Severity, Span
 from shapescript_core.render import render_github
@@ -151,6 +152,7 @@ def test_github_escapes_line_breaks_and_levels():
 
 # ---------------------------------------------------------------- pre-commit, docs
 PRE_COMMIT = [sys.executable, "-m", "pre_commit"]
+LOCK = os.path.join(ROOT, "locks", "main.txt")
 
 
 def test_the_pre_commit_manifest_is_valid():
@@ -171,7 +173,10 @@ def test_pre_commit_runs_the_hook_on_the_staged_ss_files(tmp_path):
     (repo / "notes.txt").write_text("not a program\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env.update(PRE_COMMIT_HOME=str(tmp_path / "pre-commit-home"), GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
-               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t",
+               # the hook's pip resolves the project's ranges (and its build backend) to the
+               # locked versions: the test does not move when a release is published
+               PIP_CONSTRAINT=str(lockfile.constraints_file(tmp_path, LOCK)))
     for cmd in (["git", "init", "-q"], ["git", "add", "."]):
         subprocess.run(cmd, cwd=repo, check=True, env=env, timeout=60)
     p = subprocess.run([*PRE_COMMIT, "try-repo", ROOT, "shapescript-check", "--all-files"], cwd=repo, env=env,

@@ -162,23 +162,16 @@ def _export_requirements(wheel: Path) -> list:
     return sorted(r.split(";")[0].strip() for r in meta.get_all("Requires-Dist") if 'extra == "export"' in r)
 
 
-def _locked_pins() -> list:
-    """`name==version` of every package .venv's lock names (locks/main.txt): pip resolves
-    the wheel's ranges to these, so the test does not move when a new release is published."""
-    return [f"{n}=={v}" for n, v in sorted(lockfile.locked(LOCK).items())]
-
-
 def _constraints(folder: Path) -> Path:
-    """A constraints file pinning torch and every locked version: nothing installed after
-    torch replaces it, and the wheel's ranges resolve to what the suite was locked at."""
-    path = folder / "constraints-locked.txt"
-    path.write_text("\n".join([TORCH_PIN, *_locked_pins()]) + "\n", encoding="utf-8")
-    return path
+    """A constraints file pinning torch and every version of locks/main.txt: nothing
+    installed after torch replaces it, and the wheel's ranges resolve to what the suite was
+    locked at (the test does not move when a new release is published)."""
+    return lockfile.constraints_file(folder, LOCK, extra=(TORCH_PIN,))
 
 
 def _base_venv(wheel: Path) -> Path:
     """The cached venv with torch and the export extra's libraries (not shapescript)."""
-    recipe = json.dumps([sys.version, TORCH_PIN, _export_requirements(wheel), _locked_pins()])
+    recipe = json.dumps([sys.version, TORCH_PIN, _export_requirements(wheel), LOCK.read_text()])
     base = CACHE_DIR / "install-test" / f"base-{hashlib.sha256(recipe.encode()).hexdigest()[:16]}"
     ready = base / ".shapescript-ready"
     base.parent.mkdir(parents=True, exist_ok=True)
