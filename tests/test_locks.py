@@ -12,6 +12,8 @@ every install in scripts/ installs from a lock.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import subprocess
@@ -156,3 +158,31 @@ def test_a_lock_with_a_wrong_hash_fails_setup_naming_the_step(tmp_path):
     assert r.stderr.strip().splitlines()[-1] == (
         f"setup: FAILED: installing tiny.txt into {cache / 'venv-tiny'} (full log: {log})")
     assert not (cache / "venv-tiny" / READY_MARK).exists()
+
+
+def test_a_lock_is_written_from_pips_reports(tmp_path):
+    """lock.sh's last step: every package pip installed, with the hash of the file it took
+    (an index's, or computed for a local wheel found through --find-links), less the
+    project itself (editable) and what the finished environment no longer holds."""
+    local = tmp_path / "torch-2.13.0+cpu-cp311-cp311-linux_x86_64.whl"
+    local.write_bytes(b"a local wheel")
+    report = {"install": [
+        {"metadata": {"name": "Jinja2", "version": "3.1.6"},
+         "download_info": {"url": "https://files.example/jinja2-3.1.6-py3-none-any.whl",
+                           "archive_info": {"hash": "sha256=" + "a" * 64, "hashes": {"sha256": "a" * 64}}}},
+        {"metadata": {"name": "torch", "version": "2.13.0+cpu"},
+         "download_info": {"url": local.as_uri(), "archive_info": {}}},
+        {"metadata": {"name": "torchvision", "version": "0.29.1"},
+         "download_info": {"url": "https://files.example/tv.whl", "archive_info": {"hashes": {"sha256": "b" * 64}}}},
+        {"metadata": {"name": "shapescript", "version": "0.1.0"},
+         "download_info": {"url": "file:///work/main", "dir_info": {"editable": True}}},
+    ]}
+    (tmp_path / "r.json").write_text(json.dumps(report))
+    (tmp_path / "freeze.txt").write_text("Jinja2==3.1.6\ntorch==2.13.0+cpu\npip==26.3\n")
+    out = tmp_path / "x.txt"
+    lockfile.write(str(out), [str(tmp_path / "r.json")], str(tmp_path / "freeze.txt"), ["shapescript"], "a note")
+    assert _requirement_blocks(out.read_text()) == [
+        "Jinja2==3.1.6 --hash=sha256:" + "a" * 64,
+        "torch==2.13.0+cpu --hash=sha256:" + hashlib.sha256(b"a local wheel").hexdigest(),
+    ]
+    assert "# a note" in out.read_text()
