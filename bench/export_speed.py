@@ -71,7 +71,7 @@ def make_hf_checkpoint(weights: str, directory: str, dims: dict) -> str:
     """The same bytes under Hugging Face names, with a config.json: only the header is
     rewritten (the tensors keep their order and offsets), the data copied by the kernel."""
     import json
-    from shapescript_core.export.weights.safetensors_format import TO_ST, build_header, read_header
+    from shapescript_core.weights.safetensors_format import TO_ST, build_header, read_header
     os.makedirs(directory, exist_ok=True)
     h = read_header(weights)
     header, _ = build_header([(hf_name(t.key), TO_ST[t.dtype], t.shape) for t in h.tensors.values()])
@@ -115,12 +115,12 @@ def make_gguf_input(exe: str, ss: str, weights: str, out: str, dims: dict, qtype
 def make_weights(ss: str, path: str, dims: dict) -> tuple:
     """Write random f32 weights for the model, tensor by tensor; (bytes, largest tensor bytes)."""
     import numpy as np
-    from shapescript_core.export.weights.safetensors_format import build_header
-    from shapescript_core.export.weights.specs import find_function, resolve
+    from shapescript_core.weights.safetensors_format import build_header
+    from shapescript_core.weights.specs import find_function, resolve
     from shapescript_core.workspace import Workspace
     ws = Workspace(dims)
     ws.set_text(ss, open(ss, encoding="utf-8").read())
-    specs = resolve(ws, ss, find_function(ws, ss, None, "hf")).specs
+    specs = resolve(ws.program, ss, find_function(ws.program, ss, None, "hf")).specs
     header, layout = build_header([(s.path, "F32", s.shape) for s in specs])
     total = layout[-1][2]
     largest = max(4 * s.numel for s in specs)

@@ -27,7 +27,7 @@ from .check.graphs import components as _components, reached as _reached_from, s
 from .check.messages import defined_twice, import_missing, import_not_utf8, import_outside, import_unreadable
 from .check.sizes import Size
 from .check.types import TensorT, Type, render_nested
-from .export.checks.entry import export_diagnostics
+from .serving.entry import export_diagnostics
 from .imports import import_problem, project_root, resolve_import
 from .declarations import Declarations
 from .reads import DimsView, EnvView, Meanings, ModelNames
@@ -36,6 +36,8 @@ from .syntax import parse_cache
 from .syntax.names import NameMap, without_simple_dims
 from .syntax.parser import changed_range, parse_file, reparse_file, syntax_errors
 from .syntax.source import LineIndex, decode_source, normalize_newlines, shifted
+from .program_db import Inputs
+from .program_view import ProgramView
 from .targets import export_targets, exported, unknown_targets
 
 
@@ -224,7 +226,8 @@ class Workspace:
         self.access = access or Access()
         self._refused: dict[str, Refusal] = {}  # path -> why it was not read, last time it was asked
         self.open: set[str] = set()
-        self._dim_overrides = dict(dim_overrides or {})
+        self._inputs = Inputs(dims=dict(dim_overrides or {}))  # what every analysis is asked (program_db.py)
+        self.program = ProgramView(self)  # what the layers below see of this workspace
         self._model_cache: dict = {}
         self._sig_cache: dict = {}
         self._body_cache: dict = {}
@@ -241,14 +244,10 @@ class Workspace:
         self._cycles: dict = {}  # path -> (the body results, E0207 diagnostics) of its last analysis
         self._model_cycles: dict = {}  # path -> (the models, E0211 diagnostics) of its last analysis
         self._disk: dict = {}  # path -> (mtime, SourceFile)
-        # path -> [(fn name or None, {targets})]: explicit export checks (CLI --target/--fn)
-        self._export_requests: dict = {}
         self._root_of: dict = {}  # (folder, roots) -> its project root (imports.py); forgotten with the analyses
         self._use_parse_cache = False  # the language server: a file opened cold reuses saved items
         self._roots: list = []  # the project's folders (the editor's workspace folders):
         # where the IDE queries across files look for files that are not open (ide/project.py)
-        self._default_targets: Optional[frozenset] = None  # the settings' targets for a plain `forward`
-        self._tensor_parallel = 1  # the ranks vLLM splits a `vllm` export across (E3307)
         self._export_checking: set = set()  # paths whose export checks are running now
         self._recent: list = []  # the files set_text changed last, the latest last (trim keeps them whole)
         self._slim_env: dict = {}  # path -> _EnvHolder: the environment its slimmed results are restored with
@@ -276,76 +275,73 @@ class Workspace:
         return self._use_parse_cache
 
     @property
+    def inputs(self) -> Inputs:
+        """What every analysis is asked beside the texts: dims, targets, ranks, requests."""
+        return self._inputs
+
+    def set_inputs(self, inputs: Inputs) -> bool:
+        """Replace the inputs; whether they changed (the analyses made with the old ones
+        are then not reused)."""
+        if inputs == self._inputs:
+            return False
+        self._inputs = inputs
+        self._clear_analyses()
+        return True
+
+    @contextlib.contextmanager
+    def using(self, inputs: Inputs):
+        """Within the block, the analyses are made with `inputs`; the ones before come back."""
+        saved = self._inputs
+        self.set_inputs(inputs)
+        try:
+            yield
+        finally:
+            self.set_inputs(saved)
+
+    @property
     def dim_overrides(self) -> dict:
         """NAME -> value, overriding the source's dims (`--dim`, the settings' [dims])."""
-        return dict(self._dim_overrides)
+        return dict(self._inputs.dims)
 
     def set_dim_overrides(self, dims: dict) -> bool:
         """Replace the dim overrides; whether they changed."""
-        dims = dict(dims)
-        if dims == self._dim_overrides:
-            return False
-        self._dim_overrides = dims
-        self._clear_analyses()
-        return True
+        return self.set_inputs(self._inputs.replace(dims=dict(dims)))
 
     def set_export_requests(self, requests: dict):
         """Explicit export checks, {path: [(fn name or None, {targets})]} (rule 3 of
         targets.py), replacing the previous ones."""
-        self._export_requests = {self.norm(p): list(r) for p, r in requests.items()}
-        self._clear_analyses()
+        self.set_inputs(self._inputs.replace(requests={self.norm(p): list(r) for p, r in requests.items()}))
 
     def export_requests_of(self, path: str) -> list:
-        return self._export_requests.get(path) or []
+        return self._inputs.requests_of(path)
 
-    @contextlib.contextmanager
     def export_request(self, path: str, fn: str, target: str):
         """Within the block, `fn` of `path` is checked for `target` only (an export's checks)."""
         path = self.norm(path)
-        saved = self._export_requests.get(path)
-        self._export_requests[path] = [(fn, {target})]
-        self._clear_analyses()
-        try:
-            yield
-        finally:
-            if saved is None:
-                self._export_requests.pop(path, None)
-            else:
-                self._export_requests[path] = saved
-            self._clear_analyses()
+        return self.using(self._inputs.replace(requests={**self._inputs.requests, path: [(fn, {target})]}))
 
     def set_default_targets(self, targets) -> bool:
         """The settings' targets for an unmarked `forward` (None: rule 2's); whether they changed."""
-        targets = frozenset(targets) if targets else None
-        if targets == self._default_targets:
-            return False
-        self._default_targets = targets
-        self._clear_analyses()
-        return True
+        return self.set_inputs(self._inputs.replace(default_targets=frozenset(targets) if targets else None))
 
     @property
     def default_targets(self) -> Optional[frozenset]:
-        return self._default_targets
+        return self._inputs.default_targets
 
     def set_tensor_parallel(self, ranks) -> bool:
         """The ranks vLLM is to split `vllm` exports across (`[export.vllm] tensor_parallel`,
         `--tensor-parallel`; None or 1: no split), which E3307 checks; whether it changed."""
-        ranks = int(ranks) if ranks else 1
-        if ranks == self._tensor_parallel:
-            return False
-        self._tensor_parallel = ranks
-        self._clear_analyses()
-        return True
+        return self.set_inputs(self._inputs.replace(tensor_parallel=int(ranks) if ranks else 1))
 
     @property
     def tensor_parallel(self) -> int:
-        return self._tensor_parallel
+        return self._inputs.tensor_parallel
 
     def exported(self, analysis) -> list:
         """[(FnItem, targets)] of an analysed file: the one rule (targets.py), with this
         workspace's requests and settings."""
-        return export_targets(analysis.own, analysis.env, self.export_requests_of(analysis.path),
-                              self._default_targets)
+        return export_targets(analysis.own, analysis.env, self._inputs.requests_of(analysis.path),
+                              self._inputs.default_targets)
 
     def export_checks_running(self, path: str) -> bool:
         """Whether the export checks of `path` are running (Reach then leaves it alone)."""
@@ -873,7 +869,7 @@ class Workspace:
             dims = last.dims
             dims.rebind(visible)  # not the last version's map: it isn't kept alive beside this one
         else:
-            dims = DimTable(visible, self._dim_overrides)
+            dims = DimTable(visible, self._inputs.dims)
         if dims.diags:
             for it in own.values():
                 diags.extend(dims.diags.get(id(it), []))
@@ -971,7 +967,7 @@ class Workspace:
                 diags.extend(unknown_targets(it))
         diags.extend(self._unread_fields(f, own, env, fns, models))
         a = Analysis(f.path, f, env, diags, fns, own, visible, imports)
-        a.diags.extend(export_diagnostics(self, a))
+        a.diags.extend(export_diagnostics(self.program, a))
         return a
 
     def _item_errors(self, f: SourceFile, own) -> list:

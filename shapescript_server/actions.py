@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as T
 
-from shapescript_core.export.checks.fixes import model_first_at
+from shapescript_core.serving.fixes import model_first_at
 
 from . import convert
 from .guard import guarded
+from .reads import ask_core
 
 if TYPE_CHECKING:
     from .app import ShapeScriptServer
@@ -50,18 +51,16 @@ async def _workspace_wide(ls: ShapeScriptServer, path, text, version, diagnostic
     if not wanted or not ls.roots:
         return []
 
-    def job():
-        if not ls.sync(path, text, version):
-            return []
+    def answer(path):
         lines = ls.lines_for(path)
         out = []
         for d in wanted:
-            fix = model_first_at(ls.ws, path, convert.offset(lines, d.range.start), ls.roots)
+            fix = model_first_at(ls.ws.program, path, convert.offset(lines, d.range.start), ls.roots)
             if fix is not None:
                 out.append((convert.fix_data(fix, ls.lines_for, ls.docs.uri_for, ls.docs.version), d))
         return out
 
-    return await ls.query(job)
+    return await ask_core(ls, (path, text, version), answer, missing=[])
 
 
 def register(ls: ShapeScriptServer):
@@ -100,13 +99,11 @@ def register(ls: ShapeScriptServer):
         if recheck or not params.context.diagnostics:
             codes = {str(d.code) for d in recheck if d.code is not None}
 
-            def job():
-                if not ls.sync(path, text, version):
-                    return []
+            def answer(path):
                 return convert.diagnostics(ls.ws.diagnostics(path), path, ls.lines_for, ls.docs.uri_for,
                                            ls.docs.version)
 
-            rechecked = await ls.query(job)
+            rechecked = await ask_core(ls, (path, text, version), answer, missing=[])
             for d in rechecked:
                 if not _overlaps(d.range, params.range) or (codes and str(d.code) not in codes):
                     continue

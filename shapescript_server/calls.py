@@ -11,6 +11,7 @@ from shapescript_core.ide import navigation as ide_nav
 
 from . import convert
 from .guard import guarded
+from .reads import read_request
 
 if TYPE_CHECKING:
     from .app import ShapeScriptServer
@@ -20,18 +21,13 @@ def register(ls: ShapeScriptServer):
     def item(ls, c):
         return convert.call_item(c, ls.lines_for, ls.docs.uri_for)
 
-    @ls.feature(T.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY)
-    @guarded()
-    async def prepare_call_hierarchy(ls: ShapeScriptServer, params: T.CallHierarchyPrepareParams):
-        path, text, version = ls.snapshot(params.text_document.uri)
-
-        def job():
-            if not ls.sync(path, text, version):
-                return None
+    @read_request(ls, T.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY)
+    def prepare_call_hierarchy(ls: ShapeScriptServer, params: T.CallHierarchyPrepareParams):
+        def answer(path):
             found = ide_calls.prepare(ls.ws, path, convert.offset(ls.lines_for(path), params.position))
             return [item(ls, c) for c in found] or None
 
-        return await ls.query(job)
+        return answer
 
     def resolve(ls, it: T.CallHierarchyItem):
         """The core's CallItem of a CallHierarchyItem the client sends back (its `data`)."""

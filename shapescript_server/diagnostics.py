@@ -15,6 +15,7 @@ from . import convert, diagnostics_cache, diagnostics_json, first_publish, memor
 from .documents import UNTITLED
 from .guard import guarded
 from .open_order import Unchecked
+from .reads import ask_core
 
 if TYPE_CHECKING:
     from .app import ShapeScriptServer
@@ -492,9 +493,7 @@ def register(ls: ShapeScriptServer):
         path, text, version = ls.snapshot(uri)
         result_id = f"{ls.generation}"
 
-        def job():
-            if not ls.sync(path, text, version):
-                return [], None
+        def answer(path):
             a = ls.ws.analyze(path)
             items = convert.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for, ls.docs.version)
             return items, (_record(ls, a, path) if text is not None else None)
@@ -511,7 +510,7 @@ def register(ls: ShapeScriptServer):
             else:
                 kept[2] = True  # answered before the check: it asks for a new pull if it differs
                 return T.RelatedFullDocumentDiagnosticReport(items=items, result_id=f"kept-{result_id}")
-        items, record = await ls.query(job)
+        items, record = await ask_core(ls, (path, text, version), answer, missing=([], None))
         if record is not None and ls.docs.version(uri) == version:
             as_json = ls.to_json(items)
             ls.published[uri] = (version, as_json)

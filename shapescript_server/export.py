@@ -26,6 +26,7 @@ from shapescript_core.targets import TARGETS
 
 from . import convert
 from .guard import guarded
+from .reads import read_request
 
 if TYPE_CHECKING:
     from .app import ShapeScriptServer
@@ -126,19 +127,15 @@ class _Progress:
 
 
 def register(ls: ShapeScriptServer):
-    @ls.feature(T.TEXT_DOCUMENT_CODE_LENS, T.CodeLensOptions(resolve_provider=False))
-    @guarded()
-    async def code_lens(ls: ShapeScriptServer, params: T.CodeLensParams):
+    @read_request(ls, T.TEXT_DOCUMENT_CODE_LENS, T.CodeLensOptions(resolve_provider=False))
+    def code_lens(ls: ShapeScriptServer, params: T.CodeLensParams):
         uri = params.text_document.uri
-        path, text, version = ls.snapshot(uri)
 
-        def job():
-            if not ls.sync(path, text, version):
-                return None
+        def answer(path):
             lines = ls.lines_for(path)
             return [c for lens in ide_lens.export_lenses(ls.ws, path) for c in convert.code_lenses(lens, lines, uri)]
 
-        return await ls.query(job)
+        return answer
 
     @guarded()
     async def export_command(ls: ShapeScriptServer, params: T.ExecuteCommandParams):

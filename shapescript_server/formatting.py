@@ -10,32 +10,27 @@ from lsprotocol import types as T
 from shapescript_core.ide import format as ide_format
 
 from . import convert
-from .guard import guarded
+from .reads import read_request
 
 if TYPE_CHECKING:
     from .app import ShapeScriptServer
 
 
 def register(ls: ShapeScriptServer):
-    def edits(ls, uri, rng=None):
-        path, text, version = ls.snapshot(uri)
-
-        def job():
-            if not ls.sync(path, text, version):
-                return None
+    def edits(ls, rng=None):
+        """The question `read_request` asks: the formatter's edits (of `rng` only, when given)."""
+        def answer(path):
             f = ls.ws.file(path)
             lines = ls.lines_for(path)
             span = convert.offsets(lines, rng) if rng is not None else None
             return [convert.piece_edit(p, lines) for p in ide_format.format_edits(f.text, span)]
 
-        return ls.query(job)
+        return answer
 
-    @ls.feature(T.TEXT_DOCUMENT_FORMATTING)
-    @guarded()
-    async def formatting(ls: ShapeScriptServer, params: T.DocumentFormattingParams):
-        return await edits(ls, params.text_document.uri)
+    @read_request(ls, T.TEXT_DOCUMENT_FORMATTING)
+    def formatting(ls: ShapeScriptServer, params: T.DocumentFormattingParams):
+        return edits(ls)
 
-    @ls.feature(T.TEXT_DOCUMENT_RANGE_FORMATTING)
-    @guarded()
-    async def range_formatting(ls: ShapeScriptServer, params: T.DocumentRangeFormattingParams):
-        return await edits(ls, params.text_document.uri, params.range)
+    @read_request(ls, T.TEXT_DOCUMENT_RANGE_FORMATTING)
+    def range_formatting(ls: ShapeScriptServer, params: T.DocumentRangeFormattingParams):
+        return edits(ls, params.range)

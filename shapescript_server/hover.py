@@ -8,24 +8,20 @@ from lsprotocol import types as T
 from shapescript_core.ide import hover as ide_hover
 
 from . import convert
-from .guard import guarded
+from .reads import read_request
 
 if TYPE_CHECKING:
     from .app import ShapeScriptServer
 
 
 def register(ls: ShapeScriptServer):
-    @ls.feature(T.TEXT_DOCUMENT_HOVER)
-    @guarded()
-    async def hover(ls: ShapeScriptServer, params: T.HoverParams):
-        path, text, version = ls.snapshot(params.text_document.uri)
+    @read_request(ls, T.TEXT_DOCUMENT_HOVER)
+    def hover(ls: ShapeScriptServer, params: T.HoverParams):
         markdown = ls.markdown
 
-        def job():
-            if not ls.sync(path, text, version):
-                return None
+        def answer(path):
             lines = ls.lines_for(path)
             h = ide_hover.hover(ls.ws, path, convert.offset(lines, params.position))
             return convert.hover(h, lines, markdown) if h is not None else None
 
-        return await ls.query(job)
+        return answer

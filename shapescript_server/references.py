@@ -9,7 +9,7 @@ from shapescript_core.ide import references as ide_refs
 
 from . import convert
 from .errors import RequestFailed
-from .guard import guarded
+from .reads import read_request
 
 if TYPE_CHECKING:
     from .app import ShapeScriptServer
@@ -17,40 +17,30 @@ if TYPE_CHECKING:
 
 def register(ls: ShapeScriptServer):
     def at(ls, params, answer):
-        """Ask the core about the position of a text document request, on the core thread."""
-        path, text, version = ls.snapshot(params.text_document.uri)
-
-        def job():
-            if not ls.sync(path, text, version):
-                return None
-            return answer(path, convert.offset(ls.lines_for(path), params.position))
-
-        return ls.query(job)
+        """The question `read_request` asks about the position of a text document request:
+        `answer(path, offset)`, on the core thread."""
+        return lambda path: answer(path, convert.offset(ls.lines_for(path), params.position))
 
     def locations(ls, locs):
         return [convert.location(loc, ls.lines_for, ls.docs.uri_for) for loc in locs] or None
 
-    @ls.feature(T.TEXT_DOCUMENT_REFERENCES)
-    @guarded()
-    async def references(ls: ShapeScriptServer, params: T.ReferenceParams):
-        return await at(ls, params, lambda path, off: locations(
+    @read_request(ls, T.TEXT_DOCUMENT_REFERENCES)
+    def references(ls: ShapeScriptServer, params: T.ReferenceParams):
+        return at(ls, params, lambda path, off: locations(
             ls, ide_refs.references(ls.ws, path, off, params.context.include_declaration)))
 
-    @ls.feature(T.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
-    @guarded()
-    async def document_highlight(ls: ShapeScriptServer, params: T.DocumentHighlightParams):
-        return await at(ls, params, lambda path, off: [
+    @read_request(ls, T.TEXT_DOCUMENT_DOCUMENT_HIGHLIGHT)
+    def document_highlight(ls: ShapeScriptServer, params: T.DocumentHighlightParams):
+        return at(ls, params, lambda path, off: [
             convert.document_highlight(h, ls.lines_for(path)) for h in ide_refs.document_highlight(ls.ws, path, off)
         ] or None)
 
-    @ls.feature(T.TEXT_DOCUMENT_TYPE_DEFINITION)
-    @guarded()
-    async def type_definition(ls: ShapeScriptServer, params: T.TypeDefinitionParams):
-        return await at(ls, params, lambda path, off: locations(ls, ide_refs.type_definition(ls.ws, path, off)))
+    @read_request(ls, T.TEXT_DOCUMENT_TYPE_DEFINITION)
+    def type_definition(ls: ShapeScriptServer, params: T.TypeDefinitionParams):
+        return at(ls, params, lambda path, off: locations(ls, ide_refs.type_definition(ls.ws, path, off)))
 
-    @ls.feature(T.TEXT_DOCUMENT_PREPARE_RENAME)
-    @guarded()
-    async def prepare_rename(ls: ShapeScriptServer, params: T.PrepareRenameParams):
+    @read_request(ls, T.TEXT_DOCUMENT_PREPARE_RENAME)
+    def prepare_rename(ls: ShapeScriptServer, params: T.PrepareRenameParams):
         def answer(path, off):
             got = ide_refs.prepare_rename(ls.ws, path, off)
             if isinstance(got, str):
@@ -58,11 +48,10 @@ def register(ls: ShapeScriptServer):
             start, end, name = got
             return T.PrepareRenamePlaceholder(range=convert.range_(ls.lines_for(path), start, end), placeholder=name)
 
-        return await at(ls, params, answer)
+        return at(ls, params, answer)
 
-    @ls.feature(T.TEXT_DOCUMENT_RENAME)
-    @guarded()
-    async def rename(ls: ShapeScriptServer, params: T.RenameParams):
+    @read_request(ls, T.TEXT_DOCUMENT_RENAME)
+    def rename(ls: ShapeScriptServer, params: T.RenameParams):
         document_changes = bool(ls.client_supports("workspace.workspace_edit.document_changes", False))
 
         def answer(path, off):
@@ -72,4 +61,4 @@ def register(ls: ShapeScriptServer):
             return convert.edits_workspace_edit(result.edits, ls.lines_for, ls.docs.uri_for, ls.docs.version,
                                                 document_changes)
 
-        return await at(ls, params, answer)
+        return at(ls, params, answer)

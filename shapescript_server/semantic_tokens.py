@@ -15,7 +15,7 @@ from lsprotocol import types as T
 from shapescript_core.ide import semantic_tokens as ide_tokens
 
 from . import convert
-from .guard import guarded
+from .reads import read_request
 
 if TYPE_CHECKING:
     from .app import ShapeScriptServer
@@ -52,44 +52,24 @@ def register(ls: ShapeScriptServer):
         ls.token_results[uri] = (result.result_id, result.data)
         return result
 
-    @ls.feature(T.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, LEGEND)
-    @guarded()
-    async def semantic_tokens(ls: ShapeScriptServer, params: T.SemanticTokensParams):
+    @read_request(ls, T.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL, LEGEND)
+    def semantic_tokens(ls: ShapeScriptServer, params: T.SemanticTokensParams):
         uri = params.text_document.uri
-        path, text, version = ls.snapshot(uri)
+        return lambda path: full(ls, uri, path)
 
-        def job():
-            if not ls.sync(path, text, version):
-                return None
-            return full(ls, uri, path)
-
-        return await ls.query(job)
-
-    @ls.feature(T.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL_DELTA, LEGEND)
-    @guarded()
-    async def semantic_tokens_delta(ls: ShapeScriptServer, params: T.SemanticTokensDeltaParams):
+    @read_request(ls, T.TEXT_DOCUMENT_SEMANTIC_TOKENS_FULL_DELTA, LEGEND)
+    def semantic_tokens_delta(ls: ShapeScriptServer, params: T.SemanticTokensDeltaParams):
         uri = params.text_document.uri
-        path, text, version = ls.snapshot(uri)
 
-        def job():
-            if not ls.sync(path, text, version):
-                return None
+        def answer(path):
             last = ls.token_results.get(uri)
             result = full(ls, uri, path)
             if last is None or last[0] != params.previous_result_id:
                 return result  # a full answer: the client's base is not ours any more
             return T.SemanticTokensDelta(result_id=result.result_id, edits=convert.tokens_delta(last[1], result.data))
 
-        return await ls.query(job)
+        return answer
 
-    @ls.feature(T.TEXT_DOCUMENT_SEMANTIC_TOKENS_RANGE, LEGEND)
-    @guarded()
-    async def semantic_tokens_range(ls: ShapeScriptServer, params: T.SemanticTokensRangeParams):
-        path, text, version = ls.snapshot(params.text_document.uri)
-
-        def job():
-            if not ls.sync(path, text, version):
-                return None
-            return encode(ls, path, convert.offsets(ls.lines_for(path), params.range))
-
-        return await ls.query(job)
+    @read_request(ls, T.TEXT_DOCUMENT_SEMANTIC_TOKENS_RANGE, LEGEND)
+    def semantic_tokens_range(ls: ShapeScriptServer, params: T.SemanticTokensRangeParams):
+        return lambda path: encode(ls, path, convert.offsets(ls.lines_for(path), params.range))

@@ -76,10 +76,10 @@ def _diagnostics(ws, path: str) -> list:
 def _generated(ws, path: str, fn: str) -> dict:
     """{target/file: digest} of what each target generates for `fn` (an error, by its text)."""
     from shapescript_core.compile.graph import CompileError, trace
-    from shapescript_core.export.errors import ExportError
-    from shapescript_core.export.gguf import metadata
-    from shapescript_core.export.gguf.gguf_plan import Departure
-    from shapescript_core.export.gguf.match import match
+    from shapescript_core.export_errors import ExportError
+    from shapescript_core.arch import gguf_names as metadata
+    from shapescript_core.arch.plan import Departure
+    from shapescript_core.arch.match import match
     from shapescript_core.export.hf.build import build
     from shapescript_core.export.litert.extension import extension_source
     from shapescript_core.export.vllm.native import plugin_files
@@ -107,7 +107,7 @@ def _generated(ws, path: str, fn: str) -> dict:
             stem=art.names.stem, model_type=art.config.get("model_type", ""), source=name, function=fn,
             stop_ids=[1], prefill=16, cache=64, tied_table=tied))
     try:
-        plan = match(trace(ws, path, fn))
+        plan = match(trace(ws.program, path, fn))
     except CompileError as e:
         out["gguf/error"] = str(e)
         return out

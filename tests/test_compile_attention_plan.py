@@ -5,8 +5,8 @@ from pathlib import Path
 
 from shapescript_core.compile.attention_plan import plan_attention
 from shapescript_core.compile.graph import build_program, trace
-from shapescript_core.export.gguf.gguf_plan import Departure
-from shapescript_core.export.gguf.match import match
+from shapescript_core.arch.plan import Departure
+from shapescript_core.arch.match import match
 from shapescript_core.workspace import Workspace
 
 GROUP_MAJOR = (Path(__file__).parent / "programs" / "gguf" / "llama_repeat_group_major.ss").read_text()
@@ -24,14 +24,14 @@ def _site(tmp_path, src):
     path = str(tmp_path / "m.ss")
     ws = Workspace()
     ws.set_text(path, src)
-    prog = build_program(ws, path, "forward")
+    prog = build_program(ws.program, path, "forward")
     sites = list(plan_attention(prog).sites.values())
     assert len(sites) == 1
     return ws, path, sites[0]
 
 
 def _gguf_heads(ws, path):
-    found = match(trace(ws, path, "forward"))
+    found = match(trace(ws.program, path, "forward"))
     assert not isinstance(found, Departure), found.reason
     return found.hparams["head_count"], found.hparams["head_count_kv"]
 
@@ -78,7 +78,7 @@ def test_no_repeat_stores_every_head(tmp_path):
 
 def test_every_traced_attention_finds_its_site_by_its_call(tmp_path):
     ws, path, site = _site(tmp_path, ROW_MAJOR)
-    tr = trace(ws, path, "forward")
+    tr = trace(ws.program, path, "forward")
     plan = plan_attention(tr.program)
     atts = [n for n in tr.nodes if n.op == "scaled_dot_product_attention"]
     assert len(atts) == 2  # one per layer

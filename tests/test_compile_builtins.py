@@ -293,7 +293,7 @@ def test_over_a_name_of_two_axes_is_a_clear_error(call):
     """`softmax(x, over=n)` on [b n n] could mean either axis: the export says so, naming
     the line, instead of picking one."""
     from compile_support import Program
-    from shapescript_core.export.errors import ExportError
+    from shapescript_core.export_errors import ExportError
     src = HEADER + f"""
 @export(hf)
 fn f(m: M, x: [b n n], w: [n]) -> [b n n]:

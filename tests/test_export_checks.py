@@ -613,7 +613,7 @@ fn helper(x: [b n D]) -> [b n D]:
 
 
 def test_the_checks_never_raise_and_a_bug_is_shown(monkeypatch):
-    from shapescript_core.export.checks import entry
+    from shapescript_core.serving import entry
     monkeypatch.delenv("SHAPESCRIPT_DEBUG")
 
     def boom(*a, **k):

@@ -246,7 +246,7 @@ def test_truncated_file_names_the_tensor(tiny, src, tmp_path, capsys):
 
 
 def tensors_header(path):
-    from shapescript_core.export.weights.safetensors_format import read_header
+    from shapescript_core.weights.safetensors_format import read_header
     return [(k, t.start) for k, t in read_header(path).tensors.items()]
 
 

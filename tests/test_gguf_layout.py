@@ -8,8 +8,8 @@ import pytest
 np = pytest.importorskip("numpy")
 
 from gguf_support import CONFORMANCE, LLAMA_DIMS, run_cli
-from shapescript_core.export.gguf import layout
-from shapescript_core.export.gguf.gguf_plan import Gather, TensorPlan
+from shapescript_core.arch import layout
+from shapescript_core.arch.plan import Gather, TensorPlan
 
 
 def _rope(x, pos, theta, style):

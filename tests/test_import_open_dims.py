@@ -73,7 +73,7 @@ def test_a_dim_derived_from_open_dims_is_computed_from_the_values_read(llama, tm
 def test_the_stand_ins_keep_every_derived_dim_whole_whatever_the_order(tmp_path):
     """The graph is traced with stand-in values for the open dims: a quotient (whichever of
     its dims is declared first) and a difference of them must stay whole and positive."""
-    from shapescript_core.export.weights.dims_from_checkpoint import _open_dims, _probe_order, _probes
+    from shapescript_core.weights.dims_from_checkpoint import _open_dims, _probe_order, _probes
     from shapescript_core.workspace import Workspace
     src = tmp_path / "dims.ss"
     src.write_text("dim H\ndim Hkv\ndim G = H / Hkv\ndim Dh = D / H\ndim D\ndim E = (D - H) / Hkv\n"

@@ -222,7 +222,7 @@ def _expected_files() -> dict:
 
 def test_the_wheel_holds_every_file_of_the_packages(wheel):
     expected = _expected_files()
-    assert "shapescript_core/export/weights/random_init.py" in expected  # the package the wheel once lacked
+    assert "shapescript_core/weights/random_init.py" in expected  # the package the wheel once lacked
     assert "shapescript_core/syntax/grammar.lark" in expected and "shapescript_core/docs/errors/E0408.md" in expected
     with zipfile.ZipFile(wheel) as z:
         names = {n for n in z.namelist() if ".dist-info/" not in n}

@@ -88,7 +88,7 @@ def test_an_export_that_reaches_a_body_that_does_not_parse_is_refused(tmp_path):
     ws.set_text(main, text)
     assert [d.code for d in ws.diagnostics(main) if d.code.startswith("E")] == []
     with pytest.raises(CompileError, match="`helper` did not check"):
-        build_program(ws, main, "uses_helper")
+        build_program(ws.program, main, "uses_helper")
 
 
 def test_a_missing_body_and_a_broken_header():

@@ -16,8 +16,10 @@ LAYERS = [
     "shapescript_core", "shapescript_core.blas_threads", "shapescript_core.post_order", "shapescript_core.dtypes", "shapescript_core.explain", "shapescript_core.diagnostics",
     "shapescript_core.files", "shapescript_core.escape", "shapescript_core.imports",
     "shapescript_core.syntax", "shapescript_core.check", "shapescript_core.targets",
-    "shapescript_core.settings", "shapescript_core.project_files", "shapescript_core.compile", "shapescript_core.export",
-    "shapescript_core.reads", "shapescript_core.declarations", "shapescript_core.workspace", "shapescript_core.ide",
+    "shapescript_core.settings", "shapescript_core.project_files", "shapescript_core.program_db", "shapescript_core.compile",
+    "shapescript_core.arch", "shapescript_core.serving", "shapescript_core.export_errors", "shapescript_core.weights",
+    "shapescript_core.reads", "shapescript_core.declarations", "shapescript_core.program_view", "shapescript_core.workspace", "shapescript_core.export",
+    "shapescript_core.ide",
     "shapescript_core.apply_fixes", "shapescript_core.render", "shapescript_core.evaluate", "shapescript_core.cli",
     "shapescript_server",
 ]
@@ -130,3 +132,4 @@ def test_the_guard_sees_a_cycle_and_an_upward_import():
     """The checks above can fail: a made-up graph with a cycle and an upward edge."""
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert LAYERS.index("shapescript_core.compile") < LAYERS.index("shapescript_core.export")
+    assert LAYERS.index("shapescript_core.workspace") < LAYERS.index("shapescript_core.export")

@@ -85,7 +85,7 @@ def test_a_dims_own_symbol_names_it_and_a_dim_defined_as_it_does_not_take_its_na
 
 
 def test_the_params_of_a_long_stack_come_in_order(tmp_path):
-    from shapescript_core.export.weights.specs import find_function, resolve
+    from shapescript_core.weights.specs import find_function, resolve
     src = tmp_path / "lm.ss"
     src.write_text("dim D = 4\ndim L = 2\nmodel Attn:\n    w: [D D]\nmodel Block:\n    n: [D] = ones\n"
                    "    attn: Attn\nmodel Lm:\n    layers: [L] Block\n    out: [D D]\n\n"
@@ -93,7 +93,7 @@ def test_the_params_of_a_long_stack_come_in_order(tmp_path):
                    "        x = linear(x, layer.attn.w)\n    return linear(x, m.out)\n")
     ws = Workspace({"L": 20_000})
     ws.set_text(str(src), src.read_text())
-    specs = resolve(ws, str(src), find_function(ws, str(src), None, "hf")).specs
+    specs = resolve(ws.program, str(src), find_function(ws.program, str(src), None, "hf")).specs
     assert len(specs) == 40_001
     assert [s.path for s in specs[:3]] == ["layers.0.n", "layers.0.attn.w", "layers.1.n"]
     assert [s.path for s in specs[-2:]] == ["layers.19999.attn.w", "out"]

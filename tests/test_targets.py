@@ -9,8 +9,8 @@ import pytest
 
 from shapescript_core.compile.graph import find_exported
 from shapescript_core.diagnostics import Applicability
-from shapescript_core.export.errors import ExportError
-from shapescript_core.export.weights.specs import find_function
+from shapescript_core.export_errors import ExportError
+from shapescript_core.weights.specs import find_function
 from shapescript_core.apply_fixes import apply_edits
 from shapescript_core.ide.lens import export_lenses
 from shapescript_core.targets import TARGETS
@@ -84,10 +84,10 @@ def test_every_tool_picks_the_same_function():
     an = ws.analyze(PATH)
     assert [(it.name, sorted(t)) for it, t in ws.exported(an)] == [("classify", ["hf"])]
     assert [(lens.fn, lens.targets) for lens in export_lenses(ws, PATH)] == [("classify", ["hf"])]
-    assert find_exported(ws, PATH, None).name == "classify"
+    assert find_exported(ws.program, PATH, None).name == "classify"
     # a file that marks functions exports no unmarked `forward`, whichever the target
     for target in ("hf", "vllm", "gguf"):
-        assert find_function(ws, PATH, None, target).name == "classify"
+        assert find_function(ws.program, PATH, None, target).name == "classify"
     # and `check --target gguf` checks the function `export --gguf` writes
     ws.set_export_requests({PATH: [(None, {"gguf"})]})
     assert [(it.name, sorted(t)) for it, t in ws.exported(ws.analyze(PATH))] == [("classify", ["gguf"])]
@@ -108,10 +108,10 @@ def test_several_functions_for_one_target_need_fn():
             return linear(x, m.w + m.unused)
         """)
     with pytest.raises(ExportError) as e:
-        find_function(ws, PATH, None, "hf")
+        find_function(ws.program, PATH, None, "hf")
     assert e.value.message == "`a`, `b` are all marked @export(hf): choose one with --fn"
-    assert find_function(ws, PATH, None, "gguf").name == "b"
-    assert find_function(ws, PATH, "a", "gguf").name == "a"
+    assert find_function(ws.program, PATH, None, "gguf").name == "b"
+    assert find_function(ws.program, PATH, "a", "gguf").name == "a"
 
 
 def test_the_settings_default_targets_apply_to_an_unmarked_forward_only():
@@ -125,4 +125,4 @@ def test_the_settings_default_targets_apply_to_an_unmarked_forward_only():
     assert [(lens.fn, lens.targets) for lens in export_lenses(ws, PATH)] == [("forward", ["vllm"])]
     assert [c for c, _, _ in _errors(ws)] == ["E3301"]
     # asked for explicitly, any target takes the unmarked forward
-    assert find_function(ws, PATH, None, "gguf").name == "forward"
+    assert find_function(ws.program, PATH, None, "gguf").name == "forward"

@@ -14,11 +14,11 @@ torch = pytest.importorskip("torch")
 safe_open = pytest.importorskip("safetensors").safe_open
 save_file = pytest.importorskip("safetensors.numpy").save_file
 
-from shapescript_core.export.errors import ExportError, ParamSpec
-from shapescript_core.export.weights.convert import bf16_bits, bf16_to_f32, to_stored
-from shapescript_core.export.weights.random_init import random_tensor
-from shapescript_core.export.weights.safetensors_format import build_header, read_header
-from shapescript_core.export.weights.source import WeightSource
+from shapescript_core.export_errors import ExportError, ParamSpec
+from shapescript_core.weights.convert import bf16_bits, bf16_to_f32, to_stored
+from shapescript_core.weights.random_init import random_tensor
+from shapescript_core.weights.safetensors_format import build_header, read_header
+from shapescript_core.weights.source import WeightSource
 
 
 def _specials() -> np.ndarray:
@@ -80,7 +80,7 @@ def test_random_weights_deterministic_per_seed_and_path():
 
 @pytest.mark.parametrize("dtype", ["f32", "f16", "bf16", "f64"])
 def test_random_weights_in_pieces_join_to_the_whole(dtype):
-    from shapescript_core.export.weights.random_init import random_chunks
+    from shapescript_core.weights.random_init import random_chunks
     spec = _spec(shape=(301, 77), dtype=dtype)
     whole = random_tensor(spec, 11).reshape(-1)
     for n in (12345, 4096, 301 * 77):
@@ -200,8 +200,8 @@ def test_streamed_header_is_what_safetensors_reads(tmp_path):
 def test_rows_copied_in_another_order_are_the_arrays_rows(tmp_path, monkeypatch, block):
     """copy_rows_into (the Q/K rotary permutation, a slice of a stacked tensor, written
     without an array) gives the bytes numpy's row indexing gives, across blocks."""
-    from shapescript_core.export.gguf.layout import rope_permute
-    from shapescript_core.export.weights import row_copy
+    from shapescript_core.arch.layout import rope_permute
+    from shapescript_core.weights import row_copy
     monkeypatch.setattr(row_copy, "BLOCK", block)
     w = np.arange(8 * 4, dtype=np.float32).reshape(8, 4) * 1.5
     b = np.arange(8, dtype=np.float32) - 3

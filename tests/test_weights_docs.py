@@ -13,7 +13,7 @@ save_file = pytest.importorskip("safetensors.numpy").save_file
 
 from shapescript_core.export.request import make_request
 from shapescript_core.export.run import run_export
-from shapescript_core.export.weights.specs import find_function, resolve
+from shapescript_core.weights.specs import find_function, resolve
 from shapescript_core.workspace import Workspace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,7 +43,7 @@ def _export(tmp_path, example, weights=None):
 def _weights(tmp_path, example, drop=(), change=None):
     ws = Workspace()
     ws.set_text(str(tmp_path / "spec.ss"), example)
-    specs = resolve(ws, str(tmp_path / "spec.ss"), find_function(ws, str(tmp_path / "spec.ss"), None, "hf")).specs
+    specs = resolve(ws.program, str(tmp_path / "spec.ss"), find_function(ws.program, str(tmp_path / "spec.ss"), None, "hf")).specs
     t = {s.path: np.zeros(s.shape, np.float32) for s in specs if not any(s.path.endswith(d) for d in drop)}
     t.update(change or {})
     p = str(tmp_path / "lm.safetensors")

@@ -809,23 +809,11 @@ _LEAVES = (A.Name, A.Number, A.String, A.Const, A.Mask)  # no operands to check 
 
 def _operands(e) -> list:
     """The sub-expressions that checking e checks (the same ones its rule asks for)."""
-    if isinstance(e, A.Binop):
-        return [e.left, e.right]
-    if isinstance(e, A.Call):
-        f = e.func
-        b = BUILTINS.get(f.id) if isinstance(f, A.Name) else None
-        if b is None:
-            return [a.value for a in e.args]
-        return _builtin_operands(e, b)
-    if isinstance(e, (A.Unop,)):
-        return [e.operand]
-    if isinstance(e, A.FieldRead):
-        return [e.obj]
-    if isinstance(e, A.TupleExpr):
-        return list(e.items)
-    if isinstance(e, A.IfExpr):
-        return [e.cond, e.then, e.other]
-    return []  # names, literals, masks (their axes are not expressions)
+    if isinstance(e, A.Call) and isinstance(e.func, A.Name):
+        b = BUILTINS.get(e.func.id)
+        if b is not None:
+            return _builtin_operands(e, b)
+    return A.children(e, A.OPERANDS)  # none for names, literals, masks (their axes are not expressions)
 
 
 def _builtin_operands(call: A.Call, b: Builtin) -> list:

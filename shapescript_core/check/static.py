@@ -47,16 +47,11 @@ def value(e, names: dict, dim_value: Callable[[str], Optional[int]]):
     return bottom_up(e, _kids, lambda n, done: _one(n, done, names, dim_value))
 
 
+_COMPUTED = (A.Unop, A.Binop, A.IfExpr, A.Call)  # the operations _one computes from their operands
+
+
 def _kids(n) -> list:
-    if isinstance(n, A.Unop):
-        return [n.operand]
-    if isinstance(n, A.Binop):
-        return [n.left, n.right]
-    if isinstance(n, A.IfExpr):
-        return [n.cond, n.then, n.other]
-    if isinstance(n, A.Call):
-        return [a.value for a in n.args]
-    return []
+    return A.children(n, A.OPERANDS) if isinstance(n, _COMPUTED) else []
 
 
 def _one(n, done, names, dim_value):

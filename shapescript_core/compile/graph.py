@@ -3,11 +3,11 @@
 Two views of one program, both built from the checker's results (types per node,
 resolved calls, pattern bindings), never by re-checking:
 
-- `build_program(ws, path, fn_name)` gives a `Program`: one `FnGraph` per function the
+- `build_program(db, path, fn_name)` gives a `Program`: one `FnGraph` per function the
   exported function reaches. A `FnGraph` keeps the source's statements (bindings, `for`
   loops over stacks, the return) so that code generation can mirror the source, one
   method per function and one line of code per statement.
-- `trace(ws, path, fn_name)` gives a `Trace`: the exported function fully inlined
+- `trace(db, path, fn_name)` gives a `Trace`: the exported function fully inlined
   (calls inlined, stacks unrolled, model fields resolved to param paths such as
   `layers.0.attn.wq`), nodes in topological order. Architecture matchers (GGUF) read it:
   it does not depend on how the source is split into functions or what things are named.
@@ -174,7 +174,7 @@ class FnGraph:
 
 @dataclass
 class Program:
-    ws: object
+    db: object
     path: str
     entry: FnGraph
     fns: dict  # name -> FnGraph
@@ -237,7 +237,7 @@ class _Lowerer:
 
     # -- expressions (iterative: a 1,000-term sum must not exhaust the stack)
     def expr(self, e) -> Node:
-        return bottom_up(e, _children, self._node)
+        return bottom_up(e, _operands, self._node)
 
     def _t(self, e):
         return self.res.types.get(id(e))
@@ -332,25 +332,14 @@ class _Lowerer:
         return names, shown
 
 
-def _children(e) -> list:
-    if isinstance(e, A.Unop):
-        return [e.operand]
-    if isinstance(e, A.Binop):
-        return [e.left, e.right]
-    if isinstance(e, A.Call):
-        return [a.value for a in e.args]
-    if isinstance(e, A.FieldRead):
-        return [e.obj]
-    if isinstance(e, A.TupleExpr):
-        return list(e.items)
-    if isinstance(e, A.IfExpr):
-        return [e.cond, e.then, e.other]
-    return []
+def _operands(e) -> list:
+    """What _node reads of e: its operands' nodes, in the order they are lowered."""
+    return A.children(e, A.OPERANDS)
 
 
-def lower_function(res, sig, env, ws=None) -> FnGraph:
+def lower_function(res, sig, env, db=None) -> FnGraph:
     item = res.item
-    f = ws.file(item.path) if ws is not None else None
+    f = db.file(item.path) if db is not None else None
     low = _Lowerer(res, env, item, f.lines.line_of(item.offset) if f is not None else 0)
     params = []
     for p in sig.params:
@@ -359,29 +348,29 @@ def lower_function(res, sig, env, ws=None) -> FnGraph:
     return FnGraph(item.name, item, res, sig, env, params, low.body(item.body), sig.ret)
 
 
-def find_exported(ws, path: str, fn_name: Optional[str]):
+def find_exported(db, path: str, fn_name: Optional[str]):
     """The exported function's FnItem: `fn_name`, else the file's first exported one
     (targets.py's rule, explicit requests left out)."""
-    an = ws.analyze(path)
+    an = db.analyze(path)
     if an is None:
         return None
     if fn_name:
         it = an.own.get(fn_name)
         return it if isinstance(it, A.FnItem) else None
-    pairs = exported(an.own, an.env, ws.default_targets)
+    pairs = exported(an.own, an.env, db.inputs.default_targets)
     return pairs[0][0] if pairs else None
 
 
-def build_program(ws, path: str, fn_name: Optional[str] = None) -> Program:
-    path = ws.norm(path)
-    an = ws.analyze(path)
+def build_program(db, path: str, fn_name: Optional[str] = None) -> Program:
+    path = db.norm(path)
+    an = db.analyze(path)
     if an is None:
         raise CompileError(f"can't read `{path}`")
-    item = find_exported(ws, path, fn_name)
+    item = find_exported(db, path, fn_name)
     if item is None:
         raise CompileError(f"no function to export in {path}" if not fn_name else f"`{fn_name}` isn't a function")
     res = an.fns.get(item.name)
-    reach = Reach(ws, an)
+    reach = Reach(db, an)
     fns = reach.closure(res) if res is not None else None
     if fns is None:
         raise CompileError(f"`{item.name}` calls a function that did not check")
@@ -391,7 +380,7 @@ def build_program(ws, path: str, fn_name: Optional[str] = None) -> Program:
         sig = env.sig(r.item.name)
         if sig is None or sig.broken or r.item.syntax_errors:
             raise CompileError(f"`{r.item.name}` did not check")
-        graphs[r.item.name] = lower_function(r, sig, env, ws)
+        graphs[r.item.name] = lower_function(r, sig, env, db)
     dims = {}
     for name, d in an.env.dims.info.items():
         dims[name] = None
@@ -399,7 +388,7 @@ def build_program(ws, path: str, fn_name: Optional[str] = None) -> Program:
             v = d.canon.evaluate(an.env.dims.values)
             if v is not None and v.denominator == 1:
                 dims[name] = int(v)
-    return Program(ws, path, graphs[item.name], graphs, an.env, dims)
+    return Program(db, path, graphs[item.name], graphs, an.env, dims)
 
 
 # ---------------------------------------------------------------- the inlined trace
@@ -627,14 +616,14 @@ def fold(node, prog) -> Optional[object]:
     return None
 
 
-def trace(ws, path: str, fn_name: Optional[str] = None, dims: Optional[dict] = None,
+def trace(db, path: str, fn_name: Optional[str] = None, dims: Optional[dict] = None,
           unroll: Optional[int] = None) -> Trace:
     """The exported function fully inlined. `dims` are applied by the workspace (its
     dim overrides); the argument is accepted for symmetry with the export request.
     `unroll` caps each stack loop's iterations (every iteration runs the same statements:
     the checker's E3313 traces two, the GGUF writer all); a loop that binds its index
     (`for i, layer in …`) is traced whole, its copies may differ."""
-    return trace_program(build_program(ws, path, fn_name), unroll)
+    return trace_program(build_program(db, path, fn_name), unroll)
 
 
 def trace_program(prog: Program, unroll: Optional[int] = None) -> Trace:

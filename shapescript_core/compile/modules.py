@@ -25,7 +25,7 @@ def where(item) -> str:
 
 
 def source_line(prog, item, pos) -> int:
-    f = prog.ws.file(item.path)
+    f = prog.db.file(item.path)
     return f.lines.line_of(item.offset + pos[0]) + 1 if f is not None else 0
 
 

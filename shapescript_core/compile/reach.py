@@ -14,8 +14,8 @@ from ..diagnostics import Severity
 from ..syntax import ast as A
 
 class Reach:
-    def __init__(self, ws, analysis):
-        self.ws = ws
+    def __init__(self, db, analysis):
+        self.db = db
         self.a = analysis
         self.path = analysis.path
         self._analyses = {analysis.path: analysis}
@@ -24,9 +24,9 @@ class Reach:
     def analysis_of(self, path: str):
         if path in self._analyses:
             return self._analyses[path]
-        if self.ws.export_checks_running(path):
+        if self.db.export_checks_running(path):
             return None
-        an = self.ws.analyze(path)
+        an = self.db.analyze(path)
         self._analyses[path] = an
         return an
 
@@ -37,7 +37,7 @@ class Reach:
             return None
         res = an.fns.get(item.name)
         if item.path != self.path:
-            self.ws.note_body_read(item)  # the analysis asking holds while this body stays
+            self.db.note_body_read(item)  # the analysis asking holds while this body stays
         return res if res is not None and res.item is item else None
 
     def callee(self, caller, info):
@@ -57,7 +57,7 @@ class Reach:
         return an.env if an is not None else None
 
     def line(self, item, pos) -> int:
-        f = self.ws.file(item.path)
+        f = self.db.file(item.path)
         if f is None:
             return 0
         return f.lines.line_of(item.offset + pos[0]) + 1

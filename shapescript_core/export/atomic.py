@@ -30,7 +30,7 @@ import shutil
 import stat
 from contextlib import contextmanager
 
-from .errors import ExportError
+from ..export_errors import ExportError
 from .output import MARKER, OutputExists, OutputRefused, check_output, is_our_export, marker_text  # noqa: F401
 
 MARK = ".shapescript-tmp-"

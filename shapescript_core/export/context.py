@@ -4,9 +4,9 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 
-from .errors import ExportCancelled, ExportError, ParamSpec
+from ..export_errors import ExportCancelled, ExportError, ParamSpec
 from ..dtypes import from_numpy, stored_dtype
-from .weights.safetensors_format import TO_ST, build_header
+from ..weights.safetensors_format import TO_ST, build_header
 
 CHUNK_ELEMENTS = 256 * 1024  # 1 MiB of f32 per conversion step: the passes stay in the cache
 
@@ -51,7 +51,7 @@ class ExportContext:
             raise KeyError(f"`{path}` is no param of `{self.model}`")
         if self._source is not None:
             return self._source.read(path)
-        from .weights.random_init import random_tensor  # deferred: numpy
+        from ..weights.random_init import random_tensor  # deferred: numpy
         return random_tensor(spec, self.request.seed)
 
     @contextmanager
@@ -124,19 +124,19 @@ class ExportContext:
                     if info.dtype == stored:
                         self._source.copy_into(src, fh, self.check_cancelled)
                     else:
-                        from .weights.convert import to_stored  # deferred: numpy
+                        from ..weights.convert import to_stored  # deferred: numpy
                         for chunk in self._source.stream_chunks(src, CHUNK_ELEMENTS):
                             self.check_cancelled()
                             _write_array(fh, to_stored(chunk, stored))
                 elif isinstance(src, str) and transform is None:
                     # random weights, generated and written piece by piece
-                    from .weights.convert import to_stored  # deferred: numpy
-                    from .weights.random_init import random_chunks  # deferred: numpy
+                    from ..weights.convert import to_stored  # deferred: numpy
+                    from ..weights.random_init import random_chunks  # deferred: numpy
                     for chunk in random_chunks(self._spec[src], self.request.seed, CHUNK_ELEMENTS):
                         self.check_cancelled()
                         _write_array(fh, to_stored(chunk, stored))
                 else:
-                    from .weights.convert import to_stored  # deferred: numpy
+                    from ..weights.convert import to_stored  # deferred: numpy
                     arr = self.read(src) if isinstance(src, str) else src
                     if transform is not None:
                         arr = transform(arr)

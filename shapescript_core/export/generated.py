@@ -13,7 +13,7 @@ import json
 import logging
 import os
 
-from .errors import ExportError
+from ..export_errors import ExportError
 
 log = logging.getLogger("shapescript.export")
 

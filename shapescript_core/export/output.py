@@ -16,7 +16,7 @@ import json
 import os
 import stat
 
-from .errors import ExportError
+from ..export_errors import ExportError
 
 MARKER = ".shapescript-export.json"
 GGUF_MAGIC = b"GGUF"

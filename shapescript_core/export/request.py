@@ -24,7 +24,7 @@ from ..check.env import dim_value_problem
 from ..check.suggest import closest
 from ..settings import Config, load_config, settings_dir
 from ..targets import TARGETS
-from .errors import RequestError
+from ..export_errors import RequestError
 from .writers import DTYPES, KIND
 
 

@@ -15,11 +15,11 @@ from ..diagnostics import Severity
 from .atomic import atomic_output
 from .output import OutputExists, check_output
 from .context import ExportContext
-from .errors import ExportCancelled, ExportError, WriterUnavailable
+from ..export_errors import ExportCancelled, ExportError, WriterUnavailable
 from .request import unknown_dims
 from .sizes import size_problem
-from .weights.check import check_weights
-from .weights.specs import find_function, resolve
+from ..weights.check import check_weights
+from ..weights.specs import find_function, resolve
 from .writers import KIND, check_requirements, load_writer, missing_libraries
 
 log = logging.getLogger("shapescript.export")
@@ -94,7 +94,7 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
     if bad:
         return _fail(bad, USAGE)
     try:
-        fn_item = find_function(ws, path, request.fn, request.target)
+        fn_item = find_function(ws.program, path, request.fn, request.target)
     except ExportError as e:
         return _fail(e.message, USAGE)
 
@@ -109,7 +109,7 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
         return _fail(f"not exported: {n} error{'s' if n != 1 else ''} stop{'s' if n == 1 else ''} "
                      f"the {request.target} export", FAILED, errors)
 
-    resolved = resolve(ws, path, fn_item)
+    resolved = resolve(ws.program, path, fn_item)
     inferred_note = None
     if resolved.diagnostics and request.weights and not request.random_weights and not request.weights_map:
         resolved, inferred_note, errors = _dims_from_checkpoint(ws, request, path, fn_item, resolved)
@@ -129,20 +129,20 @@ def _run(ws, request, progress, cancelled) -> ExportResult:
     step(f"checking the weights of {len(resolved.specs)} params")
     source, warnings = None, []
     if request.random_weights:
-        from .weights.random_init import check_init  # deferred: numpy, only for random weights
+        from ..weights.random_init import check_init  # deferred: numpy, only for random weights
         for spec in resolved.specs:
             check_init(spec)
     else:
-        from .weights.match_by_map import import_mapped  # deferred: numpy and gguf
-        from .weights.match_by_role import import_checkpoint  # deferred: numpy and gguf
-        from .weights.recognise import open_weights  # deferred: numpy and gguf
+        from ..weights.match_by_map import import_mapped  # deferred: numpy and gguf
+        from ..weights.match_by_role import import_checkpoint  # deferred: numpy and gguf
+        from ..weights.recognise import open_weights  # deferred: numpy and gguf
         source, ckpt = open_weights(request.weights, resolved.specs, request.weights_map)
         if ckpt is not None and request.weights_map is not None:
             step(f"reading {ckpt.label()} through {request.weights_map}")
-            source, import_notes, warnings = import_mapped(ws, request, resolved, ckpt, request.weights_map)
+            source, import_notes, warnings = import_mapped(ws.program, request, resolved, ckpt, request.weights_map)
         elif ckpt is not None:
             step(f"matching {ckpt.label()} to `{fn_item.name}` by role")
-            source, import_notes, warnings = import_checkpoint(ws, request, resolved, ckpt)
+            source, import_notes, warnings = import_checkpoint(ws.program, request, resolved, ckpt)
         if ckpt is not None:
             warnings = warnings + import_notes + ([inferred_note] if inferred_note else [])
             if request.tokenizer is None and ckpt.tokenizer_dir():  # --tokenizer DIR still overrides
@@ -182,10 +182,10 @@ def _dims_from_checkpoint(ws, request, path: str, fn_item, resolved):
     (docs/importing-weights.md), then the dims derived from them computed (`Dh = D / H`):
     (resolved again, the note naming them or None, the errors those values give the
     source: a quotient that doesn't divide)."""
-    from .weights.dims_from_checkpoint import infer_dims  # deferred: numpy and gguf
-    from .weights.recognise import open_weights  # deferred: numpy and gguf
+    from ..weights.dims_from_checkpoint import infer_dims  # deferred: numpy and gguf
+    from ..weights.recognise import open_weights  # deferred: numpy and gguf
     _, ckpt = open_weights(request.weights, resolved.specs)
-    inferred = infer_dims(ws, request, path, fn_item, ckpt) if ckpt is not None else {}
+    inferred = infer_dims(ws.program, request, path, fn_item, ckpt) if ckpt is not None else {}
     if not inferred:
         return resolved, None, []
     ws.set_dim_overrides({**ws.dim_overrides, **inferred})
@@ -193,7 +193,7 @@ def _dims_from_checkpoint(ws, request, path: str, fn_item, resolved):
     errors = _export_errors(ws, path, fn_item.name, request.target)
     if errors:
         return resolved, note, errors
-    after = resolve(ws, path, fn_item)
+    after = resolve(ws.program, path, fn_item)
     derived = [f"{k}={v}" for k, v in after.dims.items() if k not in resolved.dims and k not in inferred]
     return after, note + ("; computed from them: " + ", ".join(derived) if derived else ""), []
 

@@ -13,7 +13,7 @@ import importlib
 import importlib.util
 
 from ..dtypes import QUANTIZED, STORED
-from .errors import WriterUnavailable
+from ..export_errors import WriterUnavailable
 
 WRITERS = {"hf": "shapescript_core.export.hf.writer:write",
            "vllm": "shapescript_core.export.vllm.writer:write",

@@ -15,7 +15,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
-from ..export.errors import RequestError
+from ..export_errors import RequestError
 from ..export.request import make_request
 from ..export.run import ExportResult, run_export
 from ..files import outside_problem

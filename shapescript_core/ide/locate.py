@@ -3,7 +3,7 @@ refers to. Shared by hover, navigation, completion and inlay hints."""
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Optional
 
 from ..syntax import ast as A
@@ -56,24 +56,9 @@ def roots(item: A.Item) -> list:
     return []
 
 
-_SCALAR = {"pos", "name_pos", "target_pos", "var_pos", "index_pos", "index", "axes_pos", "op_pos", "args_pos",
-           "name", "id", "op",
-           "text", "is_int", "piped", "target"}
-_CHILD_FIELDS: dict = {}  # node class -> the fields that may hold nodes
-
-
 def children(n) -> list:
-    names = _CHILD_FIELDS.get(type(n))
-    if names is None:
-        names = _CHILD_FIELDS[type(n)] = tuple(f.name for f in fields(n) if f.name not in _SCALAR)
-    out = []
-    for name in names:
-        v = getattr(n, name)
-        if isinstance(v, A.Node):
-            out.append(v)
-        elif isinstance(v, list):
-            out.extend(x for x in v if isinstance(x, A.Node))
-    return out
+    """Every syntax node directly under n (A.children's SYNTAX list)."""
+    return A.children(n, A.SYNTAX)
 
 
 def chain(item: A.Item, rel: int) -> list:

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields as _dataclass_fields
 from typing import Optional, Union
 
 from ..diagnostics import Anchor, Span
@@ -626,28 +626,77 @@ def op_pos(node) -> Pos:
     return node.pos
 
 
+EXPRESSIONS, OPERANDS, SYNTAX = "expressions", "operands", "syntax"  # what children() lists
+
+
+def children(n, of: str = EXPRESSIONS) -> list:
+    """The nodes directly inside n, the one list of them every walk uses. `of`:
+
+    - EXPRESSIONS (the default): the expressions inside the expression n, in source
+      order (walk_expr): a call's function then its arguments' values (a piped call's
+      function first too), a mask's object, a conditional's `then`, condition, `else`.
+    - OPERANDS: the values the operation n is computed from, in the order they are
+      computed (the checker checks them first, check/static.py and the compiler's
+      lowering compute them first): a call's arguments' values without its function (a
+      name, not a value), a conditional's condition first, nothing for a mask (its
+      object is the mask rule's own; its axes are sizes, not expressions).
+    - SYNTAX: every syntax node directly under n, of any kind (a statement, parameter,
+      field, type, pattern, size or argument too), in its fields' order, as the IDE's
+      walks use them (ide/locate.py): a call's `Arg` nodes (not their values) and
+      pattern, a mask's axes; the fields in _NOT_CHILDREN are never looked in.
+    """
+    if isinstance(n, Binop):
+        return [n.left, n.right]
+    if isinstance(n, Call):
+        if of == SYNTAX:
+            kids = [n.func, *n.args]
+            return kids if n.pattern is None else kids + [n.pattern]
+        values = [a.value for a in n.args]
+        return values if of == OPERANDS else [n.func, *values]
+    if isinstance(n, Unop):
+        return [n.operand]
+    if isinstance(n, FieldRead):
+        return [n.obj]
+    if isinstance(n, TupleExpr):
+        return list(n.items)
+    if isinstance(n, IfExpr):
+        return [n.cond, n.then, n.other] if of == OPERANDS else [n.then, n.cond, n.other]
+    if isinstance(n, Mask):
+        if of == OPERANDS:
+            return []
+        return [n.obj, *(a for a in n.axes if isinstance(a, Node))] if of == SYNTAX else [n.obj]
+    return _syntax_children(n) if of == SYNTAX else []  # names, literals (not syntax: any other node)
+
+
+# fields that hold no syntax node, or none an IDE walk looks in (`index` is a loop's
+# index name, and also a type's `Index[V]` size, left out as well)
+_NOT_CHILDREN = frozenset({"pos", "name_pos", "target_pos", "var_pos", "index_pos", "index", "axes_pos", "op_pos",
+                           "args_pos", "name", "id", "op", "text", "is_int", "piped", "target"})
+_CHILD_FIELDS: dict = {}  # node class -> the fields that may hold nodes
+
+
+def _syntax_children(n) -> list:
+    """children(n, SYNTAX) of a node that is no operation: its fields' nodes, in order."""
+    names = _CHILD_FIELDS.get(type(n))
+    if names is None:
+        names = _CHILD_FIELDS[type(n)] = tuple(f.name for f in _dataclass_fields(n) if f.name not in _NOT_CHILDREN)
+    out = []
+    for name in names:
+        v = getattr(n, name)
+        if isinstance(v, Node):
+            out.append(v)
+        elif isinstance(v, list):
+            out.extend(x for x in v if isinstance(x, Node))
+    return out
+
+
 def walk_expr(e):
     """Yield e and every expression inside it, depth first, in source order."""
     stack = [e]
     while stack:
         n = stack.pop()
         yield n
-        kids = []
-        if isinstance(n, Unop):
-            kids = [n.operand]
-        elif isinstance(n, Binop):
-            kids = [n.left, n.right]
-        elif isinstance(n, Call):
-            kids = [n.func] + [a.value for a in n.args]
-        elif isinstance(n, FieldRead):
-            kids = [n.obj]
-        elif isinstance(n, Mask):
-            kids = [n.obj]
-        elif isinstance(n, TupleExpr):
-            kids = list(n.items)
-        elif isinstance(n, IfExpr):
-            kids = [n.then, n.cond, n.other]
-        stack.extend(reversed(kids))
+        stack.extend(reversed(children(n)))
 
 
 def walk_stmts(stmts):

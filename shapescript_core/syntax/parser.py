@@ -23,7 +23,10 @@ from . import ast as A
 from .lexer import BOM, KEYWORDS, LexProblem, Token, int_literal, tokenize
 
 _GRAMMAR = (Path(__file__).parent / "grammar.lark").read_text()
-ITEM_START = re.compile(r"(dim|model|fn|import)\b|@")
+# THE rule for where a top-level item starts: a line beginning with an item keyword or
+# `@` (a decorator). _START_LINE (below, for splitting a file) is this at a line's start.
+_ITEM_HEAD = r"(?:dim|model|fn|import)\b|@"
+ITEM_START = re.compile(_ITEM_HEAD)  # at a given offset: the first line after a byte order mark
 HEADER_NAME = re.compile(r"\s*(?:@[^\n]*\n\s*)*(dim|model|fn)\s+([A-Za-z_][A-Za-z0-9_]*)")
 
 TOKEN_WORDS = {
@@ -620,8 +623,11 @@ def _build_item(kind: str, c: list, text: str, path: str, offset: int) -> A.Item
 
 
 # ---- splitting a file into items
-# an item starts at column 0 (a form feed before it is a page break, as in Python)
-_START_LINE = re.compile(r"^\f*(?:(?:dim|model|fn|import)\b|@)", re.M)
+# an item starts at column 0 (a form feed before it is a page break, as in Python):
+# ITEM_START's rule at each line's start. It is a regex of its own because the scan
+# runs in the regex engine (`^` with re.M finds every line), and `^` does not match
+# after a byte order mark, where _item_starts uses ITEM_START itself.
+_START_LINE = re.compile(rf"^\f*(?:{_ITEM_HEAD})", re.M)
 # not blank, not a column-0 comment (a byte order mark at the file's start is neither)
 _CODE_LINE = re.compile(r"^\ufeff?[ \t\f]*[^ \t\f\r\n#\ufeff]|^[ \t\f]+#", re.M)
 

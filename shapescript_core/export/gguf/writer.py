@@ -18,11 +18,11 @@ import numpy as np
 from gguf.quants import quant_shape_to_byte_shape, quantize
 
 from ...compile.graph import CompileError, trace
-from ..errors import ExportError
-from . import layout, metadata
-from .match import match
-from .e3313 import e3313
-from .gguf_plan import Departure, Gather, Transpose
+from ...export_errors import ExportError
+from ...arch import gguf_names as metadata, layout
+from ...arch.match import match
+from ...serving.e3313 import e3313
+from ...arch.plan import Departure, Gather, Transpose
 from .tokenizer import TokenizerError, add_tokenizer, copy_tokenizer
 
 Q = gguf.GGMLQuantizationType
@@ -36,7 +36,7 @@ def plan_for(ctx):
     enabled = gc.isenabled()
     gc.disable()
     try:
-        tr = trace(ctx.ws, ctx.request.path, ctx.fn_item.name, ctx.dims)
+        tr = trace(ctx.ws.program, ctx.request.path, ctx.fn_item.name, ctx.dims)
         plan = match(tr)
     except CompileError as e:
         raise ExportError(f"can't follow the exported function for gguf: {e}") from None

@@ -13,8 +13,8 @@ from ...compile.graph import CompileError, build_program
 from ...compile.plan import make_plan, models_in_order
 from ...compile.reach import Reach
 from ...escape import EscapeError
-from ..checks.entry import check_exported
-from ..errors import ExportError
+from ...serving.entry import check_exported
+from ...export_errors import ExportError
 from ..generated import check_parses
 from .config import config_json, configuration_source
 from .keys import key_map
@@ -42,7 +42,7 @@ def is_language_model(ws, path: str, fn_name: str) -> bool:
     item = an.own.get(fn_name) if an is not None else None
     if item is None:
         return False
-    return not check_exported(Reach(ws, an), item, {"vllm"})
+    return not check_exported(Reach(ws.program, an), item, {"vllm"})
 
 
 @contextlib.contextmanager
@@ -65,7 +65,7 @@ def build(ws, path: str, fn_name: str, dtype: str = "f32") -> Artifact:
 def _build(ws, path: str, fn_name: str, dtype: str = "f32") -> Artifact:
     path = ws.norm(path)
     try:
-        prog = build_program(ws, path, fn_name)
+        prog = build_program(ws.program, path, fn_name)
         lm = is_language_model(ws, path, fn_name)
         plan = make_plan(prog, lm)
         names = Names(plan.root, models_in_order(prog, plan.root))

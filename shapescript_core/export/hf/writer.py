@@ -15,7 +15,7 @@ import os
 import shutil
 
 from ...escape import json_text
-from ..errors import ExportError
+from ...export_errors import ExportError
 from ..generated import copy_sources, write_generated
 from .build import build
 from .keys import MAPPING_FILE

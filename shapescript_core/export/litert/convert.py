@@ -17,7 +17,7 @@ import tempfile
 import time
 
 from ...blas_threads import child_env
-from ..errors import ExportError
+from ...export_errors import ExportError
 from .convert_main import PREFIX
 from .litert_messages import conversion_failed
 

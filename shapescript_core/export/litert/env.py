@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-from ..errors import WriterUnavailable
+from ...export_errors import WriterUnavailable
 
 READY_MARK = ".shapescript-ready"  # written by scripts/env_litert.sh once the venv is complete
 INSTALL = ("the LiteRT export needs LiteRT-Torch: run scripts/env_litert.sh (or scripts/setup.sh), "

@@ -21,7 +21,7 @@ import os
 from ...check.types import TensorT
 from ...compile.rotary_plan import Rotary
 from ..hf.writer import _size, write_directory
-from ..errors import ExportError
+from ...export_errors import ExportError
 from . import options as opts
 from .convert import run_export_hf
 from .env import require

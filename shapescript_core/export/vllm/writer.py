@@ -12,7 +12,7 @@ import os
 from ..hf.writer import _size, write_directory
 from ...escape import md_code, py_str, shell_arg, shown
 from ...compile.graph import CompileError
-from ..errors import ExportError
+from ...export_errors import ExportError
 from ..generated import copy_sources, write_generated
 from .native import plugin_files
 

@@ -1,1 +1,0 @@
-"""The weights of an export: where they come from, their checks, dtypes and random init."""

@@ -1,0 +1,220 @@
+"""A `.gguf` file read as a checkpoint: tensors by their llama.cpp names, already in
+llama.cpp's layout (the importer undoes its Q/K row permutation with the plan's own
+steps), dequantized by gguf-py (`gguf.quants.dequantize`: F16, BF16, Q8_0, Q4_0, Q4_1,
+Q5_0, Q5_1, the K-quants...) one tensor at a time. The file is memory-mapped, so a tensor
+is read when it is dequantized and the page cache holds the rest.
+"""
+from __future__ import annotations
+
+import os
+
+import gguf
+import numpy as np
+from gguf.quants import _type_traits  # what gguf-py can dequantize
+from gguf.quants import dequantize
+
+from ..export_errors import ExportError
+from ..arch.match import NO_CAP  # a gemma2 cap this large is none (what --gguf writes for none)
+
+FAMILY = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2", "gemma3": "gemma3",
+          "gemma2": "gemma2"}
+GEMMA3_SWA_THETA = 10000.0  # what llama.cpp's gemma3 uses for its windowed layers when the file doesn't say
+BUFFERS = ("rope_freqs.weight",)
+MAGIC = b"GGUF"
+DEQUANTIZE_CHUNK = 16 * 1024 * 1024  # bytes of float32 dequantized at a time
+
+
+def is_gguf(path: str) -> bool:
+    if not os.path.isfile(path):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(4) == MAGIC
+    except OSError:
+        return False
+
+
+class GGUFCheckpoint:
+    kind = "gguf"
+
+    def __init__(self, file: str):
+        self.path = file
+        self.name = os.path.basename(file)
+        try:
+            self.reader = gguf.GGUFReader(file)
+        except (ValueError, KeyError, IndexError, TypeError, OverflowError, OSError) as e:
+            raise ExportError(f"{self.name} is not a GGUF file that can be read: {e} "
+                              f"(the file is truncated or corrupt)") from None
+        self.tensors = {t.name: t for t in self.reader.tensors}
+        size = os.path.getsize(file)
+        for t in self.reader.tensors:
+            if t.data_offset + t.n_bytes > size or t.data.nbytes != t.n_bytes:
+                raise ExportError(f"{self.name} is not a GGUF file that can be read: `{t.name}` runs past "
+                                  f"the end of the file (the file is truncated)")
+        self.arch = self.string("general.architecture") or "?"
+        self.family = FAMILY.get(self.arch)
+        self.model_type = self.arch
+        self.names: dict = {}
+        self.unknown: list = []
+
+    # ---- metadata
+    def field(self, key: str):
+        f = self.reader.get_field(key)
+        if f is None or not f.types:
+            return None
+        try:
+            return f.contents()
+        except (ValueError, IndexError, UnicodeDecodeError):
+            return None
+
+    def string(self, key: str) -> str | None:
+        v = self.field(key)
+        return v if isinstance(v, str) else None
+
+    def label(self) -> str:
+        return f"a GGUF `{self.arch}` model ({self.name})"
+
+    def constants(self) -> dict:
+        out = {}
+        theta = self.field(f"{self.arch}.rope.freq_base")
+        eps = self.field(f"{self.arch}.attention.layer_norm_rms_epsilon")
+        if eps is None:
+            eps = self.field(f"{self.arch}.attention.layer_norm_epsilon")
+        if isinstance(theta, (int, float)):
+            out["theta"] = float(theta)
+        if isinstance(eps, (int, float)):
+            out["eps"] = float(eps)
+        window = self.field(f"{self.arch}.attention.sliding_window")
+        if isinstance(window, int) and window > 0:
+            out["window"] = float(window)
+            swa = self.field(f"{self.arch}.rope.freq_base_swa")
+            if self.arch == "gemma3":
+                out["theta_swa"] = float(swa) if isinstance(swa, (int, float)) else GEMMA3_SWA_THETA
+        if self.arch == "gemma2":  # llama.cpp caps these always (50 and 30 when the file doesn't say)
+            for short, key, default in (("attn_softcap", "attn_logit_softcapping", 50.0),
+                                        ("final_softcap", "final_logit_softcapping", 30.0)):
+                v = self.field(f"gemma2.{key}")
+                v = float(v) if isinstance(v, (int, float)) else default
+                if v < NO_CAP:
+                    out[short] = v
+        return out
+
+    def rope_scaling(self) -> str | None:
+        """`rope.scaling.type` (with its factor) when it isn't "none": a source's `rope` has none."""
+        kind = self.string(f"{self.arch}.rope.scaling.type")
+        if kind in (None, "none"):
+            return None
+        factor = self.field(f"{self.arch}.rope.scaling.factor")
+        return kind + (f", factor {factor:g}" if isinstance(factor, (int, float)) else "")
+
+    def block_count(self) -> int | None:
+        found = self.blocks()
+        return found[0] if found else None
+
+    def blocks(self) -> tuple | None:
+        """(the number of blocks, where it is read), or None when the file doesn't say."""
+        v = self.field(f"{self.arch}.block_count")
+        return (int(v), f"`{self.arch}.block_count`") if isinstance(v, int) and v > 0 else None
+
+    def heads(self) -> dict:
+        out = {}
+        for short, key in (("head_count", "attention.head_count"), ("head_count_kv", "attention.head_count_kv")):
+            v = self.field(f"{self.arch}.{key}")
+            if isinstance(v, int):
+                out[short] = (v, f"`{self.arch}.{key}`")
+        return out
+
+    def context_length(self) -> int | None:
+        v = self.field(f"{self.arch}.context_length")
+        return int(v) if isinstance(v, int) and v > 0 else None
+
+    # ---- what comes along: the embedded tokenizer, special ids, the context length
+    def directory(self) -> str | None:
+        return None
+
+    def tokenizer_dir(self) -> str | None:
+        return None
+
+    def tokenizer_fields(self) -> list:
+        """[(key, value, GGUFValueType, sub type)] of the file's tokenizer.* metadata."""
+        out = []
+        for name, f in self.reader.fields.items():
+            if name.startswith("tokenizer.") and f.types:
+                sub = f.types[-1] if f.types[0] == gguf.GGUFValueType.ARRAY else None
+                out.append((name, f.contents(), f.types[0], sub))
+        return out
+
+    def settings(self) -> dict:
+        out: dict = {}
+        for k in ("bos", "eos", "padding"):
+            v = self.field(f"tokenizer.ggml.{k}_token_id")
+            if isinstance(v, int):
+                out[f"{'pad' if k == 'padding' else k}_token_id"] = v
+        ctx = self.context_length()
+        if ctx:
+            out["context_length"] = ctx
+        if self.string("tokenizer.ggml.model") not in (None, "none"):
+            out["gguf_file"] = self.path  # transformers builds a Hugging Face tokenizer from it
+        return out
+
+    # ---- names: the file's own
+    def index(self, arch: str, blocks: int, heads: int, kv_heads: int):
+        for name in self.tensors:
+            if name in BUFFERS:
+                continue
+            self.names[name] = (name, ())
+
+    def index_raw(self):
+        self.names = {n: (n, ()) for n in self.tensors}
+
+    def key_of(self, name: str) -> str:
+        return name
+
+    def file_of(self, name: str) -> str:
+        return self.name
+
+    def shape(self, name: str) -> tuple:
+        return tuple(int(d) for d in reversed(self.tensors[name].shape.tolist()))
+
+    def dtype(self, name: str) -> str:
+        t = self.tensors[name].tensor_type
+        return {"F32": "f32", "F16": "f16"}.get(t.name, "f32")  # quantized types dequantize to f32
+
+    def qtype(self, name: str) -> str:
+        return self.tensors[name].tensor_type.name
+
+    def to_gguf(self, name: str) -> tuple:
+        return ()
+
+    def problem(self, name: str) -> str | None:
+        q = self.tensors[name].tensor_type
+        if q in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16) or q in _type_traits:
+            return None
+        return (f"`{name}` in {self.name} is {q.name}, which gguf-py can't dequantize: "
+                f"re-quantize the model to another type (Q8_0, Q4_K, F16...)")
+
+    def read(self, name: str):
+        """The tensor in float32, dequantized a few rows at a time into the one array
+        returned: gguf-py's dequantization makes temporaries the size of its output, so
+        the whole tensor at once would hold it about twice."""
+        t = self.tensors[name]
+        shape = self.shape(name)
+        data = np.asarray(t.data)
+        rows = data.reshape(-1, data.shape[-1]) if data.ndim > 1 else data.reshape(1, -1)
+        out = np.empty(int(np.prod(shape, dtype=np.int64)), dtype=np.float32)
+        step = max(1, (DEQUANTIZE_CHUNK // 4) // max(1, out.size // max(1, rows.shape[0])))
+        pos = 0
+        try:
+            for i in range(0, rows.shape[0], step):
+                x = np.asarray(dequantize(rows[i:i + step], t.tensor_type), dtype=np.float32).reshape(-1)
+                out[pos:pos + x.size] = x
+                pos += x.size
+        except (NotImplementedError, ValueError) as e:
+            raise ExportError(f"can't dequantize `{name}` ({t.tensor_type.name}) from {self.name}: {e}") from None
+        if pos != out.size:
+            raise ExportError(f"can't dequantize `{name}` ({t.tensor_type.name}) from {self.name}: "
+                              f"{pos} values for a tensor of {out.size}")
+        return out.reshape(shape)
+
+    def can_copy(self, name: str) -> bool:
+        return False

@@ -1,0 +1,259 @@
+"""A Hugging Face checkpoint read as llama.cpp's tensors: a directory (`config.json` +
+`model.safetensors`, or a sharded `model.safetensors.index.json`) or a bare
+`.safetensors` with Hugging Face names.
+
+Names: each tensor's role comes from gguf-py's own tables (`gguf.TensorNameMap`, the ones
+llama.cpp's converter uses), never from a list written here. Layout: what llama.cpp's
+converter does to bring the tensor into llama.cpp's layout, as steps (`to_gguf`): the
+llama family's Q/K rows permuted from rotate-half to interleaved pairs, GPT-2's Conv1D
+weights ([in out]) transposed, Gemma's norm weights (used as 1 + w) stored as 1 + w, and
+Gemma 3's `query_pre_attn_scalar` folded into the query norm where llama.cpp's own scale
+differs (as the GGUF writer folds a source's scale: `gguf.sublayers.folded_scale`). The safetensors files are read by `source.WeightSource`,
+one tensor at a time.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+
+import gguf
+
+from ..files import ReadRefused, read_bytes
+from ..arch.plan import Offset, RopePermute, Scale, Transpose
+from ..arch.sublayers import llama_cpp_scale
+from ..export_errors import ExportError
+from .source import WeightSource
+
+CONFIG = "config.json"
+_BLOCK = re.compile(r"(?:layers|h|blocks|blk)\.(\d+)\.")
+GENERATION = "generation_config.json"
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")  # any one makes a tokenizer
+SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
+
+# config.json's model_type -> the llama.cpp architecture the matcher names. Llama 2/3,
+# SmolLM and TinyLlama checkpoints say "llama"; Mistral's are llama's layout; Gemma 3's
+# text model (Gemma3ForCausalLM) says "gemma3_text".
+FAMILY = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2",
+          "gemma3_text": "gemma3", "gemma2": "gemma2"}
+
+# tensors a checkpoint may hold that are no weights: rotary tables, GPT-2's causal masks
+BUFFERS = ("rotary_emb.inv_freq", ".attn.bias", ".attn.masked_bias")
+
+# GPT-2's Conv1D weights, stored [in out]
+CONV1D = ("ATTN_QKV", "ATTN_OUT", "FFN_UP", "FFN_DOWN")
+
+
+def read_config(directory: str, name: str = CONFIG) -> dict:
+    file = os.path.join(directory, name)
+    try:
+        cfg = json.loads(read_bytes(file).decode("utf-8"))  # regular and bounded (files.py)
+    except ReadRefused as e:
+        raise ExportError(f"can't read {name} in `{directory}`: {e.refusal.reason}") from None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise ExportError(f"can't read {name} in `{directory}`: {getattr(e, 'strerror', None) or e}")
+    if not isinstance(cfg, dict):
+        raise ExportError(f"{name} in `{directory}` is not a JSON object")
+    return cfg
+
+
+class HFCheckpoint:
+    kind = "hf"
+
+    def __init__(self, path: str):
+        self.path = path
+        has_config = os.path.isdir(path) and os.path.isfile(os.path.join(path, CONFIG))
+        self.config = read_config(path) if has_config else {}
+        self.source = WeightSource(path)
+        self.model_type = self.config.get("model_type") if isinstance(self.config.get("model_type"), str) else None
+        archs = self.config.get("architectures")
+        self.architectures = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
+        self.family = FAMILY.get(self.model_type or "")
+        self.names: dict = {}     # llama.cpp name -> (checkpoint key, to_gguf steps)
+        self.unknown: list = []   # checkpoint keys no role of the architecture has
+
+    # ---- what the messages say
+    def label(self) -> str:
+        if self.model_type:
+            what = f"`{self.model_type}`" + (f" ({', '.join(self.architectures)})" if self.architectures else "")
+            return f"a Hugging Face {what} checkpoint"
+        return f"a safetensors file with Hugging Face names ({self.source.describe()})"
+
+    def key_of(self, name: str) -> str:
+        return self.names[name][0]
+
+    def file_of(self, name: str) -> str:
+        return os.path.basename(self.source.where[self.key_of(name)].file)
+
+    # ---- hyperparameters the source must agree with
+    def constants(self) -> dict:
+        """{"theta", "theta_swa", "eps", "window"} as the config says (each when it does):
+        Gemma 3's rope parameters are per layer type (full_attention, sliding_attention)."""
+        c = self.config
+        rope = c.get("rope_parameters") if isinstance(c.get("rope_parameters"), dict) else {}
+        full, local = rope.get("full_attention"), rope.get("sliding_attention")
+        theta = full.get("rope_theta") if isinstance(full, dict) else rope.get("rope_theta", c.get("rope_theta"))
+        found = {"theta": theta, "eps": c.get("rms_norm_eps", c.get("layer_norm_epsilon"))}
+        if isinstance(local, dict):
+            found["theta_swa"] = local.get("rope_theta")
+        if self.config.get("use_sliding_window", True) is not False:  # Qwen2 says whether it uses its own
+            found["window"] = c.get("sliding_window")
+        for k in ("attn_logit_softcapping", "final_logit_softcapping"):  # Gemma 2's caps
+            found[k.split("_")[0] + "_softcap"] = c.get(k)
+        return {k: float(v) for k, v in found.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+    def rope_scaling(self) -> str | None:
+        """The config's rope scaling ("linear, factor 8" for Gemma 3's global layers from
+        4B up), or None: a source's `rope` has none."""
+        rope = self.config.get("rope_parameters")
+        kinds = [rope] if isinstance(rope, dict) and "rope_type" in rope else \
+            [v for v in rope.values() if isinstance(v, dict)] if isinstance(rope, dict) else []
+        legacy = self.config.get("rope_scaling")
+        if isinstance(legacy, dict):
+            kinds.append({"rope_type": legacy.get("rope_type", legacy.get("type")), **legacy})
+        for k in kinds:
+            kind = k.get("rope_type")
+            if isinstance(kind, str) and kind != "default":
+                factor = k.get("factor")
+                return kind + (f", factor {factor:g}" if isinstance(factor, (int, float)) else "")
+        return None
+
+    def block_count(self) -> int | None:
+        found = self.blocks()
+        return found[0] if found else None
+
+    def blocks(self) -> tuple | None:
+        """(the number of blocks, where it is read) as the config says, else as the
+        tensors' names number them; None when neither does."""
+        for k in ("num_hidden_layers", "n_layer"):
+            v = self.config.get(k)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v, f"config.json {k}"
+        blocks = {int(m.group(1)) for m in map(_BLOCK.search, self.source.keys()) if m}
+        return (max(blocks) + 1, "tensor numbering") if blocks else None
+
+    def heads(self) -> dict:
+        """{"head_count": (value, where)...} as the config says."""
+        out = {}
+        for short, keys in (("head_count", ("num_attention_heads", "n_head")),
+                            ("head_count_kv", ("num_key_value_heads",))):
+            for k in keys:
+                v = self.config.get(k)
+                if isinstance(v, int) and not isinstance(v, bool):
+                    out[short] = (v, f"config.json {k}")
+                    break
+        return out
+
+    def context_length(self) -> int | None:
+        for k in ("max_position_embeddings", "n_positions", "n_ctx"):
+            v = self.config.get(k)
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                return v
+        return None
+
+    # ---- what comes along: the tokenizer, generation settings, the context length
+    def directory(self) -> str | None:
+        return self.path if os.path.isdir(self.path) else None
+
+    def tokenizer_dir(self) -> str | None:
+        d = self.directory()
+        return d if d and any(os.path.isfile(os.path.join(d, f)) for f in TOKENIZER_FILES) else None
+
+    def settings(self) -> dict:
+        """bos/eos/pad ids (generation_config.json first, then config.json) and the context length."""
+        out: dict = {}
+        d = self.directory()
+        gen = read_config(d, GENERATION) if d and os.path.isfile(os.path.join(d, GENERATION)) else {}
+        for k in SPECIAL_IDS:
+            for src in (gen, self.config):
+                v = src.get(k)
+                if _token_id(v):
+                    out[k] = v
+                    break
+        ctx = self.context_length()
+        if ctx:
+            out["context_length"] = ctx
+        return out
+
+    # ---- names
+    def index(self, arch: str, blocks: int, heads: int, kv_heads: int):
+        """Name every tensor by its llama.cpp role for `arch`."""
+        tmap = gguf.TensorNameMap(getattr(gguf.MODEL_ARCH, arch.upper()), blocks)
+        for key in self.source.keys():
+            found = tmap.get_type_and_name(key, try_suffixes=(".weight", ".bias"))
+            if found is None and not key.startswith("transformer."):  # GPT-2 saved without its prefix
+                found = tmap.get_type_and_name("transformer." + key, try_suffixes=(".weight", ".bias"))
+            if found is None:
+                if not key.endswith(BUFFERS):
+                    self.unknown.append(key)
+                continue
+            mt, name = found
+            kind = mt.name
+            steps: tuple = ()
+            shape = self.source.info(key).shape
+            if arch == "llama" and kind in ("ATTN_Q", "ATTN_K"):
+                steps = (RopePermute(heads if kind == "ATTN_Q" else kv_heads, "interleaved"),)
+            elif arch in ("gemma3", "gemma2") and kind.endswith("_NORM"):
+                steps = (Offset(1.0),) + (self._gemma_scale(arch) if kind == "ATTN_Q_NORM" else ())
+            elif arch == "gemma2" and kind == "ATTN_Q":
+                steps = self._gemma_scale(arch)
+            elif arch == "gpt2" and kind in CONV1D and len(shape) == 2:
+                steps = (Transpose(),)
+            self.names[name] = (key, steps)
+
+    def _gemma_scale(self, arch: str) -> tuple:
+        """(Scale(r),) for Gemma 3's query norm (Gemma 2's query rows) when its
+        query_pre_attn_scalar isn't what llama.cpp assumes; () when it is, or when the config
+        doesn't say."""
+        c = self.config
+        vals = [c.get(k) for k in ("query_pre_attn_scalar", "hidden_size", "num_attention_heads",
+                                    "num_hidden_layers")]
+        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in vals):
+            return ()
+        qpas, D, H, L = vals
+        Dh = c.get("head_dim") if isinstance(c.get("head_dim"), int) else int(D) // int(H)
+        r = qpas ** -0.5 / llama_cpp_scale(arch, int(L), int(D), int(H), int(Dh))
+        return () if abs(r - 1.0) < 1e-9 else (Scale(r),)
+
+    def index_raw(self):
+        """Every tensor by its own key (a --weights-map names them)."""
+        self.names = {k: (k, ()) for k in self.source.keys()}
+
+    # ---- tensors
+    def shape(self, name: str) -> tuple:
+        key, steps = self.names[name]
+        shape = tuple(self.source.info(key).shape)
+        return shape[::-1] if any(isinstance(s, Transpose) for s in steps) else shape
+
+    def dtype(self, name: str) -> str:
+        return self.source.info(self.key_of(name)).dtype
+
+    def to_gguf(self, name: str) -> tuple:
+        return self.names[name][1]
+
+    def problem(self, name: str) -> str | None:
+        """Why the tensor can't be read (a truncated file), or None."""
+        key = self.key_of(name)
+        why = self.source.truncated(key)
+        return f"can't read `{key}` from {self.file_of(name)}: {why}" if why else None
+
+    def read(self, name: str):
+        """The tensor as the checkpoint stores it (float32 for bf16), before `to_gguf`."""
+        return self.source.read(self.key_of(name))
+
+    def copy_into(self, name: str, out, check_cancelled=None) -> int:
+        return self.source.copy_into(self.key_of(name), out, check_cancelled)
+
+    def copy_rows_into(self, name: str, out, order, check_cancelled=None) -> int:
+        return self.source.copy_rows_into(self.key_of(name), out, order, check_cancelled)
+
+    def can_copy(self, name: str) -> bool:
+        return True
+
+
+def _token_id(v) -> bool:
+    """An id, or a list of ids (several eos tokens)."""
+    if isinstance(v, bool):
+        return False
+    return (isinstance(v, int) and v >= 0) or (isinstance(v, list) and bool(v) and
+                                               all(isinstance(i, int) and not isinstance(i, bool) for i in v))
