@@ -76,13 +76,19 @@ def _diagnostics(ws, path: str) -> list:
 def _generated(ws, path: str, fn: str) -> dict:
     """{target/file: digest} of what each target generates for `fn` (an error, by its text)."""
     from shapescript_core.compile.graph import CompileError, trace
-    from shapescript_core.export_errors import ExportError
-    from shapescript_core.arch import gguf_names as metadata
-    from shapescript_core.arch.plan import Departure
-    from shapescript_core.arch.match import match
     from shapescript_core.export.hf.build import build
     from shapescript_core.export.litert.extension import extension_source
     from shapescript_core.export.vllm.native import plugin_files
+    try:  # the modules' places before the structure's second step (6fb1143), which made the snapshots
+        from shapescript_core.export.errors import ExportError
+        from shapescript_core.export.gguf import metadata
+        from shapescript_core.export.gguf.gguf_plan import Departure
+        from shapescript_core.export.gguf.match import match
+    except ImportError:
+        from shapescript_core.arch import gguf_names as metadata
+        from shapescript_core.arch.match import match
+        from shapescript_core.arch.plan import Departure
+        from shapescript_core.export_errors import ExportError
 
     out = {}
     name = os.path.basename(path)
@@ -107,7 +113,7 @@ def _generated(ws, path: str, fn: str) -> dict:
             stem=art.names.stem, model_type=art.config.get("model_type", ""), source=name, function=fn,
             stop_ids=[1], prefill=16, cache=64, tied_table=tied))
     try:
-        plan = match(trace(ws.program, path, fn))
+        plan = match(trace(getattr(ws, "program", ws), path, fn))  # (no .program before 6fb1143)
     except CompileError as e:
         out["gguf/error"] = str(e)
         return out
@@ -117,7 +123,10 @@ def _generated(ws, path: str, fn: str) -> dict:
     out["gguf/arch"] = plan.arch
     out["gguf/hparams"] = _digest(plan.hparams)
     out["gguf/notes"] = _digest(list(plan.notes))
-    out["gguf/tensors"] = _digest([(metadata.tensor_name(plan.arch, t), repr(t)) for t in plan.tensors])
+    # what the writer writes of each tensor: its name, where its values come from, its shape,
+    # kind and layout steps (not how the plan spells the kind inside)
+    out["gguf/tensors"] = _digest([(metadata.tensor_name(plan.arch, t), t.source, list(t.shape), t.kind,
+                                    repr(t.steps), repr(t.parts)) for t in plan.tensors])
     return out
 
 
