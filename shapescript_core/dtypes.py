@@ -48,6 +48,7 @@ LANGUAGE_INTS = tuple(d.name for d in TABLE if d.language and not d.float and d.
 FLOATS = LANGUAGE_FLOATS
 STORED = ("f32", "f16", "bf16")   # the dtypes an export stores floats in (`--dtype`); gguf adds q8_0
 QUANTIZED = {"q8_0": "MOSTLY_Q8_0"}  # gguf's quantized file types: no dtype of a tensor we read
+QUANT_BLOCKS = {"q8_0": (32, 34)}  # a quantized type's block: (values, bytes) (q8_0: an f16 scale + 32 int8)
 
 
 def stored_dtype(source: str, requested: str) -> str:

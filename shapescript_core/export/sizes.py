@@ -15,19 +15,19 @@ import shutil
 from typing import Optional
 
 from ..files import human_size
-from ..dtypes import FLOATS, stored_dtype
+from ..dtypes import BY_NAME, FLOATS, QUANT_BLOCKS, stored_dtype
 
 GiB = 1024 ** 3
 DEFAULT_MAX_TENSOR = 16 * GiB
-ITEMSIZE = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4, "i16": 2, "i8": 1, "u8": 1,
-            "bool": 1}
 
 
 def tensor_bytes(spec, requested_dtype: str) -> int:
     """The bytes one param takes in the output (an exact integer, however large)."""
-    if requested_dtype == "q8_0" and spec.dtype in FLOATS:
-        return -(-spec.numel // 32) * 34
-    return spec.numel * ITEMSIZE.get(stored_dtype(spec.dtype, requested_dtype), 8)
+    if requested_dtype in QUANT_BLOCKS and spec.dtype in FLOATS:
+        values, nbytes = QUANT_BLOCKS[requested_dtype]
+        return -(-spec.numel // values) * nbytes
+    row = BY_NAME.get(stored_dtype(spec.dtype, requested_dtype))
+    return spec.numel * (row.itemsize if row is not None else 8)
 
 
 def _free_space(output: str) -> Optional[int]:
