@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 from lsprotocol import types as T
 
 from shapescript_core.ide import references as ide_refs
+from shapescript_core.ide import rename as ide_rename
 
 from . import convert
 from .errors import RequestFailed
@@ -42,7 +43,7 @@ def register(ls: ShapeScriptServer):
     @read_request(ls, T.TEXT_DOCUMENT_PREPARE_RENAME)
     def prepare_rename(ls: ShapeScriptServer, params: T.PrepareRenameParams):
         def answer(path, off):
-            got = ide_refs.prepare_rename(ls.ws, path, off)
+            got = ide_rename.prepare_rename(ls.ws, path, off)
             if isinstance(got, str):
                 raise RequestFailed(got)
             start, end, name = got
@@ -55,7 +56,7 @@ def register(ls: ShapeScriptServer):
         document_changes = bool(ls.client_supports("workspace.workspace_edit.document_changes", False))
 
         def answer(path, off):
-            result = ide_refs.rename(ls.ws, path, off, params.new_name)
+            result = ide_rename.rename(ls.ws, path, off, params.new_name)
             if result.error:
                 raise RequestFailed(result.error)
             return convert.edits_workspace_edit(result.edits, ls.lines_for, ls.docs.uri_for, ls.docs.version,

@@ -11,8 +11,8 @@ import textwrap
 import pytest
 
 from ide_support import DIR, marks, spans, workspace
-from shapescript_core.ide.references import (document_highlight, prepare_rename, references, rename,
-                                             type_definition)
+from shapescript_core.ide.references import document_highlight, references, type_definition
+from shapescript_core.ide.rename import prepare_rename, rename
 from shapescript_core.workspace import Workspace
 
 CASES = {

@@ -10,7 +10,7 @@ text: a position outside everything gives an empty answer.
     navigation.definition(ws, path, offset)        -> [Location]
     navigation.document_symbols(ws, path)          -> [Symbol]
     navigation.workspace_symbols(ws, query)        -> [WorkspaceSymbol]
-    references.references / document_highlight / prepare_rename / rename / type_definition
+    references.references / document_highlight / type_definition; rename.prepare_rename / rename
     format.format_text(text) / format_edits(text, range)  (text only: no workspace)
     structure.folding_ranges(ws, path)             -> [Fold]
     structure.selection_ranges(ws, path, offsets)  -> [[(start, end)]]
