@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
+from .program_db import Inputs
+
 
 class ProgramView:
     """A `ProgramDB` over a Workspace: forwards the interface's reads, nothing else."""

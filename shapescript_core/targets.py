@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from .check.messages import unknown_target
+from .check.codes.e0212 import unknown_target
 from .check.suggest import closest
 from .check.types import TensorT
 from .syntax import ast as A

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types as T
 
-from shapescript_core.serving.fixes import model_first_at
+from shapescript_core.check.codes.e3306_model_first import model_first_at
 
 from . import convert
 from .guard import guarded

@@ -208,7 +208,7 @@ def _record(ls: ShapeScriptServer, a, path: str):
     """On the core thread: what an analysis's diagnostics were made from, for the next
     session (diagnostics_cache.py): ([(import, its text's hash)], settings); None when
     they are not to be kept."""
-    if a is None or a.volatile or path.startswith(UNTITLED + os.sep):
+    if a is None or a.read_open or path.startswith(UNTITLED + os.sep):
         return None
     return [(p, _digest(ls, p)) for p, _ in a.stamp], settings_key(ls)
 

@@ -85,7 +85,10 @@ def _generated(ws, path: str, fn: str) -> dict:
         from shapescript_core.export.gguf.gguf_plan import Departure
         from shapescript_core.export.gguf.match import match
     except ImportError:
-        from shapescript_core.arch import gguf_names as metadata
+        try:  # arch/gguf_names.py before the GGUF names had a module of their own
+            from shapescript_core.gguf_format import names as metadata
+        except ImportError:
+            from shapescript_core.arch import gguf_names as metadata
         from shapescript_core.arch.match import match
         from shapescript_core.arch.plan import Departure
         from shapescript_core.export_errors import ExportError

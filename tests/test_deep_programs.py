@@ -6,7 +6,7 @@ import logging
 import pytest
 
 from shapescript_core.check import function as checker_module
-from shapescript_core.serving import token_axes as token_module
+from shapescript_core.serving import e3304_token_axes as token_module
 from support import check, errors
 
 

@@ -60,9 +60,9 @@ def test_stored_types():
     from gguf import GGMLQuantizationType as Q
 
     from shapescript_core.export.gguf.writer import stored_type
-    m = TensorPlan("ATTN_Q", 0, "weight", "w", (64, 64))
-    norm = TensorPlan("ATTN_NORM", 0, "weight", "n", (64,), kind="vector")
-    odd = TensorPlan("FFN_DOWN", 0, "weight", "d", (64, 40))
+    m = TensorPlan("attn_q", 0, "weight", "w", (64, 64))
+    norm = TensorPlan("attn_norm", 0, "weight", "n", (64,), kind="vector")
+    odd = TensorPlan("ffn_down", 0, "weight", "d", (64, 40))
     assert stored_type(m, (64, 64), "q8_0")[0] == Q.Q8_0
     assert stored_type(m, (64, 64), "bf16")[0] == Q.BF16
     assert stored_type(m, (64, 64), "f16")[0] == Q.F16

@@ -17,7 +17,7 @@ LAYERS = [
     "shapescript_core.files", "shapescript_core.escape", "shapescript_core.imports",
     "shapescript_core.syntax", "shapescript_core.check", "shapescript_core.targets",
     "shapescript_core.settings", "shapescript_core.project_files", "shapescript_core.program_db", "shapescript_core.compile",
-    "shapescript_core.arch", "shapescript_core.serving", "shapescript_core.export_errors", "shapescript_core.weights",
+    "shapescript_core.arch", "shapescript_core.gguf_format", "shapescript_core.serving", "shapescript_core.export_errors", "shapescript_core.weights",
     "shapescript_core.reads", "shapescript_core.declarations", "shapescript_core.program_view", "shapescript_core.workspace", "shapescript_core.export",
     "shapescript_core.ide",
     "shapescript_core.apply_fixes", "shapescript_core.render", "shapescript_core.evaluate", "shapescript_core.cli",

@@ -34,63 +34,121 @@ Every llama.cpp architecture multiplies by a norm's stored weight, so a norm wei
 `c + w` is written as c + w in any of them. Only gemma2 and gemma3 run a sliding window: a window in
 another architecture is a departure, never dropped.
 
-`SHAPE` says, for E3313, what each architecture has at each place a model can depart.
+Each family is one `Family` entry of `FAMILIES`, read by every target and the importer:
+its E3313 words (`shape`: what it has at each place a model can depart), its roles (the
+tensors it has, in our vocabulary: roles.py), the rope style llama.cpp applies, the
+Hugging Face `model_type`s read as it and how their tensors differ from llama.cpp's
+layout, the query scale llama.cpp assumes, and what llama.cpp takes when a GGUF file
+doesn't say. How a model is told to be one family stays in the matcher (`match`,
+`sublayers`): what its graph computes.
 """
 from __future__ import annotations
 
-# rope style llama.cpp applies per architecture: "interleaved" (LLAMA_ROPE_TYPE_NORM)
-# or "half" (LLAMA_ROPE_TYPE_NEOX)
-ROPE_STYLE = {"llama": "interleaved", "qwen2": "half", "qwen3": "half", "gemma3": "half", "gemma2": "half"}
+from dataclasses import dataclass, field
 
-SHAPE = {
-    "llama": {
-        "stream": "adds each sublayer's output to the residual stream and nothing else",
-        "embedding": "the token embedding alone at the start of the residual stream",
-        "norm": "rms_norm",
-        "block": "attention then an MLP, each as x + sublayer(rms_norm(x))",
-        "mlp": "silu(gate(h)) * up(h) into a down projection (SwiGLU)",
-        "qk": "rope(linear(h)) split into heads",
-        "v": "linear(h) split into heads",
-        "positions": "rope on the queries and keys",
-        "bias": "no biases (qwen2 has them on q, k and v only)",
-        "output": "rms_norm(x) into the output layer",
-        "scale": "the default 1/sqrt(Dh)",
-        "window": "full attention (llama.cpp runs a sliding window only as gemma2 or gemma3)",
-    },
-    "gpt2": {
-        "stream": "adds each sublayer's output to the residual stream and nothing else",
-        "embedding": "token plus position embeddings at the start of the residual stream",
-        "norm": "layer_norm",
-        "block": "attention then an MLP, each as x + sublayer(layer_norm(x))",
-        "mlp": "linear(h) into gelu_tanh into a second linear",
-        "qk": "linear(h) split into q, k and v heads",
-        "v": "linear(h) split into q, k and v heads",
-        "positions": "learned position embeddings, no rope",
-        "bias": "biases on every projection",
-        "output": "layer_norm(x) into the output layer",
-        "scale": "the default 1/sqrt(Dh)",
-        "window": "full attention (llama.cpp runs a sliding window only as gemma2 or gemma3)",
-    },
-    "gemma3": {
-        "stream": "adds each sublayer's normalized output to the residual stream and nothing else",
-        "embedding": "the token embedding times sqrt(D) at the start of the residual stream",
-        "norm": "rms_norm",
-        "block": "attention then an MLP, each as x + rms_norm(sublayer(rms_norm(x)))",
-        "mlp": "gelu_tanh(gate(h)) * up(h) into a down projection (GeGLU)",
-        "qk": "rope(rms_norm(linear(h))) split into heads, each head normalized",
-        "v": "linear(h) split into heads, not normalized",
-        "positions": "rope on the queries and keys",
-        "bias": "no biases",
-        "output": "rms_norm(x) into the output layer",
-        "scale": "one number per layer",
-        "window": "one sliding window for the windowed layers",
-    },
+
+@dataclass(frozen=True)
+class Family:
+    name: str                  # llama.cpp's architecture name ("llama"), the GGUF file's too
+    shape: dict                # place -> what the family has there, for E3313 (`has`)
+    roles: frozenset           # the tensors it has (roles.py); biases are a suffix, not a role
+    rope_style: str | None     # how llama.cpp rotates: "interleaved" (LLAMA_ROPE_TYPE_NORM) or
+                               # "half" (LLAMA_ROPE_TYPE_NEOX); None: no rope
+    norm: str = "rms_norm"     # the op of every norm ("layer_norm": with a bias too)
+    scaled_embedding: bool = False  # the token embedding times sqrt(D)
+    sliding_window: bool = False    # llama.cpp runs a sliding window in it (per layer)
+    # llama.cpp's query scale is 1/sqrt(Dh), or 1/sqrt(D / H) at this many blocks (its 27B)
+    wide_scale_blocks: int | None = None
+    # what llama.cpp assumes when a GGUF file doesn't say (short names as in the importer)
+    gguf_defaults: dict = field(default_factory=dict)
+    # ---- a Hugging Face checkpoint of the family
+    hf_model_types: tuple = ()         # config.json's model_type values read as it
+    hf_transposed: frozenset = frozenset()  # roles stored [in out] (GPT-2's Conv1D)
+    hf_eps_key: str = "rms_norm_eps"   # config.json's norm epsilon
+    hf_norm_offset: float = 0.0        # norm weights used as (c + w): stored c + w (Gemma's 1 + w)
+    hf_scale_into: str | None = None   # the role `query_pre_attn_scalar` is folded into, where
+                                       # llama.cpp's own scale differs
+
+
+_LLAMA_SHAPE = {
+    "stream": "adds each sublayer's output to the residual stream and nothing else",
+    "embedding": "the token embedding alone at the start of the residual stream",
+    "norm": "rms_norm",
+    "block": "attention then an MLP, each as x + sublayer(rms_norm(x))",
+    "mlp": "silu(gate(h)) * up(h) into a down projection (SwiGLU)",
+    "qk": "rope(linear(h)) split into heads",
+    "v": "linear(h) split into heads",
+    "positions": "rope on the queries and keys",
+    "bias": "no biases (qwen2 has them on q, k and v only)",
+    "output": "rms_norm(x) into the output layer",
+    "scale": "the default 1/sqrt(Dh)",
+    "window": "full attention (llama.cpp runs a sliding window only as gemma2 or gemma3)",
 }
-SHAPE["qwen2"] = SHAPE["llama"]
-SHAPE["gemma2"] = dict(SHAPE["gemma3"], qk="rope(linear(h)) split into heads",
-                       output="rms_norm(x) into the token embedding (tied)")
-SHAPE["qwen3"] = dict(SHAPE["llama"], bias="no biases", v="linear(h) split into heads, not normalized")
+_GPT2_SHAPE = {
+    "stream": "adds each sublayer's output to the residual stream and nothing else",
+    "embedding": "token plus position embeddings at the start of the residual stream",
+    "norm": "layer_norm",
+    "block": "attention then an MLP, each as x + sublayer(layer_norm(x))",
+    "mlp": "linear(h) into gelu_tanh into a second linear",
+    "qk": "linear(h) split into q, k and v heads",
+    "v": "linear(h) split into q, k and v heads",
+    "positions": "learned position embeddings, no rope",
+    "bias": "biases on every projection",
+    "output": "layer_norm(x) into the output layer",
+    "scale": "the default 1/sqrt(Dh)",
+    "window": "full attention (llama.cpp runs a sliding window only as gemma2 or gemma3)",
+}
+_GEMMA3_SHAPE = {
+    "stream": "adds each sublayer's normalized output to the residual stream and nothing else",
+    "embedding": "the token embedding times sqrt(D) at the start of the residual stream",
+    "norm": "rms_norm",
+    "block": "attention then an MLP, each as x + rms_norm(sublayer(rms_norm(x)))",
+    "mlp": "gelu_tanh(gate(h)) * up(h) into a down projection (GeGLU)",
+    "qk": "rope(rms_norm(linear(h))) split into heads, each head normalized",
+    "v": "linear(h) split into heads, not normalized",
+    "positions": "rope on the queries and keys",
+    "bias": "no biases",
+    "output": "rms_norm(x) into the output layer",
+    "scale": "one number per layer",
+    "window": "one sliding window for the windowed layers",
+}
+
+_LLAMA_ROLES = frozenset({"token_embedding", "output_norm", "output", "attn_norm", "attn_q", "attn_k",
+                          "attn_v", "attn_out", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"})
+_GEMMA2_ROLES = (_LLAMA_ROLES - {"output"}) | {"attn_post_norm", "ffn_post_norm"}  # tied output
+
+FAMILIES = {f.name: f for f in (
+    Family("llama", _LLAMA_SHAPE, _LLAMA_ROLES, "interleaved", hf_model_types=("llama", "mistral")),
+    Family("qwen2", _LLAMA_SHAPE, _LLAMA_ROLES, "half", hf_model_types=("qwen2",)),
+    Family("qwen3", dict(_LLAMA_SHAPE, bias="no biases", v="linear(h) split into heads, not normalized"),
+           _LLAMA_ROLES | {"attn_q_norm", "attn_k_norm"}, "half", hf_model_types=("qwen3",)),
+    Family("gpt2", _GPT2_SHAPE,
+           frozenset({"token_embedding", "position_embedding", "output_norm", "output", "attn_norm",
+                      "attn_qkv", "attn_out", "ffn_norm", "ffn_up", "ffn_down"}), None, norm="layer_norm",
+           hf_model_types=("gpt2",), hf_transposed=frozenset({"attn_qkv", "attn_out", "ffn_up", "ffn_down"}),
+           hf_eps_key="layer_norm_epsilon"),
+    Family("gemma2", dict(_GEMMA3_SHAPE, qk="rope(linear(h)) split into heads",
+                          output="rms_norm(x) into the token embedding (tied)"),
+           _GEMMA2_ROLES, "half", scaled_embedding=True, sliding_window=True, wide_scale_blocks=46,
+           gguf_defaults={"attn_softcap": 50.0, "final_softcap": 30.0},  # llama.cpp caps always
+           hf_model_types=("gemma2",), hf_norm_offset=1.0, hf_scale_into="attn_q"),
+    Family("gemma3", _GEMMA3_SHAPE, _GEMMA2_ROLES | {"output", "attn_q_norm", "attn_k_norm"}, "half",
+           scaled_embedding=True, sliding_window=True, wide_scale_blocks=62,
+           gguf_defaults={"theta_swa": 10000.0},  # the windowed layers' rope base
+           hf_model_types=("gemma3_text",), hf_norm_offset=1.0, hf_scale_into="attn_q_norm"),
+)}
+
+# config.json's model_type -> the family. Llama 2/3, SmolLM and TinyLlama checkpoints say
+# "llama"; Mistral's are llama's layout; Gemma 3's text model (Gemma3ForCausalLM) says
+# "gemma3_text".
+HF_MODEL_TYPES = {t: f.name for f in FAMILIES.values() for t in f.hf_model_types}
 
 
 def has(arch: str, place: str) -> str:
-    return SHAPE[arch][place]
+    return FAMILIES[arch].shape[place]
+
+
+def names_in_words() -> str:
+    """"llama, qwen2, ... and gemma3": every family, for the messages."""
+    names = list(FAMILIES)
+    return ", ".join(names[:-1]) + " and " + names[-1]

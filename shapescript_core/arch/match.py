@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 
 from ..compile.graph import fold
-from .archs import ROPE_STYLE, has
+from .archs import FAMILIES, has
 from .departure import Depart, line_of
 from .plan import Departure, GGUFPlan, Offset, RopePermute, TensorPlan
 from .projections import UNARY, Projections
@@ -169,7 +169,7 @@ class ArchMatcher(Projections, Sublayers):
                               f"the blocks have {len(subs)} sublayers{line_of(subs[-1][0] if subs else stream)}, "
                               f"where {self.arch} has {has(self.arch, 'block')}")
             self.blocks(subs, hp, plan_t)
-            if self.arch in ("gemma3", "gemma2"):
+            if FAMILIES[self.arch].sliding_window:
                 hp["windows"] = self.windows()
             self.norm(final, "output_norm", hp, plan_t, None, stream_check=False)
             self.output_of_gemma2(w_out == embeds[0][1], out, hp)
@@ -179,7 +179,7 @@ class ArchMatcher(Projections, Sublayers):
             raise min(self.found, key=lambda d: self.index.get(id(d.node), 1 << 30))
         tied = w_out == embeds[0][1]
         if not tied:
-            plan_t.append(TensorPlan("OUTPUT", None, "weight", w_out, tuple(out.inputs[1].shape)))
+            plan_t.append(TensorPlan("output", None, "weight", w_out, tuple(out.inputs[1].shape)))
         plan = GGUFPlan(self.arch, self.hparams(hp), plan_t)
         if tied:
             plan.notes.append("output layer tied to the token embedding")
@@ -200,7 +200,7 @@ class ArchMatcher(Projections, Sublayers):
     def embedding_scale(self, tok, scaled, hp):
         """gemma2's and gemma3's token embedding times sqrt(D); no other architecture scales it."""
         D = hp["embedding_length"]
-        if self.arch not in ("gemma3", "gemma2"):
+        if not FAMILIES[self.arch].scaled_embedding:
             if scaled is not None:
                 node, v = scaled[2], scaled[1]
                 raise Depart(node, f"the token embedding is scaled by {v:g}{line_of(node)}, where {self.arch} "
@@ -237,7 +237,7 @@ class ArchMatcher(Projections, Sublayers):
         tok, tok_path = embeds[0]
         V, D = self.arg(tok, "E").shape
         hp = {"vocab_size": V, "embedding_length": D, "eps": None, "theta": None}
-        plan_t.append(TensorPlan("TOKEN_EMBD", None, "weight", tok_path, (V, D)))
+        plan_t.append(TensorPlan("token_embedding", None, "weight", tok_path, (V, D)))
         if self.arch == "gpt2":
             if len(embeds) != 2:
                 self.depart(tok, "embedding", "the residual stream starts from the token embedding alone")
@@ -247,7 +247,8 @@ class ArchMatcher(Projections, Sublayers):
                                         f"where gpt2 looks up the positions")
             P = self.arg(pos_node, "E").shape[0]
             hp["context_length"] = P
-            plan_t.append(TensorPlan("POS_EMBD", None, "weight", pos_path, tuple(self.arg(pos_node, "E").shape)))
+            plan_t.append(TensorPlan("position_embedding", None, "weight", pos_path,
+                                     tuple(self.arg(pos_node, "E").shape)))
         else:
             hp["context_length"] = DEFAULT_CONTEXT
         return hp
@@ -257,10 +258,9 @@ class ArchMatcher(Projections, Sublayers):
                "embedding_length": hp["embedding_length"], "block_count": hp["blocks"],
                "feed_forward_length": hp["ffn"], "head_count": hp["heads"],
                "head_count_kv": hp["kv_heads"]}
-        if self.arch == "gpt2":
-            out["ln_eps"] = hp["eps"]
-        else:
-            out["rms_eps"] = hp["eps"]
+        fam = FAMILIES[self.arch]
+        out["ln_eps" if fam.norm == "layer_norm" else "rms_eps"] = hp["eps"]
+        if fam.rope_style is not None:
             out["rope_dim"] = hp["head_width"]
             out["freq_base"] = hp["theta"]
         if hp["heads"] * hp["head_width"] != hp["embedding_length"] or self.arch in ("gemma3", "gemma2"):
@@ -323,7 +323,7 @@ class ArchMatcher(Projections, Sublayers):
             if a_post is not None:
                 self.norm(a_post, "attn_post_norm", hp, tensors, blk)
             h2 = self.norm_of(m_branch, m_res)
-            self.norm(h2, "ffn_pre_norm" if gemma else "ffn_norm", hp, tensors, blk)
+            self.norm(h2, "ffn_norm", hp, tensors, blk)  # gemma's "pre" norm too (roles.py)
             self.mlp(m_branch, h2, hp, tensors, blk)
             if m_post is not None:
                 self.norm(m_post, "ffn_post_norm", hp, tensors, blk)
@@ -341,10 +341,11 @@ class ArchMatcher(Projections, Sublayers):
         if not isinstance(t, tuple):
             return t
         tp, rope_heads, style = t
-        if self.arch == "gpt2" or style == ROPE_STYLE[self.arch]:
+        want = FAMILIES[self.arch].rope_style
+        if want is None or style == want:
             return tp
         return TensorPlan(tp.name, tp.block, tp.suffix, tp.source, tp.shape,
-                          tp.steps + (RopePermute(rope_heads, ROPE_STYLE[self.arch]),), tp.kind)
+                          tp.steps + (RopePermute(rope_heads, want),), tp.kind)
 
     def post_norm(self, add, branch, what: str) -> tuple:
         """(the sublayer, its norm) of gemma3's x + rms_norm(sublayer(...)); departs at the `+`."""
@@ -382,7 +383,7 @@ class ArchMatcher(Projections, Sublayers):
         return found[0]
 
     def norm(self, n, name, hp, tensors, blk, stream_check=True):
-        want = "layer_norm" if self.arch == "gpt2" else "rms_norm"
+        want = FAMILIES[self.arch].norm
         if n.op != want:
             self.depart(n, "norm", f"the model normalizes with {n.op}")
         eps = n.attrs.get("eps", 1e-5 if want == "layer_norm" else 1e-6)
@@ -398,10 +399,10 @@ class ArchMatcher(Projections, Sublayers):
             raise Depart(n, f"the norm works over {', '.join(n.attrs.get('over_names', []))}{line_of(n)}, "
                              f"where {self.arch} normalizes the model width")
         w, steps = self.norm_weight(n, "norm weight")
-        tensors.append(TensorPlan(name.upper(), blk, "weight", w, (D,), steps, kind="vector"))
+        tensors.append(TensorPlan(name, blk, "weight", w, (D,), steps, kind="vector"))
         if want == "layer_norm":
             b = self.param(self.arg(n, "b"), "norm bias")
-            tensors.append(TensorPlan(name.upper(), blk, "bias", b, (D,), kind="vector"))
+            tensors.append(TensorPlan(name, blk, "bias", b, (D,), kind="vector"))
 
 def _num(x) -> str:
     x = float(x)

@@ -1,13 +1,16 @@
 """What the architecture matcher hands the GGUF writer: no numpy here, only numbers.
 
-A `GGUFPlan` is an architecture (`llama`, `qwen2`, `qwen3`, `gpt2`, `gemma3`), its
-hyperparameters, and one `TensorPlan` per GGUF tensor: which param it is read from and the
-changes applied on the way: layout (`Transpose`, `Gather` of rows or columns,
-`RopePermute`) and values (`Offset`, `Scale`). `layout.apply` carries them out on arrays.
+A `GGUFPlan` is an architecture (a family of archs.py: `llama`, `qwen2`, `qwen3`, `gpt2`,
+`gemma2`, `gemma3`), its hyperparameters, and one `TensorPlan` per tensor, named by its
+role (roles.py): which param it is read from and the changes applied on the way: layout
+(`Transpose`, `Gather` of rows or columns, `RopePermute`) and values (`Offset`, `Scale`).
+`layout.apply` carries them out on arrays.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from .roles import tensor_key
 
 
 @dataclass(frozen=True)
@@ -57,7 +60,8 @@ class Transpose:
 
 @dataclass(frozen=True)
 class TensorPlan:
-    name: str            # the GGUF tensor kind as gguf.MODEL_TENSOR names it, e.g. "ATTN_Q"
+    name: str            # the tensor's role (roles.py), e.g. "attn_q"; gguf_format/names.py
+                         # spells it as GGUF's (`blk.0.attn_q.weight`)
     block: int | None    # the layer index for per-block tensors
     suffix: str          # "weight" or "bias"
     source: str          # the param path the values come from ("layers.0.attn.wq")
@@ -68,11 +72,16 @@ class TensorPlan:
     parts: tuple = ()    # ((param path or None, its shape, steps), ...) stacked along rows into
                          # one tensor of `shape` (gpt2's attn_qkv from separate q, k, v)
 
+    @property
+    def key(self) -> str:
+        """The tensor by its role: `blk.0.attn_q.weight` (roles.tensor_key)."""
+        return tensor_key(self.name, self.block, self.suffix)
+
 
 @dataclass
 class GGUFPlan:
     arch: str                        # "llama", "qwen2", "qwen3", "gpt2", "gemma3"
-    hparams: dict                    # see metadata.py for the names
+    hparams: dict                    # see gguf_format/names.py (HPARAM_KEYS) for the names
     tensors: list = field(default_factory=list)
     notes: list = field(default_factory=list)  # said in the export's summary
 

@@ -10,7 +10,7 @@ import math
 
 from ..compile.attention_plan import plan_attention
 from ..compile.graph import CompileError, fold
-from .archs import has
+from .archs import FAMILIES, has
 from .departure import Depart, line_of
 from .plan import Gather, Scale, TensorPlan, Transpose
 from .projections import UNARY, Proj, input_of, is_projection
@@ -23,8 +23,8 @@ def llama_cpp_scale(arch: str, blocks, D: int, H: int, Dh: int) -> float:
     """The query scale llama.cpp's gemma2 and gemma3 use (they read none from the file):
     1/sqrt(Dh), or 1/sqrt(D / H) at the size llama.cpp knows as their 27B (46 layers for
     Gemma 2, 62 for Gemma 3)."""
-    big = {"gemma2": 46, "gemma3": 62}.get(arch)
-    return 1 / math.sqrt(D // H) if blocks == big else 1 / math.sqrt(Dh)
+    big = FAMILIES[arch].wide_scale_blocks
+    return 1 / math.sqrt(D // H) if big is not None and blocks == big else 1 / math.sqrt(Dh)
 
 
 class Sublayers:
@@ -159,16 +159,16 @@ class Sublayers:
             style = hp.get("rope_style", "half")
             # gemma3 scales the query norm's weights, gemma2 (no per-head norm) the query rows
             folded = self.folded_scale(scale, Dh, hp, "gemma3" if q.norm is not None else "gemma2") if gemma else ()
-            for p, name, heads in ((q, "ATTN_Q", H), (k, "ATTN_K", Hkv), (v, "ATTN_V", Hkv)):
+            for p, name, heads in ((q, "attn_q", H), (k, "attn_k", Hkv), (v, "attn_v", Hkv)):
                 rows = p.steps + (regroup if p is q else ()) + (folded if p is q and q.norm is None else ())
                 tp = TensorPlan(name, blk, "weight", self.param(p.W, "weight"), tuple(p.W.shape), rows)
-                tensors.append((tp, heads, style) if name != "ATTN_V" else tp)
+                tensors.append((tp, heads, style) if name != "attn_v" else tp)
                 if any(biases):  # qwen2: zeros where the source has no bias
                     b = (TensorPlan(name, blk, "bias", self.param(p.b, "bias"), tuple(p.b.shape), rows,
                                     kind="vector") if p.b is not None
                          else TensorPlan(name, blk, "bias", None, (heads * Dh,), kind="vector"))
-                    tensors.append((b, heads, style) if name != "ATTN_V" else b)
-            for p, name in ((q, "ATTN_Q_NORM"), (k, "ATTN_K_NORM")):
+                    tensors.append((b, heads, style) if name != "attn_v" else b)
+            for p, name in ((q, "attn_q_norm"), (k, "attn_k_norm")):
                 if p.norm is not None:
                     self.head_norm_eps(p.norm, hp)
                     w, steps = self.norm_weight(p.norm, "norm weight")
@@ -176,10 +176,10 @@ class Sublayers:
                     tensors.append((tp, 1, style))  # one head's rows: permuted as each head's
         cols = (Gather(1, (H, Dh) if dst[-1][0] == src[-3] else (Dh, H), None, col_perm),) if col_perm else ()
         cols += tuple(Gather(1, g.shape, None, g.perm) for g in regroup)
-        tensors.append(TensorPlan("ATTN_OUT", blk, "weight", self.param(out.W, "weight"), tuple(out.W.shape),
+        tensors.append(TensorPlan("attn_out", blk, "weight", self.param(out.W, "weight"), tuple(out.W.shape),
                                   out.steps + cols))
         if gpt2:
-            self.bias(wo, "ATTN_OUT", (D,), tensors, blk)
+            self.bias(wo, "attn_out", (D,), tensors, blk)
         return ({"bias"} if any(biases) else set()) | ({"qk_norm"} if q.norm is not None else set())
 
     def positions_bound(self, pos):
@@ -220,11 +220,11 @@ class Sublayers:
             perm = (pos, rest[sub[0]], rest[sub[1]])
             steps = ((Transpose(),) if q.lin.op != "linear" else ()) + \
                 ((Gather(0, g.shape, None, perm),) if perm != (0, 1, 2) else ())
-            tensors.append(TensorPlan("ATTN_QKV", blk, "weight", self.param(q.W, "weight"), tuple(q.W.shape),
+            tensors.append(TensorPlan("attn_qkv", blk, "weight", self.param(q.W, "weight"), tuple(q.W.shape),
                                       steps))
             steps = tuple(s for s in steps if not isinstance(s, Transpose))  # the bias: rows only
             b = self.param(q.b, "bias") if q.b is not None else None
-            tensors.append(TensorPlan("ATTN_QKV", blk, "bias", b, (rows,), steps, kind="vector"))
+            tensors.append(TensorPlan("attn_qkv", blk, "bias", b, (rows,), steps, kind="vector"))
             return
         parts, bias_parts = [], []
         for p in (q, k, v):
@@ -232,8 +232,8 @@ class Sublayers:
             bias_parts.append((self.param(p.b, "bias"), tuple(p.b.shape), (p.gather,) if p.gather else ())
                               if p.b is not None
                               else (None, (p.heads * p.width,), ()))
-        tensors.append(TensorPlan("ATTN_QKV", blk, "weight", None, (rows, D), parts=tuple(parts)))
-        tensors.append(TensorPlan("ATTN_QKV", blk, "bias", None, (rows,), kind="vector", parts=tuple(bias_parts)))
+        tensors.append(TensorPlan("attn_qkv", blk, "weight", None, (rows, D), parts=tuple(parts)))
+        tensors.append(TensorPlan("attn_qkv", blk, "bias", None, (rows,), kind="vector", parts=tuple(bias_parts)))
 
     def bias(self, lin, name, shape, tensors, blk):
         b = Proj(lin, None).b
@@ -255,15 +255,15 @@ class Sublayers:
             up = self.proj(act.inputs[0], h, "MLP's inputs", heads=False)
             F = self.width(act)
             self._ffn(hp, F, act)
-            tensors.append(TensorPlan("FFN_UP", blk, "weight", self.param(up.W, "weight"), tuple(up.W.shape),
+            tensors.append(TensorPlan("ffn_up", blk, "weight", self.param(up.W, "weight"), tuple(up.W.shape),
                                       up.steps))
             rows = (up.gather,) if up.gather else ()
-            tensors.append(TensorPlan("FFN_UP", blk, "bias", self.param(up.b, "bias"), tuple(up.b.shape), rows,
+            tensors.append(TensorPlan("ffn_up", blk, "bias", self.param(up.b, "bias"), tuple(up.b.shape), rows,
                                       kind="vector") if up.b is not None
-                           else TensorPlan("FFN_UP", blk, "bias", None, (F,), kind="vector"))
-            tensors.append(TensorPlan("FFN_DOWN", blk, "weight", self.param(dp.W, "weight"), tuple(dp.W.shape),
+                           else TensorPlan("ffn_up", blk, "bias", None, (F,), kind="vector"))
+            tensors.append(TensorPlan("ffn_down", blk, "weight", self.param(dp.W, "weight"), tuple(dp.W.shape),
                                       dp.steps))
-            self.bias(down, "FFN_DOWN", (D,), tensors, blk)
+            self.bias(down, "ffn_down", (D,), tensors, blk)
             return
         if act.op != "mul":
             what = f"{act.op} with no gate" if act.op in UNARY else f"`{act.op}`"
@@ -285,10 +285,10 @@ class Sublayers:
                                 f"has {has(self.arch, 'bias')}")
         F = self.width(gate_act)
         self._ffn(hp, F, act)
-        for p, name in ((gate, "FFN_GATE"), (up, "FFN_UP")):
+        for p, name in ((gate, "ffn_gate"), (up, "ffn_up")):
             tensors.append(TensorPlan(name, blk, "weight", self.param(p.W, "weight"), tuple(p.W.shape),
                                       p.steps))
-        tensors.append(TensorPlan("FFN_DOWN", blk, "weight", self.param(dp.W, "weight"), tuple(dp.W.shape),
+        tensors.append(TensorPlan("ffn_down", blk, "weight", self.param(dp.W, "weight"), tuple(dp.W.shape),
                                   dp.steps))
 
     def _ffn(self, hp, F, node):

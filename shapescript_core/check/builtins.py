@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..syntax import ast as A
-from . import builtin_lowering as L, messages as M, ops
+from . import builtin_lowering as L, ops
+from .codes import e0206, e0301, e0304, e0401, e0402, e0404, e0412
 from .patterns import check_pattern_call
 from .sizes import Size
 from .static import value as static_value
@@ -100,7 +101,7 @@ def _tensor(ck, b: Bound, name: str, allow_scalar=False):
         return None
     if isinstance(t, TensorT) or (allow_scalar and isinstance(t, ScalarT)):
         return t
-    ck.add(M.not_a_tensor(ck.span(b.n(name).pos), ck.kind_word(t)))
+    ck.add(e0301.not_a_tensor(ck.span(b.n(name).pos), ck.kind_word(t)))
     return None
 
 
@@ -123,8 +124,8 @@ def _by_name2(ck, call, b: Bound):
 def _where(ck, call, b: Bound):
     c = b.t("cond")
     if isinstance(c, TensorT) and c.dtype != BOOL:
-        ck.add(M.must_be(ck.span(b.n("cond").pos), ops.operand_text(ck, b.n("cond")), "bool", ck.dtype_text(c.dtype),
-                         "not a mask"))
+        ck.add(e0304.must_be(ck.span(b.n("cond").pos), ops.operand_text(ck, b.n("cond")), "bool", ck.dtype_text(c.dtype),
+                             "not a mask"))
         return UNKNOWN
     ab = ops.align(ck, "where", b.n("a"), b.n("b"), b.t("a"), b.t("b"), A.op_pos(call))
     if is_unknown(ab) or is_unknown(c):
@@ -170,8 +171,8 @@ def _norm(ck, call, b: Bound, with_bias=False):
         if w is None:
             return UNKNOWN
         if [a.size for a in w.axes] != [a.size for a in want.axes]:
-            ck.add(M.shape(ck.span(b.n(p).pos), ck.render(want), ck.render(w),
-                           f"the {'weight' if p == 'w' else 'bias'} must span the normalized axes"))
+            ck.add(e0401.shape(ck.span(b.n(p).pos), ck.render(want), ck.render(w),
+                               f"the {'weight' if p == 'w' else 'bias'} must span the normalized axes"))
             return UNKNOWN
     return t
 
@@ -181,7 +182,7 @@ def _linear(ck, call, b: Bound):
     if x is None or w is None:
         return UNKNOWN
     if len(w.axes) != 2:
-        ck.add(M.shape(ck.span(b.n("W").pos), "a weight [O I]", ck.render(w), "a weight has 2 axes"))
+        ck.add(e0401.shape(ck.span(b.n("W").pos), "a weight [O I]", ck.render(w), "a weight has 2 axes"))
         return UNKNOWN
     wt = TensorT((w.axes[1], w.axes[0]), w.dtype)  # linear is x @ Wᵀ
     r = ops.matmul(ck, "linear", A.op_pos(call), b.n("x"), b.n("W"), x, wt)
@@ -192,8 +193,8 @@ def _linear(ck, call, b: Bound):
         if bias is None:
             return UNKNOWN
         if [a.size for a in bias.axes] != [w.axes[0].size]:
-            ck.add(M.shape(ck.span(b.n("b").pos), f"[{ck.name(w.axes[0].name)}]", ck.render(bias),
-                           "the bias must have the weight's output axis"))
+            ck.add(e0401.shape(ck.span(b.n("b").pos), f"[{ck.name(w.axes[0].name)}]", ck.render(bias),
+                               "the bias must have the weight's output axis"))
             return UNKNOWN
     return r
 
@@ -209,15 +210,15 @@ def _embedding(ck, call, b: Bound):
     if not isinstance(ids, TensorT) or ids.dtype.name != "Index":
         found = ck.dtype_text(ids.dtype) if isinstance(ids, TensorT) else ck.kind_word(ids)
         want = f"Index[{ck.name(e.axes[0].name)}]" if e.axes else "Index[V]"
-        ck.add(M.must_be(ck.span(b.n("ids").pos), ops.operand_text(ck, b.n("ids")), want, found,
-                         "token ids must be an Index tensor"))
+        ck.add(e0304.must_be(ck.span(b.n("ids").pos), ops.operand_text(ck, b.n("ids")), want, found,
+                             "token ids must be an Index tensor"))
         return UNKNOWN
     if len(e.axes) != 2:
-        ck.add(M.shape(ck.span(b.n("E").pos), "a table [V D]", ck.render(e), "a table has 2 axes"))
+        ck.add(e0401.shape(ck.span(b.n("E").pos), "a table [V D]", ck.render(e), "a table has 2 axes"))
         return UNKNOWN
     if ids.dtype.index != e.axes[0].size:
-        ck.add(M.shape(ck.span(b.n("E").pos), f"[{ck.name(ids.dtype.index)} {ck.name(e.axes[1].name)}]",
-                       ck.render(e), f"the ids index {ck.name(ids.dtype.index)} rows"))
+        ck.add(e0401.shape(ck.span(b.n("E").pos), f"[{ck.name(ids.dtype.index)} {ck.name(e.axes[1].name)}]",
+                           ck.render(e), f"the ids index {ck.name(ids.dtype.index)} rows"))
         return UNKNOWN
     return TensorT(ids.axes + (e.axes[1],), e.dtype)
 
@@ -227,8 +228,8 @@ def _one_hot(ck, call, b: Bound):
     if is_unknown(ids):
         return UNKNOWN
     if not isinstance(ids, TensorT) or ids.dtype.name != "Index":
-        ck.add(M.must_be(ck.span(b.n("ids").pos), ops.operand_text(ck, b.n("ids")), "Index[V]", ck.kind_word(ids),
-                         "one_hot needs an Index tensor"))
+        ck.add(e0304.must_be(ck.span(b.n("ids").pos), ops.operand_text(ck, b.n("ids")), "Index[V]", ck.kind_word(ids),
+                             "one_hot needs an Index tensor"))
         return UNKNOWN
     v = ids.dtype.index
     return TensorT(ids.axes + (Axis(v, v),), F32)
@@ -239,19 +240,19 @@ def _rope(ck, call, b: Bound):
     if x is None or pos is None:
         return UNKNOWN
     if not pos.dtype.is_int:
-        ck.add(M.must_be(ck.span(b.n("pos").pos), ops.operand_text(ck, b.n("pos")), "an integer tensor",
-                         ck.dtype_text(pos.dtype), "positions are integers"))
+        ck.add(e0304.must_be(ck.span(b.n("pos").pos), ops.operand_text(ck, b.n("pos")), "an integer tensor",
+                             ck.dtype_text(pos.dtype), "positions are integers"))
         return UNKNOWN
     if len(x.axes) < 2:
-        ck.add(M.shape(ck.span(b.n("x").pos), "[… n Dh]", ck.render(x), "rope needs a position and a head axis"))
+        ck.add(e0401.shape(ck.span(b.n("x").pos), "[… n Dh]", ck.render(x), "rope needs a position and a head axis"))
         return UNKNOWN
     if not set(pos.names()) <= set(x.names()):
-        ck.add(M.cannot_combine(ck.span(b.n("pos").pos), ck.render(pos), ck.render(x), M.NO_SUBSET,
-                                "the positions' axes must be axes of the tensor"))
+        ck.add(e0402.cannot_combine(ck.span(b.n("pos").pos), ck.render(pos), ck.render(x), e0402.NO_SUBSET,
+                                    "the positions' axes must be axes of the tensor"))
         return UNKNOWN
     style = b.n("style")
     if isinstance(style, A.String) and style.value not in ("half", "interleaved"):
-        ck.add(M.must_be(ck.span(style.pos), "style", '"half" or "interleaved"', f'"{style.value}"', "unknown style"))
+        ck.add(e0304.must_be(ck.span(style.pos), "style", '"half" or "interleaved"', f'"{style.value}"', "unknown style"))
         return UNKNOWN
     return x
 
@@ -262,41 +263,41 @@ def _sdpa(ck, call, b: Bound):
         return UNKNOWN
     for name, t in (("q", q), ("k", k), ("v", v)):
         if len(t.axes) < 3:
-            ck.add(M.shape(ck.span(b.n(name).pos), "[… H n Dh]", ck.render(t),
-                           "attention needs heads, positions and features"))
+            ck.add(e0401.shape(ck.span(b.n(name).pos), "[… H n Dh]", ck.render(t),
+                               "attention needs heads, positions and features"))
             return UNKNOWN
     if q.axes[-1].size != k.axes[-1].size:
-        ck.add(M.shape(ck.span(b.n("k").pos), f"keys with {ck.name(q.axes[-1].name)} features", ck.render(k),
-                       f"queries are {ck.render(q)}"))
+        ck.add(e0401.shape(ck.span(b.n("k").pos), f"keys with {ck.name(q.axes[-1].name)} features", ck.render(k),
+                           f"queries are {ck.render(q)}"))
         return UNKNOWN
     if k.axes[-2].size != v.axes[-2].size or k.axes[-3].size != v.axes[-3].size:
-        ck.add(M.shape(ck.span(b.n("v").pos), f"values like the keys {ck.render(k)}", ck.render(v),
-                       "keys and values must have the same heads and positions"))
+        ck.add(e0401.shape(ck.span(b.n("v").pos), f"values like the keys {ck.render(k)}", ck.render(v),
+                           "keys and values must have the same heads and positions"))
         return UNKNOWN
     hq, hk = q.axes[-3].size, k.axes[-3].size
     if hq != hk:
         ratio = hq / hk
         num = ck.evaluate(ratio)
         if (num is not None and num.denominator != 1) or (num is None and not _is_integral(ratio)):
-            ck.add(M.shape(ck.span(b.n("k").pos), f"key heads that divide the {ck.size_text(hq)} query heads",
-                           f"{ck.size_text(hk)}", f"keys are {ck.render(k)}"))
+            ck.add(e0401.shape(ck.span(b.n("k").pos), f"key heads that divide the {ck.size_text(hq)} query heads",
+                               f"{ck.size_text(hk)}", f"keys are {ck.render(k)}"))
             return UNKNOWN
     qb, kb = q.axes[:-3], k.axes[:-3]
     if [a.name for a in qb] != [a.name for a in kb] or [a.name for a in kb] != [a.name for a in v.axes[:-3]]:
-        ck.add(M.cannot_combine(ck.span(A.op_pos(call)), ck.render(q), ck.render(k), "their batch axes differ",
-                                "queries, keys and values need the same leading axes"))
+        ck.add(e0402.cannot_combine(ck.span(A.op_pos(call)), ck.render(q), ck.render(k), "their batch axes differ",
+                                    "queries, keys and values need the same leading axes"))
         return UNKNOWN
     if b.has("attn_mask"):
         m = b.t("attn_mask")
         if isinstance(m, TensorT):
             if m.dtype != BOOL:
-                ck.add(M.must_be(ck.span(b.n("attn_mask").pos), ops.operand_text(ck, b.n("attn_mask")), "bool",
-                                 ck.dtype_text(m.dtype), "a mask is bool"))
+                ck.add(e0304.must_be(ck.span(b.n("attn_mask").pos), ops.operand_text(ck, b.n("attn_mask")), "bool",
+                                     ck.dtype_text(m.dtype), "a mask is bool"))
                 return UNKNOWN
             scores = TensorT(qb + (q.axes[-3], q.axes[-2], k.axes[-2]), q.dtype)
             if not ops.subset(m, scores):
-                ck.add(M.mask_mismatch(ck.span(b.n("attn_mask").pos), ck.render(m), ck.render(scores),
-                                       "the mask's axes must be the scores' axes"))
+                ck.add(e0412.mask_mismatch(ck.span(b.n("attn_mask").pos), ck.render(m), ck.render(scores),
+                                           "the mask's axes must be the scores' axes"))
                 return UNKNOWN
     if b.has("window") and not _window_ok(ck, call, b):
         return UNKNOWN
@@ -306,13 +307,13 @@ def _sdpa(ck, call, b: Bound):
 def _window_ok(ck, call, b: Bound) -> bool:
     """`window=W` (v0.2): beside `attn_mask=causal[…]`, W a positive compile-time integer."""
     if not b.has("attn_mask"):
-        ck.add(M.missing_argument(ck.span(A.op_pos(call)), "scaled_dot_product_attention", "attn_mask")).help(
-            "a sliding window narrows the causal mask: write `attn_mask=causal[n n], window=W`")
+        ck.add(e0206.missing_argument(ck.span(A.op_pos(call)), "scaled_dot_product_attention", "attn_mask")).help(
+            e0206.WINDOW_NEEDS_MASK)
         return False
     mask = b.n("attn_mask")
     if not isinstance(mask, A.Mask):
-        ck.add(M.must_be(ck.span(mask.pos), "attn_mask", "`causal[…]` beside `window=`",
-                         f"`{ops.operand_text(ck, mask)}`", "a sliding window narrows the causal mask"))
+        ck.add(e0304.must_be(ck.span(mask.pos), "attn_mask", "`causal[…]` beside `window=`",
+                             f"`{ops.operand_text(ck, mask)}`", "a sliding window narrows the causal mask"))
         return False
     node, t = b.n("window"), b.t("window")
     # a number must be an integer; a scalar parameter (`window: []`) takes one at each call,
@@ -321,13 +322,13 @@ def _window_ok(ck, call, b: Bound) -> bool:
         isinstance(t, TensorT) and not t.axes and t.dtype.name != "bool")
     if not integer or not ck.is_static(node):
         found = "a value computed when the model runs" if integer else ck.kind_word(t)
-        ck.add(M.must_be(ck.span(node.pos), "window", "a positive compile-time integer", found,
-                         "the window's width in positions"))
+        ck.add(e0304.must_be(ck.span(node.pos), "window", "a positive compile-time integer", found,
+                             "the window's width in positions"))
         return False
     v = static_value(node, {}, ck.dim_value)
     if v is not None and v <= 0:
-        ck.add(M.must_be(ck.span(node.pos), "window", "a positive compile-time integer", str(v),
-                         "a window holds at least the query itself"))
+        ck.add(e0304.must_be(ck.span(node.pos), "window", "a positive compile-time integer", str(v),
+                             "a window holds at least the query itself"))
         return False
     return True
 
@@ -341,12 +342,12 @@ def _masked_fill(ck, call, b: Bound):
     if x is None or m is None:
         return UNKNOWN
     if m.dtype != BOOL:
-        ck.add(M.must_be(ck.span(b.n("mask").pos), ops.operand_text(ck, b.n("mask")), "bool", ck.dtype_text(m.dtype),
-                         "a mask is bool"))
+        ck.add(e0304.must_be(ck.span(b.n("mask").pos), ops.operand_text(ck, b.n("mask")), "bool", ck.dtype_text(m.dtype),
+                             "a mask is bool"))
         return UNKNOWN
     if not ops.subset(m, x):
-        ck.add(M.mask_mismatch(ck.span(b.n("mask").pos), ck.render(m), ck.render(x),
-                               "the mask's axes must be axes of the tensor"))
+        ck.add(e0412.mask_mismatch(ck.span(b.n("mask").pos), ck.render(m), ck.render(x),
+                                   "the mask's axes must be axes of the tensor"))
         return UNKNOWN
     return x
 
@@ -360,8 +361,8 @@ def _to(ck, call, b: Bound):
     if x is None or is_unknown(d):
         return UNKNOWN
     if not isinstance(d, DTypeValue):
-        ck.add(M.must_be(ck.span(b.n("dtype").pos), ck.src(b.n("dtype").pos), "a dtype", ck.kind_word(d),
-                         "write one of f16 bf16 f32 f64 i32 i64 bool"))
+        ck.add(e0304.must_be(ck.span(b.n("dtype").pos), ck.src(b.n("dtype").pos), "a dtype", ck.kind_word(d),
+                             "write one of f16 bf16 f32 f64 i32 i64 bool"))
         return UNKNOWN
     return TensorT(x.axes, d.dtype)
 
@@ -372,18 +373,18 @@ def _concat(ck, call, b: Bound):
         if is_unknown(t):
             return UNKNOWN
         if not isinstance(t, TensorT):
-            ck.add(M.not_a_tensor(ck.span(node.pos), ck.kind_word(t)))
+            ck.add(e0301.not_a_tensor(ck.span(node.pos), ck.kind_word(t)))
             return UNKNOWN
         ts.append(t)
     if len(ts) < 2:
-        ck.add(M.takes(ck.span(A.op_pos(call)), "concat", M.arity_text(2, None, "tensor"), len(ts)))
+        ck.add(e0206.takes(ck.span(A.op_pos(call)), "concat", e0206.arity_text(2, None, "tensor"), len(ts)))
         return UNKNOWN
     first = ts[0]
     names = ck.over_axes(call, b, first)
     if names is None:
         return UNKNOWN
     if len(names) != 1:
-        ck.add(M.one_axis(ck.span(b.n("over").pos if b.n("over") else A.op_pos(call)), "concat"))
+        ck.add(e0404.one_axis(ck.span(b.n("over").pos if b.n("over") else A.op_pos(call)), "concat"))
         return UNKNOWN
     i = first.index_of(names[0])
     total = first.axes[i].size
@@ -392,8 +393,8 @@ def _concat(ck, call, b: Bound):
         others_a = [a for a in first.axes if a.name != names[0]]
         others_b = [a for a in t.axes if a.name != names[0]]
         if j < 0 or others_a != others_b:
-            ck.add(M.shape(ck.span(node.pos), f"{ck.render(first)} but for `{ck.name(names[0])}`", ck.render(t),
-                           "other axes must be equal"))
+            ck.add(e0401.shape(ck.span(node.pos), f"{ck.render(first)} but for `{ck.name(names[0])}`", ck.render(t),
+                               "other axes must be equal"))
             return UNKNOWN
         total = total + t.axes[j].size
     axes = list(first.axes)
@@ -408,8 +409,8 @@ def _arange(ck, call, b: Bound):
     if isinstance(n, ScalarT) and n.size is not None:
         ax = ck.axis_of_value(b.n("n"), n.size)
         return TensorT((ax,), I64)
-    ck.add(M.must_be(ck.span(b.n("n").pos), ck.src(b.n("n").pos), "a size (a dim or a size variable)",
-                     ck.kind_word(n), "`arange` counts up to a size"))
+    ck.add(e0304.must_be(ck.span(b.n("n").pos), ck.src(b.n("n").pos), "a size (a dim or a size variable)",
+                         ck.kind_word(n), "`arange` counts up to a size"))
     return UNKNOWN
 
 

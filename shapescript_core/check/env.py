@@ -7,13 +7,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Callable, Optional
 
-from ..diagnostics import Diagnostic, error
+from ..diagnostics import Diagnostic
 from ..syntax import ast as A
 from ..syntax.names import NameMap, without_simple_dims
 from .graphs import components, reached, shortest_path
-from . import messages as M
-from .messages import model_contains_itself
-from ..syntax.syntax_errors import syntax as syntax_error
+from .codes import e0201, e0202, e0203, e0208, similar
+from .codes.e0211 import model_contains_itself
+from ..syntax.codes.e0101 import syntax as syntax_error
 from .sizes import Size
 from .types import DTYPE_NAMES, UNKNOWN, Axis, DType, ModelT, StackT, TensorT, Type
 from .suggest import closest
@@ -399,7 +399,7 @@ class DimTable:
             it = self.items[n]
             k = cycle.index(n)
             path = cycle[k:-1] + cycle[:k] + [n]
-            self._diag(it, M.dim_cycle(it.span(it.name_pos), n, path))
+            self._diag(it, e0208.dim_cycle(it.span(it.name_pos), n, path))
             self._info[n] = DimInfo(n, it, None, None)
 
     def _compute(self, name: str, item: A.DimItem) -> DimInfo:
@@ -409,11 +409,11 @@ class DimTable:
             if name in self.overrides:
                 val = self.overrides[name]
             if val is not None and abs(val) > MAX_DIM:
-                self._diag(item, M.dim_too_large(item.span(v.pos if v is not None else item.name_pos), name,
-                                                 item.src(v.pos) if v is not None else str(val)))
+                self._diag(item, e0208.dim_too_large(item.span(v.pos if v is not None else item.name_pos), name,
+                                                     item.src(v.pos) if v is not None else str(val)))
                 return DimInfo(name, item, None, None)
             if val is not None and val <= 0:
-                self._diag(item, M.dim_not_positive(item.span(v.pos), name, val))
+                self._diag(item, e0208.dim_not_positive(item.span(v.pos), name, val))
                 return DimInfo(name, item, None, None)
             return DimInfo(name, item, _SYM, val)
         res = self._eval(item, v)
@@ -424,7 +424,7 @@ class DimTable:
             # an override makes the dim a base symbol of that value
             return DimInfo(name, item, _SYM, self.overrides[name])
         if val is not None and val <= 0:
-            self._diag(item, M.dim_not_positive(item.span(v.pos), name, val, item.src(v.pos)))
+            self._diag(item, e0208.dim_not_positive(item.span(v.pos), name, val, item.src(v.pos)))
             return DimInfo(name, item, None, None)
         return DimInfo(name, item, canon, int(val) if val is not None else None)
 
@@ -439,7 +439,7 @@ class DimTable:
         got = self._eval_op(item, e, out)
         if got is not None and got[1] is not None and abs(got[1]) > MAX_DIM:
             # no value past int64, intermediate ones included (and no number too long to print)
-            self._diag(item, M.dim_too_large(item.span(e.pos), item.name, item.src(item.value.pos)))
+            self._diag(item, e0208.dim_too_large(item.span(e.pos), item.name, item.src(item.value.pos)))
             return None
         return got
 
@@ -451,7 +451,7 @@ class DimTable:
         if isinstance(e, A.SName):
             if e.name not in self.items:
                 sug = closest(e.name, list(self.items))
-                self._diag(item, M.similar(M.undefined(item.span(e.pos), e.name, "not a dim"), "a dim", sug))
+                self._diag(item, similar.similar(e0201.undefined(item.span(e.pos), e.name, "not a dim"), "a dim", sug))
                 return None
             info = self.info.get(e.name)  # resolved before this dim (see _resolve)
             if info is None or info.canon is None:
@@ -470,8 +470,8 @@ class DimTable:
         # division must be exact
         if lv is not None and rv is not None:
             if rv == 0 or (lv / rv).denominator != 1:
-                self._diag(item, M.dim_inexact(item.span(e.pos), f"{item.name} = {item.src(item.value.pos)}",
-                                               _num(lv), _num(rv)))
+                self._diag(item, e0208.dim_inexact(item.span(e.pos), f"{item.name} = {item.src(item.value.pos)}",
+                                                   _num(lv), _num(rv)))
                 return None
             return lc / rc, lv / rv
         return lc / rc, None
@@ -542,7 +542,7 @@ def resolve_type(texpr, item, dims: DimTable, models: set, lookup: Callable, dia
         if texpr.name in models:
             return ModelT(texpr.name)
         sug = closest(texpr.name, list(models) + list(DTYPE_NAMES))
-        diags.append(M.similar(M.undefined(item.span(texpr.pos), texpr.name, "not a model or dtype"), "a type", sug))
+        diags.append(similar.similar(e0201.undefined(item.span(texpr.pos), texpr.name, "not a model or dtype"), "a type", sug))
         return UNKNOWN
     dt = texpr.dtype
     if dt is not None and dt.name not in DTYPE_NAMES and dt.name != "Index":
@@ -550,8 +550,8 @@ def resolve_type(texpr, item, dims: DimTable, models: set, lookup: Callable, dia
             n = eval_size_expr(texpr.axes[0], item, lookup, diags)
             return StackT(dt.name, n[1]) if n else UNKNOWN
         sug = closest(dt.name, list(DTYPE_NAMES) + (list(models) if allow_stack else []))
-        diags.append(M.similar(M.undefined(item.span(dt.pos), dt.name,
-                                           "not a dtype" if not allow_stack else "not a dtype or model"),
+        diags.append(similar.similar(e0201.undefined(item.span(dt.pos), dt.name,
+                                                     "not a dtype" if not allow_stack else "not a dtype or model"),
                                "a type", sug))
         return UNKNOWN
     axes = []
@@ -593,7 +593,7 @@ def unique_names(nodes, item, diags: list) -> list:
     out = []
     for n in nodes:
         if n.name in seen:
-            diags.append(M.defined_twice(item.span(n.name_pos), n.name, item.span(seen[n.name].name_pos)))
+            diags.append(e0203.defined_twice(item.span(n.name_pos), n.name, item.span(seen[n.name].name_pos)))
             continue
         seen[n.name] = n
         out.append(n)
@@ -605,8 +605,7 @@ def build_model(item: A.ModelItem, dims: DimTable, models: set) -> tuple[ModelIn
     info = ModelInfo(item.name, item)
 
     def on_free(name, node):
-        diags.append(error("E0202", f"`{name}` in a model field must be a declared dim", item.span(node.pos),
-                           "not a dim").help(f"declare it with `dim {name} = …`"))
+        diags.append(e0202.free_name_in_field(item.span(node.pos), name))
         return None
 
     lookup = dim_lookup(dims, item, diags, on_free)

@@ -4,10 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from ..diagnostics import Diagnostic, Edit, Fix, debugging, error, internal_error, warning
+from ..diagnostics import Diagnostic, debugging, internal_error
 from ..syntax import ast as A
-from . import messages as M, ops
-from ..syntax.syntax_errors import syntax as syntax_error
+from . import ops
+from .codes import (e0201, e0204, e0205, e0206, e0301, e0304, e0401, e0404, e0407, e0409, e0411, e0413,
+                    similar, w0101)
+from ..syntax.codes.e0101 import syntax as syntax_error
 from .builtins import BUILTINS, REQUIRED, Bound, Builtin
 from .env import Signature, dim_lookup, resolve_type
 from .sizes import Size
@@ -113,11 +115,8 @@ class FnChecker:
         self.loops: list = []
 
     # ------------------------------------------------------------ utilities
-    def err(self, code, message, pos, label="") -> Diagnostic:
-        return self.add(error(code, message, self.item.span(pos), label))
-
     def add(self, d: Diagnostic) -> Diagnostic:
-        """Report a diagnostic made by one of check/messages.py's constructors."""
+        """Report a diagnostic made by one of the code modules' constructors (check/codes/)."""
         self.diags.append(d)
         return d
 
@@ -132,8 +131,8 @@ class FnChecker:
         guesses the intent, so `--fix` leaves it to the user)."""
         if not name:
             return
-        M.similar(d, what, name)
-        d.fix(Fix.unsafe(f"Replace with `{name}`", Edit(self.item.span(pos), name)))
+        similar.similar(d, what, name)
+        d.fix(similar.replace_with(self.item.span(pos), name))
 
     def name(self, s: Size) -> str:
         return self.env.dims.render(s)
@@ -210,15 +209,15 @@ class FnChecker:
             if self.env.dims.is_dim(node.id) or self.env.is_broken_name(node.id):
                 return None  # a dim whose value is in error: reported at the dim
             if tensor is not None:
-                d = self.add(M.not_an_axis(self.span(node.pos), node.id, self.render(tensor)))
+                d = self.add(e0404.not_an_axis(self.span(node.pos), node.id, self.render(tensor)))
                 sug = closest(node.id, [self.name(a.name) for a in tensor.axes])
                 self.suggest(d, sug, "an axis", node.pos)
                 return None
-            d = self.add(M.undefined(self.span(node.pos), node.id, "not a dim or size variable"))
+            d = self.add(e0201.undefined(self.span(node.pos), node.id, "not a dim or size variable"))
             sug = closest(node.id, list(self.svars) + self.env.dim_names())
             self.suggest(d, sug, "an axis", node.pos)
             return None
-        self.add(M.axis_names_only(self.span(node.pos), "over=", self.src(node.pos)))
+        self.add(e0404.axis_names_only(self.span(node.pos), "over=", self.src(node.pos)))
         return None
 
     def over_axes(self, call, b: Bound, t: TensorT):
@@ -233,8 +232,8 @@ class FnChecker:
             if n is None:
                 return None
             if t.index_of(n) < 0:
-                self.add(M.not_an_axis(self.span(it.pos), self.src(it.pos), self.render(t))).help(
-                    "name one of the tensor's axes")
+                self.add(e0404.not_an_axis(self.span(it.pos), self.src(it.pos), self.render(t))).help(
+                    e0404.NAME_ONE_OF_ITS_AXES)
                 return None
             names.append(n)
         self.types[id(node)] = UNKNOWN
@@ -265,10 +264,7 @@ class FnChecker:
         self._check_returns(item.body)
         for loc in self.all_locals:
             if not loc.used and not loc.name.startswith("_"):
-                self.diags.append(warning("W0101", f"`{loc.name}` is never used", item.span(loc.pos),
-                                          "assigned here, never read").help(
-                    f"remove it, or name it `_{loc.name}` if that is intended").fix(
-                    Fix.unsafe(f"Rename to `_{loc.name}`", Edit(item.span(loc.pos), f"_{loc.name}"))))
+                self.diags.append(w0101.never_used(item.span(loc.pos), loc.name))
         return self._result()
 
     def _result(self) -> FnResult:
@@ -279,7 +275,7 @@ class FnChecker:
     def _check_returns(self, body):
         rets = [s for s in A.walk_stmts(body) if isinstance(s, A.Return)]
         if not rets:
-            self.add(M.never_returns(self.span(self.item.name_pos), self.item.name, self.render(self.sig.ret)))
+            self.add(e0409.never_returns(self.span(self.item.name_pos), self.item.name, self.render(self.sig.ret)))
             return
         last = body[-1] if body else None
         for r in rets:
@@ -303,13 +299,12 @@ class FnChecker:
                 if isinstance(t, TupleT):
                     if len(t.items) != len(s.targets):
                         what = self.call_name(s.value) if isinstance(s.value, A.Call) else "the value"
-                        self.add(M.destructure(self.span(s.pos), f"`{what}`", len(s.targets), f"{len(s.targets)} names",
-                                               gives=len(t.items))).help(
-                            f"write {len(t.items)} names on the left")
+                        self.add(e0411.destructure(self.span(s.pos), f"`{what}`", len(s.targets), f"{len(s.targets)} names",
+                                                   gives=len(t.items))).help(e0411.names_help(len(t.items)))
                         t = UNKNOWN
                 elif not is_unknown(t):
-                    self.add(M.destructure(self.span(s.value.pos), "a single value", len(s.targets),
-                                           f"this is {self.kind_word(t)}"))
+                    self.add(e0411.destructure(self.span(s.value.pos), "a single value", len(s.targets),
+                                               f"this is {self.kind_word(t)}"))
                     t = UNKNOWN
                 for k, (n, pos) in enumerate(s.targets):
                     self._bind(n, pos, t.items[k] if isinstance(t, TupleT) else UNKNOWN)
@@ -332,7 +327,7 @@ class FnChecker:
     def _annotated(self, s: A.Assign, t: Type) -> Type:
         want = self.resolve_local_type(s.annotation)
         if not is_unknown(want) and not is_unknown(t) and not self.same_shape(want, t):
-            self.add(M.shape(self.span(s.value.pos), self.render(want), self.render(t), f"this is {self.render(t)}"))
+            self.add(e0401.shape(self.span(s.value.pos), self.render(want), self.render(t), f"this is {self.render(t)}"))
             return want
         return want if not is_unknown(want) else t
 
@@ -365,8 +360,8 @@ class FnChecker:
             want = TensorT(tuple(Axis(a.name, a.size.subst(ret_only)) for a in want.axes), want.dtype)
         if not self.same_shape(want, t):
             show_dtype = isinstance(t, TensorT) and isinstance(want, TensorT) and t.dtype != want.dtype
-            self.add(M.returns(self.span(s.value.pos), self.item.name, self.render(t, show_dtype),
-                               self.render(want, show_dtype), f"this is {self.render(t)}")).label(
+            self.add(e0409.returns(self.span(s.value.pos), self.item.name, self.render(t, show_dtype),
+                                   self.render(want, show_dtype), f"this is {self.render(t)}")).label(
                 self.item.span(self.item.ret.pos), "the signature's return type")
 
     def _svar_in_params(self, v: str) -> bool:
@@ -381,7 +376,7 @@ class FnChecker:
             var_t: Type = ModelT(it.model)
         else:
             if not is_unknown(it):
-                self.add(M.kind(self.span(s.iter.pos), "a stack", self.kind_word(it), "`for` runs over a stack of models"))
+                self.add(e0301.kind(self.span(s.iter.pos), "a stack", self.kind_word(it), "`for` runs over a stack of models"))
             var_t = UNKNOWN
         before = {n: l.type for n, l in self.locals.items()}
         if s.index is not None:  # the copy's index: a compile-time integer (v0.2)
@@ -394,9 +389,8 @@ class FnChecker:
             if isinstance(st, A.Assign) and st.target in before:
                 old, new = before[st.target], self.locals[st.target].type
                 if not is_unknown(old) and not is_unknown(new) and not self.same_shape(old, new):
-                    self.add(M.shape(self.span(st.value.pos), self.render(old), self.render(new),
-                                     f"`{st.target}` changes type in the loop")).help(
-                        "a value rebound in a loop keeps its type across iterations")
+                    self.add(e0401.shape(self.span(st.value.pos), self.render(old), self.render(new),
+                                         f"`{st.target}` changes type in the loop")).help(e0401.LOOP_KEEPS_TYPE)
                     self.locals[st.target].type = old  # one mistake, one diagnostic
 
     # ------------------------------------------------------------ expressions
@@ -475,10 +469,10 @@ class FnChecker:
         ct, at, bt = self.expr(e.cond), self.expr(e.then), self.expr(e.other)
         if not is_unknown(ct):
             if not (isinstance(ct, ScalarT) or (isinstance(ct, TensorT) and not ct.axes)):
-                self.add(M.condition_not_static(self.span(e.cond.pos), f"this is {self.kind_word(ct)}"))
+                self.add(e0413.condition_not_static(self.span(e.cond.pos), f"this is {self.kind_word(ct)}"))
                 return UNKNOWN
             if id(e.cond) not in self.static:
-                self.add(M.condition_not_static(self.span(e.cond.pos), "computed when the model runs"))
+                self.add(e0413.condition_not_static(self.span(e.cond.pos), "computed when the model runs"))
                 return UNKNOWN
         if is_unknown(at) or is_unknown(bt) or is_unknown(ct):
             return UNKNOWN
@@ -490,8 +484,8 @@ class FnChecker:
         if isinstance(at, scalar) and isinstance(bt, scalar) and all(
                 isinstance(x, ScalarT) or not x.axes for x in (at, bt)):
             return at if isinstance(at, TensorT) else bt  # a number and a scalar tensor
-        self.add(M.shape(self.span(e.other.pos), self.kind_word(at), self.kind_word(bt),
-                         "both branches must have one type"))
+        self.add(e0401.shape(self.span(e.other.pos), self.kind_word(at), self.kind_word(bt),
+                             "both branches must have one type"))
         return UNKNOWN
 
     def _name(self, e: A.Name) -> Type:
@@ -509,12 +503,12 @@ class FnChecker:
         if e.id in DTYPE_NAMES:
             return DTypeValue(DType(e.id))
         if self.env.model(e.id) is not None:
-            self.add(M.kind(self.span(e.pos), "a value", f"model `{e.id}`", "a model is a type"))
+            self.add(e0301.kind(self.span(e.pos), "a value", f"model `{e.id}`", "a model is a type"))
             return UNKNOWN
         if self.env.sig(e.id) is not None or e.id in BUILTINS:
-            self.add(M.kind(self.span(e.pos), "a value", f"function `{e.id}`", "call it with `(…)`"))
+            self.add(e0301.kind(self.span(e.pos), "a value", f"function `{e.id}`", "call it with `(…)`"))
             return UNKNOWN
-        d = self.add(M.undefined(self.span(e.pos), e.id, "not found in this scope"))
+        d = self.add(e0201.undefined(self.span(e.pos), e.id, "not found in this scope"))
         sug = closest(e.id, list(self.locals) + self.env.dim_names())
         self.suggest(d, sug, "a name", e.pos)
         return UNKNOWN
@@ -525,15 +519,15 @@ class FnChecker:
             return UNKNOWN
         if e.op == "!":
             if isinstance(t, TensorT) and t.dtype != BOOL:
-                self.add(M.must_be(self.span(e.operand.pos), ops.operand_text(self, e.operand), "bool",
-                                   self.dtype_text(t.dtype), "`!` negates a mask"))
+                self.add(e0304.must_be(self.span(e.operand.pos), ops.operand_text(self, e.operand), "bool",
+                                       self.dtype_text(t.dtype), "`!` negates a mask"))
                 return UNKNOWN
             return t
         if isinstance(t, (TensorT, ScalarT)):
             if isinstance(t, TensorT) and not ops.arithmetic_ok(self, e.operand, t):
                 return UNKNOWN
             return t
-        self.add(M.not_a_tensor(self.span(e.operand.pos), self.kind_word(t)))
+        self.add(e0301.not_a_tensor(self.span(e.operand.pos), self.kind_word(t)))
         return UNKNOWN
 
     def _binop(self, e: A.Binop) -> Type:
@@ -557,7 +551,7 @@ class FnChecker:
         if is_unknown(t):
             return UNKNOWN
         if not isinstance(t, ModelT):
-            self.add(M.kind(self.span(e.obj.pos), "a model", self.kind_word(t), "only models have fields"))
+            self.add(e0301.kind(self.span(e.obj.pos), "a model", self.kind_word(t), "only models have fields"))
             return UNKNOWN
         m = self.env.model(t.name)
         if m is None:
@@ -566,7 +560,7 @@ class FnChecker:
         self.field_reads.add((t.name, e.name))
         f = m.fields.get(e.name)
         if f is None:
-            d = self.err("E0204", f"`{t.name}` has no field `{e.name}`", e.name_pos, f"not a field of `{t.name}`")
+            d = self.add(e0204.no_field(self.span(e.name_pos), t.name, e.name))
             sug = closest(e.name, list(m.fields))
             self.suggest(d, sug, "a field", e.name_pos)
             return UNKNOWN
@@ -574,10 +568,10 @@ class FnChecker:
 
     def _mask(self, e: A.Mask) -> Type:
         if not (isinstance(e.obj, A.Name) and e.obj.id == "causal"):
-            self.add(M.is_not(self.span(e.obj.pos), self.src(e.obj.pos), "a mask", "only `causal[a b]` is a mask"))
+            self.add(e0205.is_not(self.span(e.obj.pos), self.src(e.obj.pos), "a mask", "only `causal[a b]` is a mask"))
             return UNKNOWN
         if len(e.axes) != 2:
-            self.add(M.causal_rank(self.span(e.pos), len(e.axes)))
+            self.add(e0407.causal_rank(self.span(e.pos), len(e.axes)))
             return UNKNOWN
         axes = []
         for a in e.axes:
@@ -588,7 +582,7 @@ class FnChecker:
                 size = self.env.dim(a.name) if self.env.dim(a.name) is not None else self.svars[a.name]
                 axes.append(Axis(n, size))
             else:
-                self.add(M.axis_names_only(self.span(a.pos), "causal", self.src(a.pos)))
+                self.add(e0404.axis_names_only(self.span(a.pos), "causal", self.src(a.pos)))
                 return UNKNOWN
         return TensorT(tuple(axes), BOOL)
 
@@ -597,14 +591,14 @@ class FnChecker:
         if not isinstance(call.func, A.Name):
             for a in call.args:
                 self.expr(a.value)
-            self.add(M.is_not(self.span(call.func.pos), self.src(call.func.pos), "a function", "not a function"))
+            self.add(e0205.is_not(self.span(call.func.pos), self.src(call.func.pos), "a function", "not a function"))
             return UNKNOWN
         name = call.func.id
         b = BUILTINS.get(name)
         if name in self.locals and b is None:
             for a in call.args:
                 self.expr(a.value)
-            self.add(M.is_not(self.span(call.func.pos), name, "a function", f"`{name}` is a local value"))
+            self.add(e0205.is_not(self.span(call.func.pos), name, "a function", f"`{name}` is a local value"))
             return UNKNOWN
         if b is not None:
             return self._builtin_call(call, b)
@@ -614,14 +608,14 @@ class FnChecker:
                 self.expr(a.value)
             if self.env.is_broken_name(name):
                 return UNKNOWN
-            d = self.add(M.is_not(self.span(call.func.pos), name, "a function", "no function with this name"))
+            d = self.add(e0205.is_not(self.span(call.func.pos), name, "a function", "no function with this name"))
             sug = closest(name, list(BUILTINS) + self.env.fn_names())
             self.suggest(d, sug, "a function", call.func.pos)
             return UNKNOWN
         return self._user_call(call, sig)
 
     def _arity_error(self, call, fname, lo, hi, got):
-        self.add(M.takes(self.span(A.op_pos(call)), fname, M.arity_text(lo, hi), got, f"{got} arguments"))
+        self.add(e0206.takes(self.span(A.op_pos(call)), fname, e0206.arity_text(lo, hi), got, f"{got} arguments"))
 
     def _builtin_call(self, call: A.Call, b: Builtin) -> Type:
         bound = Bound()
@@ -647,14 +641,14 @@ class FnChecker:
         for a in keywords:
             if a.name not in names:
                 self.expr(a.value)
-                d = self.add(M.no_parameter(self.span(a.pos), b.name, a.name))
+                d = self.add(e0206.no_parameter(self.span(a.pos), b.name, a.name))
                 sug = closest(a.name, names)
                 self.suggest(d, sug, "a parameter", (a.pos[0], a.pos[0] + len(a.name)))
                 ok = False
                 continue
             if a.name in bound.nodes:
                 self.expr(a.value)
-                self.add(M.given_twice(self.span(a.pos), b.name, a.name))
+                self.add(e0206.given_twice(self.span(a.pos), b.name, a.name))
                 ok = False
                 continue
             bound.nodes[a.name] = a.value
@@ -678,7 +672,7 @@ class FnChecker:
                 lo = sum(1 for _, d in b.params if d is REQUIRED)
                 self._arity_error(call, b.name, lo, len(names), len(call.args))
             else:
-                self.add(M.missing_argument(self.span(A.op_pos(call)), b.name, missing[0]))
+                self.add(e0206.missing_argument(self.span(A.op_pos(call)), b.name, missing[0]))
             return UNKNOWN
         if any(is_unknown(t) for t in bound.types.values()) or any(is_unknown(t) for _, t in bound.rest):
             return UNKNOWN  # an argument in error: reported where it is
@@ -704,12 +698,12 @@ class FnChecker:
         given = {p.name: a for p, a in zip(params, positional)}
         for a in keywords:
             if a.name not in {p.name for p in params}:
-                d = self.add(M.no_parameter(self.span(a.pos), sig.name, a.name))
+                d = self.add(e0206.no_parameter(self.span(a.pos), sig.name, a.name))
                 sug = closest(a.name, [p.name for p in params])
                 self.suggest(d, sug, "a parameter", (a.pos[0], a.pos[0] + len(a.name)))
                 return UNKNOWN
             if a.name in given:
-                self.add(M.given_twice(self.span(a.pos), sig.name, a.name))
+                self.add(e0206.given_twice(self.span(a.pos), sig.name, a.name))
                 return UNKNOWN
             given[a.name] = a
         missing = [p.name for p in params if not p.has_default and p.name not in given]
@@ -738,15 +732,15 @@ class FnChecker:
         want = p.type
         if isinstance(want, ModelT):
             if t != want:
-                self.add(M.kind(self.span(a.value.pos), f"model `{want.name}`", self.kind_word(t),
-                                f"`{p.name}` is a `{want.name}`"))
+                self.add(e0301.kind(self.span(a.value.pos), f"model `{want.name}`", self.kind_word(t),
+                                    f"`{p.name}` is a `{want.name}`"))
                 return False
             return True
         if isinstance(want, TensorT):
             if isinstance(t, ScalarT) and not want.axes:
                 return True
             if not isinstance(t, TensorT):
-                self.add(M.not_a_tensor(self.span(a.value.pos), self.kind_word(t), f"`{p.name}` is a tensor"))
+                self.add(e0301.not_a_tensor(self.span(a.value.pos), self.kind_word(t), f"`{p.name}` is a tensor"))
                 return False
             if len(t.axes) != len(want.axes):
                 self._arg_shape(a, want, t, bind, sig)
@@ -774,17 +768,17 @@ class FnChecker:
             else:
                 ok = wd == td or (wd.is_int and td.name == "Index")
             if not ok:
-                self.add(M.must_be(self.span(a.value.pos), ops.operand_text(self, a.value),
-                                   self.dtype_text(DType(wd.name, wd.index.subst(sizes) if wd.index else None)),
-                                   self.dtype_text(td), f"`{p.name}` is {self.dtype_text(wd)}"))
+                self.add(e0304.must_be(self.span(a.value.pos), ops.operand_text(self, a.value),
+                                       self.dtype_text(DType(wd.name, wd.index.subst(sizes) if wd.index else None)),
+                                       self.dtype_text(td), f"`{p.name}` is {self.dtype_text(wd)}"))
                 return False
             return True
         return True
 
     def _arg_shape(self, a: A.Arg, want, t, bind: dict, sig: Signature):
         """E0401 for an argument: the parameter's type with what is bound so far."""
-        self.add(M.shape(self.span(a.value.pos), self.render(self.subst_type(want, bind, sig, partial=True)),
-                         self.render(t), f"this is {self.render(t)}"))
+        self.add(e0401.shape(self.span(a.value.pos), self.render(self.subst_type(want, bind, sig, partial=True)),
+                             self.render(t), f"this is {self.render(t)}"))
 
     def subst_type(self, t: Type, bind: dict, sig: Signature, partial: bool = False) -> Type:
         if not isinstance(t, TensorT):

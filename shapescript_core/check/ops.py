@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from . import messages as M
+from .codes import e0301, e0302, e0303, e0401, e0402, e0403
 from .types import BOOL, UNKNOWN, ScalarT, TensorT, Type, is_unknown
 
 
@@ -16,8 +16,8 @@ def arithmetic_ok(ck, node, t: Type, what: str = "arithmetic") -> bool:
     """Index and bool tensors take no arithmetic (E0303)."""
     if isinstance(t, TensorT) and t.dtype.name in ("Index", "bool"):
         holds = "indices" if t.dtype.name == "Index" else "booleans"
-        ck.err("E0303", f"`{operand_text(ck, node)}` holds {holds}, which take no {what}", node.pos,
-               f"this is {ck.render(t, dtype=True)}")
+        ck.add(e0303.takes_no(ck.span(node.pos), operand_text(ck, node), holds, what,
+                              f"this is {ck.render(t, dtype=True)}"))
         return False
     return True
 
@@ -30,15 +30,15 @@ def align(ck, op: str, lnode, rnode, lt: Type, rt: Type, pos) -> Type:
         return ScalarT("float" if "float" in (lt.num, rt.num) else lt.num)
     for t, n in ((lt, lnode), (rt, rnode)):
         if not isinstance(t, (TensorT, ScalarT)):
-            ck.add(M.not_a_tensor(ck.span(n.pos), ck.kind_word(t)))
+            ck.add(e0301.not_a_tensor(ck.span(n.pos), ck.kind_word(t)))
             return UNKNOWN
     if isinstance(lt, ScalarT):
         return rt
     if isinstance(rt, ScalarT):
         return lt
     if lt.dtype != rt.dtype and lt.dtype.is_float and rt.dtype.is_float:
-        ck.add(M.mixes(ck.span(pos), op, lt.dtype.name, rt.dtype.name, f"{lt.dtype.name} and {rt.dtype.name}")).help(
-            f"cast one side with `to(x, {lt.dtype.name})`")
+        ck.add(e0302.mixes(ck.span(pos), op, lt.dtype.name, rt.dtype.name, f"{lt.dtype.name} and {rt.dtype.name}")).help(
+            e0302.cast_help(lt.dtype.name))
         return UNKNOWN
     return broadcast(ck, lt, rt, pos)
 
@@ -55,15 +55,14 @@ def broadcast(ck, lt: TensorT, rt: TensorT, pos):
     elif subset(rt, lt):
         big, small = lt, rt
     else:
-        ck.add(M.cannot_combine(ck.span(pos), ck.render(lt), ck.render(rt), M.NO_SUBSET,
-                                "these shapes don't align by name")).help(
-            "rearrange or reduce one side so that its axes are a subset of the other's")
+        ck.add(e0402.cannot_combine(ck.span(pos), ck.render(lt), ck.render(rt), e0402.NO_SUBSET,
+                                    "these shapes don't align by name")).help(e0402.SUBSET_HELP)
         return UNKNOWN
     for a in small.axes:
         b = big.axes[big.index_of(a.name)]
         if a.size != b.size:
-            ck.add(M.cannot_combine(ck.span(pos), ck.render(lt), ck.render(rt), f"axis `{ck.name(a.name)}` has two sizes",
-                                    "these shapes don't align"))
+            ck.add(e0402.cannot_combine(ck.span(pos), ck.render(lt), ck.render(rt), f"axis `{ck.name(a.name)}` has two sizes",
+                                        "these shapes don't align"))
             return UNKNOWN
     dtype = big.dtype if big.dtype.is_float or not small.dtype.is_float else small.dtype
     return TensorT(big.axes, dtype)
@@ -75,12 +74,12 @@ def matmul(ck, opname: str, pos, lnode, rnode, lt: Type, rt: Type) -> Type:
         return UNKNOWN
     for t, n in ((lt, lnode), (rt, rnode)):
         if not isinstance(t, TensorT):
-            ck.add(M.not_a_tensor(ck.span(n.pos), ck.kind_word(t)))
+            ck.add(e0301.not_a_tensor(ck.span(n.pos), ck.kind_word(t)))
             return UNKNOWN
         if not arithmetic_ok(ck, n, t, "contraction"):
             return UNKNOWN
         if not t.axes:
-            ck.add(M.shape(ck.span(n.pos), "a tensor with axes", ck.render(t), "a scalar"))
+            ck.add(e0401.shape(ck.span(n.pos), "a tensor with axes", ck.render(t), "a scalar"))
             return UNKNOWN
     k = lt.axes[-1]
     if len(rt.axes) == 1:
@@ -88,12 +87,11 @@ def matmul(ck, opname: str, pos, lnode, rnode, lt: Type, rt: Type) -> Type:
     else:
         kr, out, rbatch = rt.axes[-2], [rt.axes[-1]], list(rt.axes[:-2])
     if k.size != kr.size:
-        ck.err("E0403", f"`{opname}` contracts {ck.name(k.name)} with {ck.name(kr.name)}", pos,
-               f"{ck.size_text(k.size)} against {ck.size_text(kr.size)}").help(
-            "the last axis of the left side must have the size of the weight's input axis")
+        ck.add(e0403.contracts(ck.span(pos), opname, ck.name(k.name), ck.name(kr.name),
+                               f"{ck.size_text(k.size)} against {ck.size_text(kr.size)}"))
         return UNKNOWN
     if lt.dtype != rt.dtype and lt.dtype.is_float and rt.dtype.is_float:
-        ck.add(M.mixes(ck.span(pos), opname, lt.dtype.name, rt.dtype.name, "dtypes differ"))
+        ck.add(e0302.mixes(ck.span(pos), opname, lt.dtype.name, rt.dtype.name, "dtypes differ"))
         return UNKNOWN
     lbatch = list(lt.axes[:-1])
     batch = lbatch

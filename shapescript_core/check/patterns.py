@@ -9,13 +9,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 from ..syntax import ast as A
-from . import messages as M
+from .codes import e0206, e0301, e0401, e0405, e0406, e0407, e0408, e0410
 from .ops import operand_text
 from .sizes import ONE, Size
 from .types import UNKNOWN, Axis, TensorT, TupleT, is_unknown
-
-HELP_ORDER = "write the axes in the order the tensor has them, or rearrange it first"
-
 
 class PatternError(Exception):
     """Raised inside matching once a diagnostic has been reported."""
@@ -102,11 +99,11 @@ class PatternMatcher:
     def _size_clash(self, p: A.PName, a: Size, b: Size, where: str = ""):
         ck = self.ck
         if self.einsum:
-            ck.add(M.einsum_sizes(ck.span(p.pos), p.name, ck.size_text(a, True), ck.size_text(b, True),
-                                  f"`{p.name}` is {ck.size_text(a)} here, {ck.size_text(b)} {where or 'elsewhere'}"))
+            ck.add(e0410.einsum_sizes(ck.span(p.pos), p.name, ck.size_text(a, True), ck.size_text(b, True),
+                                      f"`{p.name}` is {ck.size_text(a)} here, {ck.size_text(b)} {where or 'elsewhere'}"))
         else:
-            ck.add(M.shape(ck.span(p.pos), f"`{p.name}` = {ck.size_text(a, True)}", ck.size_text(b, True),
-                           f"this axis is {ck.size_text(b)}"))
+            ck.add(e0401.shape(ck.span(p.pos), f"`{p.name}` = {ck.size_text(a, True)}", ck.size_text(b, True),
+                               f"this axis is {ck.size_text(b)}"))
         raise PatternError
 
     # -- matching one side against one operand
@@ -114,15 +111,14 @@ class PatternMatcher:
         ck = self.ck
         text = operand_text(ck, node)
         if len(side.items) != len(t.axes):
-            ck.add(M.pattern_rank(ck.span(side.pos), len(side.items), text, len(t.axes), f"`{text}` is {ck.render(t)}"))
+            ck.add(e0407.pattern_rank(ck.span(side.pos), len(side.items), text, len(t.axes), f"`{text}` is {ck.render(t)}"))
             raise PatternError
         # E0408 first, for every name on the side: a known axis name in the wrong place
         for i, item in enumerate(side.items):
             if isinstance(item, A.PName):
                 j = t.index_of(self._axis_key(item.name))
                 if j >= 0 and j != i:
-                    ck.err("E0408", f"the pattern calls axis {i + 1} `{item.name}`, but `{item.name}` is axis {j + 1}",
-                           side.pos, f"`{text}` is {ck.render(t)}").help(HELP_ORDER)
+                    ck.add(e0408.axis_order(ck.span(side.pos), i + 1, item.name, j + 1, f"`{text}` is {ck.render(t)}"))
                     raise PatternError
         for i, (item, ax) in enumerate(zip(side.items, t.axes)):
             where = f"in `{text}`"
@@ -137,8 +133,8 @@ class PatternMatcher:
                 self.origin.setdefault(item.name, (index, i))
             elif isinstance(item, A.PInt):
                 if Size.const(item.value) != ax.size:
-                    ck.add(M.group_mismatch(ck.span(item.pos), f"`{item.value}`", str(item.value), i + 1,
-                                            ck.size_text(ax.size, True), f"`{text}` is {ck.render(t)}"))
+                    ck.add(e0406.group_mismatch(ck.span(item.pos), f"`{item.value}`", str(item.value), i + 1,
+                                                ck.size_text(ax.size, True), f"`{text}` is {ck.render(t)}"))
                     raise PatternError
             else:
                 self._match_group(item, ax, i, t, text, index)
@@ -153,7 +149,7 @@ class PatternMatcher:
                     self.split_k = it.value
                 known.append((it, Size.const(it.value)))
             elif isinstance(it, A.PGroup):
-                ck.add(M.nested_group(ck.span(it.pos)))
+                ck.add(e0406.nested_group(ck.span(it.pos)))
                 raise PatternError
             else:
                 ks = self.bind.get(it.name)
@@ -167,21 +163,21 @@ class PatternMatcher:
             prod = prod * s
         gtext = item_text(g)
         if len(unknown) > 1:
-            ck.add(M.unsized_names(ck.span(g.pos), gtext, unknown[0].name, unknown[1].name))
+            ck.add(e0406.unsized_names(ck.span(g.pos), gtext, unknown[0].name, unknown[1].name))
             raise PatternError
         if unknown:
             inferred = ax.size / prod
             num = ck.evaluate(ax.size)
             den = ck.evaluate(prod)
             if num is not None and den is not None and (den == 0 or Fraction(num) % Fraction(den) != 0):
-                ck.add(M.group_cannot_divide(ck.span(g.pos), gtext, i + 1, num, den, f"`{text}` is {ck.render(t)}"))
+                ck.add(e0406.group_cannot_divide(ck.span(g.pos), gtext, i + 1, num, den, f"`{text}` is {ck.render(t)}"))
                 raise PatternError
             self._bind_name(unknown[0], inferred, f"in `{text}`")
         elif prod != ax.size and not (known and any(isinstance(it, A.PInt) for it, _ in known)
                                       and _same_value(ck, prod, ax.size)):
             # a group with a literal is compared by the dims' values (LANGUAGE.md §3.1)
-            ck.add(M.group_mismatch(ck.span(g.pos), f"group {gtext}", ck.size_text(prod, True), i + 1,
-                                    ck.size_text(ax.size, True), f"`{text}` is {ck.render(t)}"))
+            ck.add(e0406.group_mismatch(ck.span(g.pos), f"group {gtext}", ck.size_text(prod, True), i + 1,
+                                        ck.size_text(ax.size, True), f"`{text}` is {ck.render(t)}"))
             raise PatternError
         for it in g.items:
             if isinstance(it, A.PName):
@@ -209,7 +205,7 @@ class PatternMatcher:
         if isinstance(it, A.PInt):
             return Axis(Size.const(it.value), Size.const(it.value))
         if isinstance(it, A.PGroup):
-            ck.add(M.nested_group(ck.span(it.pos)))
+            ck.add(e0406.nested_group(ck.span(it.pos)))
             raise PatternError
         a = self.bind.get(it.name)
         if a is not None:
@@ -219,12 +215,12 @@ class PatternMatcher:
             if d is not None:
                 return Axis(d, d)
         if self.einsum:
-            ck.add(M.einsum_new_axis(ck.span(it.pos), it.name))
+            ck.add(e0410.einsum_new_axis(ck.span(it.pos), it.name))
         elif allow_new_dims:
-            ck.add(M.adds_axis(ck.span(it.pos), "repeat", it.name, "repeat can add only declared dims",
-                               ", which is not a dim with a value"))
+            ck.add(e0405.adds_axis(ck.span(it.pos), "repeat", it.name, "repeat can add only declared dims",
+                                   ", which is not a dim with a value"))
         else:
-            ck.add(M.adds_axis(ck.span(it.pos), ck.call_name(self.call), it.name, "this name is not on the left side"))
+            ck.add(e0405.adds_axis(ck.span(it.pos), ck.call_name(self.call), it.name, "this name is not on the left side"))
         raise PatternError
 
 
@@ -237,20 +233,20 @@ def check_pattern_call(ck, call: A.Call, fname: str, tensors: list):
     """Check rearrange / split / repeat / einsum; `tensors` are (node, type) of inputs."""
     pat = call.pattern
     if pat is None:
-        ck.add(M.needs_pattern(ck.span(A.op_pos(call)), fname))
+        ck.add(e0206.needs_pattern(ck.span(A.op_pos(call)), fname))
         return UNKNOWN
     einsum = fname == "einsum"
     if einsum and len(pat.inputs) != len(tensors):
-        ck.add(M.einsum_sides(ck.span(pat.pos), len(tensors), len(pat.inputs)))
+        ck.add(e0407.einsum_sides(ck.span(pat.pos), len(tensors), len(pat.inputs)))
         return UNKNOWN
     if not einsum and (len(tensors) != 1 or len(pat.inputs) != 1):
-        ck.add(M.takes(ck.span(A.op_pos(call)), fname, "1 tensor and a pattern", len(tensors)))
+        ck.add(e0206.takes(ck.span(A.op_pos(call)), fname, "1 tensor and a pattern", len(tensors)))
         return UNKNOWN
     for node, t in tensors:
         if is_unknown(t):
             return UNKNOWN
         if not isinstance(t, TensorT):
-            ck.add(M.not_a_tensor(ck.span(node.pos), ck.kind_word(t)))
+            ck.add(e0301.not_a_tensor(ck.span(node.pos), ck.kind_word(t)))
             return UNKNOWN
     names = [p.name for side in pat.inputs + [pat.output] for p in flat_names(side.items)]
     if any(ck.env.dims.is_dim(n) and ck.env.dim(n) is None for n in names):
@@ -266,17 +262,17 @@ def check_pattern_call(ck, call: A.Call, fname: str, tensors: list):
             rnames = [p.name for p in flat_names(pat.output.items)]
             for p in left:
                 if p.name not in rnames:
-                    ck.add(M.loses_axis(ck.span(p.pos), fname, p.name))
+                    ck.add(e0405.loses_axis(ck.span(p.pos), fname, p.name))
                     raise PatternError
             for p in flat_names(pat.output.items):
                 if p.name not in lnames:
-                    ck.add(M.adds_axis(ck.span(p.pos), fname, p.name))
+                    ck.add(e0405.adds_axis(ck.span(p.pos), fname, p.name))
                     raise PatternError
         if fname == "repeat":
             lnames = [p.name for p in left]
             for p in lnames:
                 if p not in [q.name for q in flat_names(pat.output.items)]:
-                    ck.add(M.loses_axis(ck.span(pat.output.pos), "repeat", p))
+                    ck.add(e0405.loses_axis(ck.span(pat.output.pos), "repeat", p))
                     raise PatternError
         axes = m.build(pat.output, allow_new_dims=(fname == "repeat"))
     except PatternError:
@@ -287,7 +283,7 @@ def check_pattern_call(ck, call: A.Call, fname: str, tensors: list):
     out = TensorT(tuple(axes), dtype)
     if fname == "split":
         if not m.split_k:
-            ck.add(M.split_without_count(ck.span(pat.inputs[0].pos)))
+            ck.add(e0405.split_without_count(ck.span(pat.inputs[0].pos)))
             return UNKNOWN
         return TupleT(tuple([out] * m.split_k))
     return out

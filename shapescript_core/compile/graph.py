@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..check.builtins import BUILTINS
-from ..check.messages import CONDITION_NOT_STATIC
+from ..check.codes.e0413 import compile_error_text as e0413_text
 from ..check.patterns import flat_names
 from ..check.sizes import Size
 from ..check.static import FUNCTIONS as STATIC_FUNCTIONS, OPERATORS as STATIC_OPERATORS
@@ -521,8 +521,7 @@ class _Tracer:
         if n.op == "if":  # only the chosen branch is traced: its condition is known at export
             c = fold(done[id(n.inputs[0])], self.prog)
             if c is None or isinstance(c, str):
-                raise CompileError(f"error[E0413]: {CONDITION_NOT_STATIC} (a scalar parameter given a value "
-                                   f"computed by the model?)", n.where)
+                raise CompileError(e0413_text(), n.where)
             return self.value(n.inputs[1] if c else n.inputs[2], env, g)
         if n.op == "local":
             if n.attrs["name"] not in env:

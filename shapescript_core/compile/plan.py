@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
+from ..check.codes.e3306_model_first import must_take_the_model_first
 from ..check.env import held_models
 from ..check.types import ModelT, StackT, TensorT
 from .attention_plan import AttentionPlan, plan_attention
@@ -108,7 +109,7 @@ def _model_of(node, g) -> Optional[str]:
 def make_plan(prog, language_model: bool) -> Plan:
     entry = prog.entry
     if not entry.params or not isinstance(entry.params[0][1], ModelT):
-        raise CompileError(f"`{entry.name}` must take the model first")
+        raise CompileError(must_take_the_model_first(entry.name))
     root = entry.params[0][1].name
     plan = Plan(prog, root)
     reads: dict = {}  # (model, field) -> [(node, parent, role, fngraph)]

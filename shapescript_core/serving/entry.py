@@ -1,4 +1,5 @@
-"""The export checks E3301-E3306 of one file (and E3313, E3307): the entry point the workspace calls.
+"""The export checks E3301-E3306 of one file (and E3313, E3307, and E0413 at calls): the
+entry point the workspace calls. Each check is the module named by its code.
 
 Order, so that one mistake gives one diagnostic: E3306, then E3301 (only for vllm and
 gguf); the model, ids and token axes that E3302-E3305 speak about exist only once both
@@ -10,14 +11,16 @@ from ..diagnostics import debugging, internal_error
 from ..syntax import ast as A
 from ..compile.reach import Reach
 from ..targets import FULL
-from .gguf import check_gguf
-from .attention import check_attention
-from .io_layers import Layers, check_embedding, check_output, check_stray_reads
-from .places import file_span, placed_error
-from .signature import check_model_first, check_signature
-from .static_args import check_static_args
-from .tensor_parallel import check_tensor_parallel
-from .token_axes import TokenFlow
+from ..check.codes.e0413 import check_static_args
+from ..check.codes.e3306_model_first import check_model_first
+from .e3301_signature import check_signature
+from .e3302_output import Layers, check_output
+from .e3303_tables import check_embedding, check_stray_reads
+from .e3304_token_axes import TokenFlow
+from .e3305_attention import check_attention
+from .e3307_tensor_parallel import check_tensor_parallel
+from .e3313_gguf import check_gguf
+from .places import file_span
 
 
 def export_diagnostics(db, analysis) -> list:
@@ -56,7 +59,7 @@ def _diagnostics(db, analysis) -> list:
 
 def _static_args(prog, analysis, item) -> list:
     """E0413 at the calls that pass a value the model computes to a parameter a callee
-    decides by (static_args.py), over what the exported function reaches."""
+    decides by (check/codes/e0413.py), over what the exported function reaches."""
     res = analysis.fns.get(item.name)
     if res is None or res.item is not item:
         return []
@@ -92,8 +95,7 @@ def check_exported(prog, item: A.FnItem, targets: set) -> list:
     out += check_embedding(prog, res, a.env, si, layers)
     ret_nodes = _return_nodes(item)
     model_type = sig.params[0].type.name
-    for r, node, msg, label in check_stray_reads(prog, fns, si, layers, ret_nodes, model_type):
-        out.append(placed_error(prog, r.item, node.pos, _stack_to(prog, res, r), "E3303", msg, label))
+    out += check_stray_reads(prog, fns, si, layers, ret_nodes, model_type, lambda r: _stack_to(prog, res, r))
     skip = _skip_ops(res, layers) if e3302 is not None else frozenset()
     flow = TokenFlow(prog, si, skip)
     e3304 = flow.run_exported(res, a.env)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import sys
 
-from . import syntax_errors as M
+from .codes import e0101, e0102, e0103, e0104
 
 
 KEYWORDS = {
@@ -46,7 +46,7 @@ TAB_WIDTH = 8
 
 class LexProblem:
     """A layout or token problem found while lexing: where it is in the item, and the
-    constructor of its diagnostic (syntax_errors.py), called with the span."""
+    constructor of its diagnostic (syntax/codes/), called with the span."""
 
     __slots__ = ("make", "start", "end", "fatal")
 
@@ -132,7 +132,7 @@ def tokenize(text: str, start: int = 0) -> tuple[list[Token], list[LexProblem]]:
             ws = text[line_start:start]
             continuation = value == "|>" and line_has_tokens
             if "\t" in ws and not continuation:
-                problems.append(LexProblem(M.tab_indent, line_start, start))
+                problems.append(LexProblem(e0103.tab_indent, line_start, start))
             if not continuation:
                 if line_has_tokens:
                     out.append(_tok("_NL", "\n", line_start - 1, line_start - 1))
@@ -146,7 +146,7 @@ def tokenize(text: str, start: int = 0) -> tuple[list[Token], list[LexProblem]]:
                         indents.pop()
                         out.append(_tok("_DEDENT", "", start, start))
                     if width != indents[-1]:
-                        problems.append(LexProblem(M.bad_dedent, line_start, start))
+                        problems.append(LexProblem(e0102.bad_dedent, line_start, start))
                         # go on as if the line stood at the enclosing block's indentation
         line_has_tokens = True
         if kind == "NAME":  # one string per name, shared by every node that holds it
@@ -159,11 +159,11 @@ def tokenize(text: str, start: int = 0) -> tuple[list[Token], list[LexProblem]]:
                 brackets.pop()
             out.append(tok)
         elif kind == "USTRING":
-            problems.append(LexProblem(lambda span: M.never_closed(span, '"', "this string has no closing quote"),
+            problems.append(LexProblem(lambda span: e0104.never_closed(span, '"', "this string has no closing quote"),
                                        start, start + 1, fatal=True))
             return out, problems
         elif kind == "BAD":
-            problems.append(LexProblem(lambda span, v=value: M.syntax(span, "an expression", f"`{v}`",
+            problems.append(LexProblem(lambda span, v=value: e0101.syntax(span, "an expression", f"`{v}`",
                                                                       "not a token of the language"),
                                        start, m.end(), fatal=True))
             return out, problems
@@ -171,7 +171,7 @@ def tokenize(text: str, start: int = 0) -> tuple[list[Token], list[LexProblem]]:
             out.append(_tok(kind, value, start, m.end()))
     if brackets:
         b = brackets[0]
-        problems.append(LexProblem(lambda span: M.never_closed(span, b.value, f"this `{b.value}` has no matching "
+        problems.append(LexProblem(lambda span: e0104.never_closed(span, b.value, f"this `{b.value}` has no matching "
                                                                           f"`{OPEN[b.value]}`"),
                                    b.start_pos, b.end_pos, fatal=True))
         return out, problems

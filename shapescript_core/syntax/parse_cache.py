@@ -34,8 +34,9 @@ from . import ast as A
 
 log = logging.getLogger("shapescript.cache")
 FORMAT = 1
-_PARSER_FILES = ("grammar.lark", "lexer.py", "parser.py", "ast.py", "source.py", "syntax_errors.py",
-                 os.path.join("..", "check", "messages.py"), os.path.join("..", "diagnostics.py"))
+_PARSER_FILES = ("grammar.lark", "lexer.py", "parser.py", "ast.py", "source.py", os.path.join("..", "diagnostics.py"))
+# the code modules, which word the diagnostics the saved items hold: every file in them
+_MESSAGE_FOLDERS = ("codes", os.path.join("..", "check", "codes"))
 _version: Optional[str] = None
 
 
@@ -53,7 +54,7 @@ def parser_version() -> str:
     if _version is None:
         h = hashlib.sha256(str(FORMAT).encode())
         here = os.path.dirname(os.path.abspath(__file__))
-        for name in _PARSER_FILES:
+        for name in _PARSER_FILES + _message_files(here):
             try:
                 with open(os.path.join(here, name), "rb") as fh:
                     h.update(fh.read())
@@ -61,6 +62,17 @@ def parser_version() -> str:
                 h.update(name.encode())
         _version = h.hexdigest()[:16]
     return _version
+
+
+def _message_files(here: str) -> tuple:
+    out = []
+    for folder in _MESSAGE_FOLDERS:
+        try:
+            names = sorted(n for n in os.listdir(os.path.join(here, folder)) if n.endswith(".py"))
+        except OSError:
+            names = []
+        out += [os.path.join(folder, n) for n in names]
+    return tuple(out)
 
 
 def _file_for(path: str) -> str:

@@ -17,7 +17,7 @@ from lark.lexer import Lexer
 from lark.parsers.lalr_analysis import Shift
 
 from . import fast_items, lark_table
-from . import syntax_errors as M
+from .codes import e0101
 from ..diagnostics import Diagnostic, debugging, internal_error
 from . import ast as A
 from .lexer import BOM, KEYWORDS, LexProblem, Token, int_literal, tokenize
@@ -375,8 +375,8 @@ def _syntax_error(item: A.Item, e: Exception, tokens: list[Token]) -> Diagnostic
         if tok.type == "_NL":  # point at the end of the line, not past it
             start = stop = tok.start_pos
         expected = _expected(set(e.expected))
-        return M.syntax(item.span((start, max(stop, start))), expected, found)
-    return M.syntax(item.span((0, min(len(item.text), 1))), "an item", "text the parser can't read", "")
+        return e0101.syntax(item.span((start, max(stop, start))), expected, found)
+    return e0101.syntax(item.span((0, min(len(item.text), 1))), "an item", "text the parser can't read", "")
 
 
 def _lex_problem(item: A.Item, p: LexProblem) -> Diagnostic:

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .weight_messages import e3310, e3311, extra_key, unreadable, wrong_dtype
+from .e3310 import e3310
+from .e3311 import e3311
+from .weight_messages import extra_key, unreadable, wrong_dtype
 
 
 @dataclass

@@ -6,7 +6,6 @@ V and D)."""
 from __future__ import annotations
 
 from ..export_errors import ExportError
-from ..arch import gguf_names as metadata
 from .checkpoint_axes import forward_shape, source_axis
 from .role_plan import plan_for_import
 from .specs import resolve
@@ -97,7 +96,7 @@ def _read_sizes(db, request, path: str, fn_item, ckpt, found: dict, probes: dict
     hp = plan.hparams
     ckpt.index(ckpt.family or plan.arch, hp["block_count"], hp["head_count"], hp["head_count_kv"])
     for t in plan.tensors:
-        name = metadata.tensor_name(plan.arch, t)
+        name = t.key
         if t.source is None or t.parts or name not in ckpt.names:
             continue
         want, got = forward_shape(t.shape, t.steps), ckpt.shape(name)

@@ -1,4 +1,5 @@
-"""A `.gguf` file read as a checkpoint: tensors by their llama.cpp names, already in
+"""A `.gguf` file read as a checkpoint: tensors by their roles (the file's names read back
+by `gguf_format.names.role_key`; a name no role has stays as it is), already in
 llama.cpp's layout (the importer undoes its Q/K row permutation with the plan's own
 steps), dequantized by gguf-py (`gguf.quants.dequantize`: F16, BF16, Q8_0, Q4_0, Q4_1,
 Q5_0, Q5_1, the K-quants...) one tensor at a time. The file is memory-mapped, so a tensor
@@ -14,11 +15,10 @@ from gguf.quants import _type_traits  # what gguf-py can dequantize
 from gguf.quants import dequantize
 
 from ..export_errors import ExportError
+from ..arch.archs import FAMILIES
 from ..arch.match import NO_CAP  # a gemma2 cap this large is none (what --gguf writes for none)
+from ..gguf_format.names import key as meta_key, role_key
 
-FAMILY = {"llama": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2", "gemma3": "gemma3",
-          "gemma2": "gemma2"}
-GEMMA3_SWA_THETA = 10000.0  # what llama.cpp's gemma3 uses for its windowed layers when the file doesn't say
 BUFFERS = ("rope_freqs.weight",)
 MAGIC = b"GGUF"
 DEQUANTIZE_CHUNK = 16 * 1024 * 1024  # bytes of float32 dequantized at a time
@@ -52,9 +52,9 @@ class GGUFCheckpoint:
                 raise ExportError(f"{self.name} is not a GGUF file that can be read: `{t.name}` runs past "
                                   f"the end of the file (the file is truncated)")
         self.arch = self.string("general.architecture") or "?"
-        self.family = FAMILY.get(self.arch)
+        self.family = self.arch if self.arch in FAMILIES else None  # llama.cpp's name is the family's
         self.model_type = self.arch
-        self.names: dict = {}
+        self.names: dict = {}  # role key (roles.tensor_key) -> (the file's tensor name, ())
         self.unknown: list = []
 
     # ---- metadata
@@ -76,25 +76,25 @@ class GGUFCheckpoint:
 
     def constants(self) -> dict:
         out = {}
-        theta = self.field(f"{self.arch}.rope.freq_base")
-        eps = self.field(f"{self.arch}.attention.layer_norm_rms_epsilon")
+        defaults = FAMILIES[self.arch].gguf_defaults if self.arch in FAMILIES else {}
+        theta = self.field(meta_key("freq_base", self.arch))
+        eps = self.field(meta_key("rms_eps", self.arch))
         if eps is None:
-            eps = self.field(f"{self.arch}.attention.layer_norm_epsilon")
+            eps = self.field(meta_key("ln_eps", self.arch))
         if isinstance(theta, (int, float)):
             out["theta"] = float(theta)
         if isinstance(eps, (int, float)):
             out["eps"] = float(eps)
-        window = self.field(f"{self.arch}.attention.sliding_window")
+        window = self.field(meta_key("sliding_window", self.arch))
         if isinstance(window, int) and window > 0:
             out["window"] = float(window)
-            swa = self.field(f"{self.arch}.rope.freq_base_swa")
-            if self.arch == "gemma3":
-                out["theta_swa"] = float(swa) if isinstance(swa, (int, float)) else GEMMA3_SWA_THETA
-        if self.arch == "gemma2":  # llama.cpp caps these always (50 and 30 when the file doesn't say)
-            for short, key, default in (("attn_softcap", "attn_logit_softcapping", 50.0),
-                                        ("final_softcap", "final_logit_softcapping", 30.0)):
-                v = self.field(f"gemma2.{key}")
-                v = float(v) if isinstance(v, (int, float)) else default
+            swa = self.field(meta_key("freq_base_swa", self.arch))
+            if "theta_swa" in defaults:  # gemma3: what llama.cpp's windowed layers use when the file doesn't say
+                out["theta_swa"] = float(swa) if isinstance(swa, (int, float)) else defaults["theta_swa"]
+        for short in ("attn_softcap", "final_softcap"):  # gemma2: llama.cpp caps these always
+            if short in defaults:
+                v = self.field(meta_key(short, self.arch))
+                v = float(v) if isinstance(v, (int, float)) else defaults[short]
                 if v < NO_CAP:
                     out[short] = v
         return out
@@ -113,19 +113,21 @@ class GGUFCheckpoint:
 
     def blocks(self) -> tuple | None:
         """(the number of blocks, where it is read), or None when the file doesn't say."""
-        v = self.field(f"{self.arch}.block_count")
-        return (int(v), f"`{self.arch}.block_count`") if isinstance(v, int) and v > 0 else None
+        k = meta_key("block_count", self.arch)
+        v = self.field(k)
+        return (int(v), f"`{k}`") if isinstance(v, int) and v > 0 else None
 
     def heads(self) -> dict:
         out = {}
-        for short, key in (("head_count", "attention.head_count"), ("head_count_kv", "attention.head_count_kv")):
-            v = self.field(f"{self.arch}.{key}")
+        for short in ("head_count", "head_count_kv"):
+            k = meta_key(short, self.arch)
+            v = self.field(k)
             if isinstance(v, int):
-                out[short] = (v, f"`{self.arch}.{key}`")
+                out[short] = (v, f"`{k}`")
         return out
 
     def context_length(self) -> int | None:
-        v = self.field(f"{self.arch}.context_length")
+        v = self.field(meta_key("context_length", self.arch))
         return int(v) if isinstance(v, int) and v > 0 else None
 
     # ---- what comes along: the embedded tokenizer, special ids, the context length
@@ -157,36 +159,38 @@ class GGUFCheckpoint:
             out["gguf_file"] = self.path  # transformers builds a Hugging Face tokenizer from it
         return out
 
-    # ---- names: the file's own
+    # ---- names: the file's own, read by role
     def index(self, arch: str, blocks: int, heads: int, kv_heads: int):
         for name in self.tensors:
             if name in BUFFERS:
                 continue
-            self.names[name] = (name, ())
+            self.names[role_key(name)] = (name, ())
 
     def index_raw(self):
         self.names = {n: (n, ()) for n in self.tensors}
 
     def key_of(self, name: str) -> str:
-        return name
+        """The file's own name of a tensor named by its role (or by its own name)."""
+        return self.names[name][0] if name in self.names else name
 
     def file_of(self, name: str) -> str:
         return self.name
 
     def shape(self, name: str) -> tuple:
-        return tuple(int(d) for d in reversed(self.tensors[name].shape.tolist()))
+        return tuple(int(d) for d in reversed(self.tensors[self.key_of(name)].shape.tolist()))
 
     def dtype(self, name: str) -> str:
-        t = self.tensors[name].tensor_type
+        t = self.tensors[self.key_of(name)].tensor_type
         return {"F32": "f32", "F16": "f16"}.get(t.name, "f32")  # quantized types dequantize to f32
 
     def qtype(self, name: str) -> str:
-        return self.tensors[name].tensor_type.name
+        return self.tensors[self.key_of(name)].tensor_type.name
 
     def to_gguf(self, name: str) -> tuple:
         return ()
 
     def problem(self, name: str) -> str | None:
+        name = self.key_of(name)
         q = self.tensors[name].tensor_type
         if q in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16) or q in _type_traits:
             return None
@@ -197,6 +201,7 @@ class GGUFCheckpoint:
         """The tensor in float32, dequantized a few rows at a time into the one array
         returned: gguf-py's dequantization makes temporaries the size of its output, so
         the whole tensor at once would hold it about twice."""
+        name = self.key_of(name)
         t = self.tensors[name]
         shape = self.shape(name)
         data = np.asarray(t.data)

@@ -1,14 +1,18 @@
-"""A Hugging Face checkpoint read as llama.cpp's tensors: a directory (`config.json` +
+"""A Hugging Face checkpoint read by role: a directory (`config.json` +
 `model.safetensors`, or a sharded `model.safetensors.index.json`) or a bare
 `.safetensors` with Hugging Face names.
 
-Names: each tensor's role comes from gguf-py's own tables (`gguf.TensorNameMap`, the ones
-llama.cpp's converter uses), never from a list written here. Layout: what llama.cpp's
-converter does to bring the tensor into llama.cpp's layout, as steps (`to_gguf`): the
-llama family's Q/K rows permuted from rotate-half to interleaved pairs, GPT-2's Conv1D
-weights ([in out]) transposed, Gemma's norm weights (used as 1 + w) stored as 1 + w, and
-Gemma 3's `query_pre_attn_scalar` folded into the query norm where llama.cpp's own scale
-differs (as the GGUF writer folds a source's scale: `gguf.sublayers.folded_scale`). The safetensors files are read by `source.WeightSource`,
+Names: each tensor's role (arch/roles.py) comes from gguf-py's own tables
+(`gguf.TensorNameMap`, the ones llama.cpp's converter uses, read through
+`gguf_format.names.hf_role_map`), never from a list written here. The family
+(arch/archs.py: `config.json`'s model_type) says the rest. Layout: what llama.cpp's
+converter does to bring the tensor into llama.cpp's layout, the one the plan's steps
+start from, as steps (`to_gguf`): Q/K rows permuted from rotate-half to interleaved
+pairs where the family rotates interleaved pairs (llama), GPT-2's Conv1D weights
+([in out]) transposed, Gemma's norm weights (used as 1 + w) stored as 1 + w, and Gemma's
+`query_pre_attn_scalar` folded into the query norm (Gemma 2: the query rows) where
+llama.cpp's own scale differs (as the GGUF writer folds a source's scale:
+`arch.sublayers.folded_scale`). The safetensors files are read by `source.WeightSource`,
 one tensor at a time.
 """
 from __future__ import annotations
@@ -17,12 +21,12 @@ import json
 import os
 import re
 
-import gguf
-
 from ..files import ReadRefused, read_bytes
+from ..arch.archs import FAMILIES, HF_MODEL_TYPES
 from ..arch.plan import Offset, RopePermute, Scale, Transpose
 from ..arch.sublayers import llama_cpp_scale
 from ..export_errors import ExportError
+from ..gguf_format.names import hf_role_map
 from .source import WeightSource
 
 CONFIG = "config.json"
@@ -31,17 +35,8 @@ GENERATION = "generation_config.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")  # any one makes a tokenizer
 SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
 
-# config.json's model_type -> the llama.cpp architecture the matcher names. Llama 2/3,
-# SmolLM and TinyLlama checkpoints say "llama"; Mistral's are llama's layout; Gemma 3's
-# text model (Gemma3ForCausalLM) says "gemma3_text".
-FAMILY = {"llama": "llama", "mistral": "llama", "qwen2": "qwen2", "qwen3": "qwen3", "gpt2": "gpt2",
-          "gemma3_text": "gemma3", "gemma2": "gemma2"}
-
 # tensors a checkpoint may hold that are no weights: rotary tables, GPT-2's causal masks
 BUFFERS = ("rotary_emb.inv_freq", ".attn.bias", ".attn.masked_bias")
-
-# GPT-2's Conv1D weights, stored [in out]
-CONV1D = ("ATTN_QKV", "ATTN_OUT", "FFN_UP", "FFN_DOWN")
 
 
 def read_config(directory: str, name: str = CONFIG) -> dict:
@@ -68,8 +63,8 @@ class HFCheckpoint:
         self.model_type = self.config.get("model_type") if isinstance(self.config.get("model_type"), str) else None
         archs = self.config.get("architectures")
         self.architectures = [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else []
-        self.family = FAMILY.get(self.model_type or "")
-        self.names: dict = {}     # llama.cpp name -> (checkpoint key, to_gguf steps)
+        self.family = HF_MODEL_TYPES.get(self.model_type or "")  # the family's name (arch/archs.py)
+        self.names: dict = {}     # role key (roles.tensor_key) -> (checkpoint key, to_gguf steps)
         self.unknown: list = []   # checkpoint keys no role of the architecture has
 
     # ---- what the messages say
@@ -177,34 +172,37 @@ class HFCheckpoint:
 
     # ---- names
     def index(self, arch: str, blocks: int, heads: int, kv_heads: int):
-        """Name every tensor by its llama.cpp role for `arch`."""
-        tmap = gguf.TensorNameMap(getattr(gguf.MODEL_ARCH, arch.upper()), blocks)
+        """Name every tensor by its role for `arch` (a tensor no role has keeps the name
+        gguf-py's table gives it)."""
+        lookup = hf_role_map(arch, blocks)
+        fam = FAMILIES[arch]
         for key in self.source.keys():
-            found = tmap.get_type_and_name(key, try_suffixes=(".weight", ".bias"))
+            found = lookup(key)
             if found is None and not key.startswith("transformer."):  # GPT-2 saved without its prefix
-                found = tmap.get_type_and_name("transformer." + key, try_suffixes=(".weight", ".bias"))
+                found = lookup("transformer." + key)
             if found is None:
                 if not key.endswith(BUFFERS):
                     self.unknown.append(key)
                 continue
-            mt, name = found
-            kind = mt.name
+            name, role = found
             steps: tuple = ()
             shape = self.source.info(key).shape
-            if arch == "llama" and kind in ("ATTN_Q", "ATTN_K"):
-                steps = (RopePermute(heads if kind == "ATTN_Q" else kv_heads, "interleaved"),)
-            elif arch in ("gemma3", "gemma2") and kind.endswith("_NORM"):
-                steps = (Offset(1.0),) + (self._gemma_scale(arch) if kind == "ATTN_Q_NORM" else ())
-            elif arch == "gemma2" and kind == "ATTN_Q":
-                steps = self._gemma_scale(arch)
-            elif arch == "gpt2" and kind in CONV1D and len(shape) == 2:
+            if role is None:
+                pass
+            elif fam.rope_style == "interleaved" and role in ("attn_q", "attn_k"):  # checkpoints rotate halves
+                steps = (RopePermute(heads if role == "attn_q" else kv_heads, "interleaved"),)
+            elif fam.hf_norm_offset and role.endswith("_norm"):
+                steps = (Offset(fam.hf_norm_offset),) + (self._query_scale(arch) if role == fam.hf_scale_into else ())
+            elif role == fam.hf_scale_into:
+                steps = self._query_scale(arch)
+            elif role in fam.hf_transposed and len(shape) == 2:
                 steps = (Transpose(),)
             self.names[name] = (key, steps)
 
-    def _gemma_scale(self, arch: str) -> tuple:
-        """(Scale(r),) for Gemma 3's query norm (Gemma 2's query rows) when its
-        query_pre_attn_scalar isn't what llama.cpp assumes; () when it is, or when the config
-        doesn't say."""
+    def _query_scale(self, arch: str) -> tuple:
+        """(Scale(r),) for the role the family folds its query_pre_attn_scalar into (Gemma
+        3's query norm, Gemma 2's query rows) when it isn't what llama.cpp assumes; () when it
+        is, or when the config doesn't say."""
         c = self.config
         vals = [c.get(k) for k in ("query_pre_attn_scalar", "hidden_size", "num_attention_heads",
                                     "num_hidden_layers")]

@@ -9,12 +9,15 @@ from __future__ import annotations
 import math
 import os
 
+from ..arch.archs import FAMILIES, names_in_words
 from ..arch.plan import Scale
 from ..arch.match import NO_CAP
 from .checkpoint_axes import source_axis
 from ..arch.roles import describe_role, role_kind
 from .stacks import stack_fields
-from .weight_messages import e3314, e3315, e3315_blocks, e3316
+from .e3314 import e3314
+from .e3315 import e3315, e3315_blocks
+from .e3316 import e3316
 
 MAX_LISTED = 4  # roles (or params) named in an E3314
 
@@ -38,7 +41,7 @@ def unknown_architecture(resolved, label: str, departure):
     return e3314(
         f"`{name}` is no architecture the importer knows, so {label} can't be matched to it",
         _fn_span(resolved), "the exported function", [f"the closest is {departure.arch}: {departure.reason}"],
-        "the importer reads llama, qwen2, qwen3, gpt2, gemma2 and gemma3 models by their roles; for another model, "
+        f"the importer reads {names_in_words()} models by their roles; for another model, "
         "give --weights-map a file that maps each param to its checkpoint tensor")
 
 
@@ -154,8 +157,7 @@ def constant_warnings(plan, ckpt, resolved) -> list:
              "window": "attention.sliding_window", "attn_softcap": "attn_logit_softcapping",
              "final_softcap": "final_logit_softcapping"}
     if ckpt.kind == "hf":
-        where = {"theta": "config.json rope_theta", "eps": "config.json " +
-                 ("layer_norm_epsilon" if plan.arch == "gpt2" else "rms_norm_eps"),
+        where = {"theta": "config.json rope_theta", "eps": "config.json " + FAMILIES[plan.arch].hf_eps_key,
                  "theta_swa": "config.json rope_parameters.sliding_attention", "window": "config.json sliding_window",
                  "attn_softcap": "config.json attn_logit_softcapping",
                  "final_softcap": "config.json final_logit_softcapping"}

@@ -1,19 +1,20 @@
 """A checkpoint of another layout matched to the source's params by their role in the
-traced graph (`role_plan`), never by a param's name: one `Recipe` per param, or one
+traced graph (`role_plan`; the checkpoint's tensors are named by role too: `roles.tensor_key`),
+never by a param's name: one `Recipe` per param, or one
 diagnostic (E3314/E3315) for the whole mismatch, plus E3316 warnings for constants."""
 from __future__ import annotations
 
 import numpy as np
 
 from ..export_errors import ExportError
-from ..arch import gguf_names as metadata
+from ..arch.roles import tensor_key
 from .checkpoint_axes import forward_shape
 from .import_diagnostics import (block_mismatch, constant_warnings, role_mismatch, scale_warnings,
                                  shape_mismatch)
 from .imported_source import ImportedSource, refuse_unreadable
 from .recipe import Rows, add_part
 from .role_plan import plan_for_import
-from .weight_messages import e3315_heads
+from .e3315 import e3315_heads
 
 _HEAD_WORDS = {"head_count": "query heads", "head_count_kv": "key/value heads"}
 
@@ -38,7 +39,7 @@ def import_checkpoint(db, request, resolved, ckpt):
     shaped: set = set()     # params whose tensor has another shape
     notes: list = []
     for t in plan.tensors:
-        name = metadata.tensor_name(plan.arch, t)
+        name = t.key
         if t.parts:
             if name not in ckpt.names:
                 missing.extend((p, name) for p, _, _ in t.parts if p is not None)
@@ -56,8 +57,9 @@ def import_checkpoint(db, request, resolved, ckpt):
         if t.source is None:
             continue  # a bias llama.cpp has and the source doesn't: a checkpoint's is "without a role"
         got = name
-        if name not in ckpt.names and t.name == "OUTPUT" and "token_embd.weight" in ckpt.names:
-            got = "token_embd.weight"
+        tied = tensor_key("token_embedding", None, "weight")
+        if name not in ckpt.names and t.name == "output" and tied in ckpt.names:
+            got = tied
             notes.append(f"the checkpoint ties its output layer to the token embedding: "
                          f"`{t.source}` gets a copy of it")
         if got not in ckpt.names:

@@ -1,7 +1,7 @@
 """How one source param is rebuilt from checkpoint tensors: the GGUF plan's layout steps
 (source → llama.cpp) run backwards.
 
-The architecture matcher (`gguf.match`) says, for each llama.cpp tensor, which param it
+The architecture matcher (`arch.match`) says, for each tensor (by its role), which param it
 is read from and which steps (`Transpose`, `Gather`, `RopePermute`) turn the param into
 llama.cpp's layout. A checkpoint is first brought into that same layout (its reader's
 `to_gguf` steps: GGUF files are in it already; Hugging Face's llama permutes Q/K rows,
@@ -112,7 +112,7 @@ def _undoes(a, b) -> bool:
 @dataclass
 class Part:
     """One checkpoint tensor's share of a param."""
-    tensor: str                 # the checkpoint tensor's llama.cpp name, "blk.0.attn_q.weight"
+    tensor: str                 # the checkpoint tensor by its role, "blk.0.attn_q.weight" (roles.tensor_key)
     steps: tuple                # applied to the checkpoint's array
     scatter: tuple | None = None  # (axis, indices) into the param's buffer, for a slice of a fused param
 

@@ -1,5 +1,5 @@
-"""The source's roles: its exported function traced and matched by the GGUF architecture
-matcher (`gguf.match`), which says which param is block N's query projection, the final
+"""The source's roles: its exported function traced and matched by the architecture
+matcher (`arch.match`), which says which param is block N's query projection, the final
 norm, the output layer..., and how its layout differs from llama.cpp's."""
 from __future__ import annotations
 

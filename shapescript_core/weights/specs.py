@@ -16,8 +16,9 @@ from typing import Optional
 from ..check.types import ModelT, StackT, TensorT
 from ..syntax import ast as A
 from ..targets import candidates, decorated_targets
+from ..check.codes.e3306_model_first import message
 from ..export_errors import ExportError, ParamSpec
-from .weight_messages import e3312
+from .e3312 import e3312
 
 
 @dataclass
@@ -77,7 +78,7 @@ def _resolve(db, path: str, fn_item: A.FnItem) -> Resolved:
     env = a.env
     sig = env.sig(fn_item.name)
     if sig is None or not sig.params or not isinstance(sig.params[0].type, ModelT):
-        raise ExportError(f"`{fn_item.name}` must take the model first, to be exported as one")
+        raise ExportError(message(fn_item.name))
     root = sig.params[0].type.name
     dims = {n: d.value for n, d in env.dims.info.items() if d.value is not None}
     res = Resolved(fn_item, root, [], {}, dims, [])

@@ -19,9 +19,11 @@ from gguf.quants import quant_shape_to_byte_shape, quantize
 
 from ...compile.graph import CompileError, trace
 from ...export_errors import ExportError
-from ...arch import gguf_names as metadata, layout
+from ...gguf_format import names as metadata
+from ...arch import layout
+from ...arch.archs import FAMILIES
 from ...arch.match import match
-from ...serving.e3313 import e3313
+from ...serving.e3313_gguf import export_error_text as e3313_refusal
 from ...arch.plan import Departure, Gather, Transpose
 from .tokenizer import TokenizerError, add_tokenizer, copy_tokenizer
 
@@ -44,7 +46,7 @@ def plan_for(ctx):
         if enabled:
             gc.enable()
     if isinstance(plan, Departure):
-        raise ExportError(f"error[E3313]: {e3313(plan.reason)}")
+        raise ExportError(e3313_refusal(plan.reason))
     return plan
 
 
@@ -131,7 +133,7 @@ def write(ctx) -> str:
                 raise ExportError(f"internal: `{path}` is {list(ctx.spec(path).shape)}, "
                                   f"the {plan.arch} plan expected {list(shape)}")
     context = ctx.imported.get("context_length")
-    if context and plan.arch != "gpt2":  # gpt2's is its position table's size
+    if context and "position_embedding" not in FAMILIES[plan.arch].roles:  # gpt2's is its position table's size
         plan.hparams["context_length"] = int(context)
     w = gguf.GGUFWriter(ctx.tmp, arch)
     rows = []

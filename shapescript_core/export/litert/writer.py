@@ -19,14 +19,15 @@ import json
 import os
 
 from ...check.types import TensorT
-from ...compile.rotary_plan import Rotary
 from ..hf.writer import _size, write_directory
 from ...export_errors import ExportError
 from . import options as opts
 from .convert import run_export_hf
 from .env import require
 from .extension import extension_source, module_name
-from .litert_messages import e3317, e3318, not_a_language_model, prefill_too_long, sliding_window_unsupported
+from .e3317 import check_cache_length
+from .e3318 import check_split_cache
+from .litert_messages import not_a_language_model, prefill_too_long, sliding_window_unsupported
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
 SPLIT_FILES = ("embedder", "auxiliary")  # beside model.tflite with --split-cache
@@ -80,7 +81,7 @@ def write(ctx) -> str:
     o = opts.resolve(ctx.request, table)
     _check_lengths(ctx, art, table, o)
     if o.split_cache:
-        _check_split_cache(ctx, art)
+        check_split_cache(ctx, art)  # E3318
 
     stem = art.names.stem
     module = module_name(stem)
@@ -147,25 +148,9 @@ def position_table(art):
 
 
 def _check_lengths(ctx, art, size, o):
-    lm = art.generator.lm
-    if size is not None and o.cache_length > size:
-        item = ctx.fn_item
-        raise ExportError(f"not exported: the cache length {o.cache_length} is longer than "
-                          f"`{item.name}`'s {size} positions",
-                          [e3317(item.name, o.cache_length, lm.positions, size, item.span(item.name_pos))])
+    check_cache_length(ctx, art, size, o)  # E3317
     if o.prefill_length > o.cache_length:
         raise ExportError(prefill_too_long(o.prefill_length, o.cache_length))
-
-
-def _check_split_cache(ctx, art):
-    """E3318 unless the model's rotary positions are one table (compile/rotary_plan.py): the
-    split cache computes that table outside the model."""
-    plan = art.generator.rotary_plan
-    if isinstance(plan, Rotary):
-        return
-    item = ctx.fn_item
-    raise ExportError(f"not exported: --split-cache needs `{item.name}`'s rotary positions as one table",
-                      [e3318(item.name, plan, item.span(item.name_pos))])
 
 
 def _readme(ctx, art, config, module, o, bundle):
