@@ -20,8 +20,7 @@ import json
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SHARED = os.path.normpath(os.path.join(ROOT, "..", "shared"))
+from checkout import ROOT, SHARED  # SHARED: the contract's folder, None in a plain clone
 SNAPSHOTS = os.path.join(ROOT, "tests", "snapshots")
 TARGETS = ("hf", "vllm", "gguf", "litert")
 
@@ -29,17 +28,23 @@ TARGETS = ("hf", "vllm", "gguf", "litert")
 def programs() -> list:
     """(name, path): every example, every test program, every conformance case there is."""
     out = []
-    for base, prefix in ((ROOT, ""), (SHARED, "shared/")):
-        for pattern in (("examples/**/*.ss", "tests/programs/**/*.ss") if base == ROOT else ("conformance/**/*.ss",)):
+    for base, patterns in ((ROOT, ("examples/**/*.ss", "tests/programs/**/*.ss")),
+                           (SHARED, ("conformance/**/*.ss",))):
+        for pattern in patterns if base else ():
             for path in sorted(glob.glob(os.path.join(base, pattern), recursive=True)):
-                out.append((prefix + os.path.relpath(path, base), path))
+                out.append((os.path.relpath(path, base), path))
     return out
 
 
+def from_contract(name: str) -> bool:
+    """A program of the shared contract's conformance cases (present only beside it)."""
+    return name.startswith("conformance/")
+
+
 def _shown(path: str) -> str:
-    for base, prefix in ((SHARED, "shared/"), (ROOT, "")):
-        if path.startswith(base + os.sep):
-            return prefix + os.path.relpath(path, base)
+    for base in (SHARED, ROOT):
+        if base and path.startswith(base + os.sep):
+            return os.path.relpath(path, base)
     return path
 
 

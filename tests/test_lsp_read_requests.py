@@ -15,13 +15,13 @@ if __name__ == "__main__":
             raise RuntimeError(f"{name} exploded")
         return raise_
 
-    from shapescript_core.ide import calls, completion, format, hover, inlay, lens, navigation, references
+    from shapescript_core.ide import calls, completion, format, hover, inlay, lens, navigation, references, rename
     from shapescript_core.ide import semantic_tokens, structure
 
     for module, names in ((hover, ["hover"]), (completion, ["completions", "signature_help"]),
                           (navigation, ["definition", "document_symbols"]),
-                          (references, ["references", "document_highlight", "type_definition", "prepare_rename",
-                                        "rename"]),
+                          (references, ["references", "document_highlight", "type_definition"]),
+                          (rename, ["prepare_rename", "rename"]),
                           (inlay, ["inlay_hints"]), (format, ["format_edits"]), (calls, ["prepare"]),
                           (lens, ["export_lenses"]), (semantic_tokens, ["chunks"]),
                           (structure, ["folding_ranges", "selection_ranges"])):

@@ -12,7 +12,7 @@ from shapescript_core.compile.graph import build_program
 from shapescript_core.program_db import Inputs, ProgramDB
 from shapescript_core.program_view import ProgramView
 from shapescript_core.workspace import Workspace
-from snapshot_support import ROOT, programs, snapshot
+from snapshot_support import ROOT, from_contract, programs, snapshot
 
 BELOW = tuple(os.path.join(ROOT, "shapescript_core", d) + os.sep
               for d in ("syntax", "check", "compile", "arch", "serving", "weights")) + \
@@ -40,7 +40,7 @@ class Watch:
         sys.setprofile(None)
 
 
-LOCAL = [(n, p) for n, p in programs() if not n.startswith("shared/")]
+LOCAL = [(n, p) for n, p in programs() if not from_contract(n)]
 
 
 def test_checking_and_compiling_every_program_hands_down_only_the_interface():

@@ -15,9 +15,9 @@ CASES = programs()
 def test_every_program_has_a_snapshot_and_every_snapshot_a_program():
     names = {os.path.basename(snapshot_file(n)) for n, _ in CASES}
     kept = set(os.listdir(os.path.dirname(snapshot_file("x"))))
-    local = {n for n in kept if not n.startswith("shared__")}
+    local = {n for n in kept if not n.startswith("conformance__")}
     assert local <= names and len(local) >= 40
-    assert {n for n in names if not n.startswith("shared__")} <= kept
+    assert {n for n in names if not n.startswith("conformance__")} <= kept
 
 
 @pytest.mark.parametrize("name,path", CASES, ids=[n for n, _ in CASES])
