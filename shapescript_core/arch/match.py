@@ -36,7 +36,9 @@ NO_CAP = 1e30
 class ArchMatcher(Projections, Sublayers):
     def __init__(self, tr, any_window: bool = False):
         self.tr = tr
-        self.any_window = any_window  # the importer's roles: a window is no departure in any architecture
+        # the importer's roles: a window (and v0.3's rope scaling, rotary_dims, softcaps) is no
+        # departure in any architecture: recorded, compared with the checkpoint's (E3316)
+        self.any_window = any_window
         self.prog = tr.program
         self.index = {id(n): i for i, n in enumerate(tr.nodes)}
         self.found: list = []  # [_Depart] collected along the residual stream
@@ -180,7 +182,7 @@ class ArchMatcher(Projections, Sublayers):
         tied = w_out == embeds[0][1]
         if not tied:
             plan_t.append(TensorPlan("output", None, "weight", w_out, tuple(out.inputs[1].shape)))
-        plan = GGUFPlan(self.arch, self.hparams(hp), plan_t)
+        plan = GGUFPlan(self.arch, self.hparams(hp), plan_t, rope=hp.get("rope", ("none", (), None)))
         if tied:
             plan.notes.append("output layer tied to the token embedding")
         return plan

@@ -84,6 +84,8 @@ class GGUFPlan:
     hparams: dict                    # see gguf_format/names.py (HPARAM_KEYS) for the names
     tensors: list = field(default_factory=list)
     notes: list = field(default_factory=list)  # said in the export's summary
+    # the ropes' (scaling, ((keyword, value), …), rotary_dims): v0.3's, for the importer
+    rope: tuple = ("none", (), None)
 
 
 @dataclass(frozen=True)

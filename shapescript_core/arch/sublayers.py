@@ -9,7 +9,7 @@ import logging
 import math
 
 from ..compile.attention_plan import plan_attention
-from ..compile.graph import CompileError, fold
+from ..compile.graph import UNFOLDED, CompileError, fold, rope_setting
 from .archs import FAMILIES, has
 from .departure import Depart, line_of
 from .plan import Gather, Scale, TensorPlan, Transpose
@@ -28,6 +28,26 @@ def llama_cpp_scale(arch: str, blocks, D: int, H: int, Dh: int) -> float:
 
 
 class Sublayers:
+    def rope_setting(self, qr, kr, hp):
+        """The ropes' scaling and rotated width (v0.3), the same for queries and keys and in
+        every layer; recorded for the importer (E3316), a departure for the GGUF export,
+        which doesn't write them yet."""
+        _, kind, values, dims = rope_setting(qr.attrs)
+        for r in (qr, kr):
+            here = rope_setting(r.attrs)[1:]
+            if UNFOLDED in (here[2],) or any(v is UNFOLDED for _, v in here[1]):
+                raise Depart(r, f"rope's scaling or rotary_dims is computed{line_of(r)}; llama.cpp stores numbers")
+            if here != (kind, values, dims) or hp.setdefault("rope", here) != here:
+                raise Depart(r, f"this rope's scaling or rotary_dims differs from the others'{line_of(r)}")
+        if self.any_window:
+            return
+        if kind != "none":
+            raise Depart(qr, f"rope is scaled ({kind}){line_of(qr)}, which the GGUF export doesn't write yet")
+        if dims is not None and dims != qr.shape[-1]:
+            raise Depart(qr, f"rope rotates {dims} of the head's {qr.shape[-1]} features{line_of(qr)}, which "
+                             f"the GGUF export doesn't write yet")
+
+
     """Matcher methods for attention and MLPs (mixed into `match.Matcher`)."""
 
     # ------------------------------------------------------------ attention
@@ -114,7 +134,11 @@ class Sublayers:
             if hp.setdefault(key, val) != val:
                 raise Depart(node, f"this attention has {val} where the first has {hp[key]}{line_of(node)}: "
                                     f"llama.cpp has one {key.replace('_', ' ')}")
+        if self.arg(att, "softcap") is not None and not self.any_window:
+            raise Depart(att, f"the attention caps its scores (softcap){line_of(att)}, which the GGUF export "
+                              f"doesn't write yet")
         if q.rope is not None:
+            self.rope_setting(q.rope, k.rope, hp)
             theta = float(q.rope.attrs.get("theta", 10000.0))
             for r in (q.rope, k.rope):
                 style = r.attrs.get("style", "half")

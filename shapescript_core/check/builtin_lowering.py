@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional, Protocol
 
+from . import rope_scaling
 from .types import ScalarT, TensorT
 
 Lowering = Callable[["Emitter", object], str]
@@ -197,7 +198,31 @@ def rope(e: Emitter, n) -> str:
     if tables is not None:  # the model's one rotary table (compile/rotary_plan.py)
         return f"rotate({e.ex(x)}, {tables[0]}, {tables[1]}, {style!r})"
     p = e.aligned(pos, x.type.axes[:-1])
-    return f"rope({e.ex(x)}, {p}, {theta}, {style!r})"
+    extra = ""
+    if e.arg(n, "rotary_dims") is not None:
+        dims = e.arg(n, "rotary_dims")
+        code = e.scalar(n, "rotary_dims")
+        extra += f", dims={code if isinstance(dims.type, ScalarT) else f'int({code})'}"
+    scaling = rope_scaling_code(e, n)
+    if scaling is not None:
+        extra += f", scaling={scaling}"
+    return f"rope({e.ex(x)}, {p}, {theta}, {style!r}{extra})"
+
+
+def rope_scaling_code(e: Emitter, n) -> Optional[str]:
+    """A rope's scaling as the prelude's `inv_frequencies` reads it: a dict in
+    transformers' spelling (`rope_parameters` without the theta), or None for none."""
+    kind = n.attrs.get("scaling", "none")
+    if kind == "none":
+        return None
+    fields = [f'"rope_type": {kind!r}'] + [
+        f"{rope_scaling.HF_KEY.get(k, k)!r}: {e.scalar(n, k, number=True)}" for k in rope_scaling.SCALINGS[kind]]
+    return "{" + ", ".join(fields) + "}"
+
+
+def softcap(e: Emitter, n) -> str:
+    c = e.scalar(n, "c", number=True)
+    return f"{c} * torch.tanh({e.atom(e.ex(e.arg(n, 'x')))} / {c})"
 
 
 def scaled_dot_product_attention(e: Emitter, n) -> str:
@@ -218,6 +243,10 @@ def scaled_dot_product_attention(e: Emitter, n) -> str:
         parts.append(f"scale={e.scalar(n, 'scale', number=True)}")
     if q.type.axes[-3].size != k.type.axes[-3].size:
         parts.append("enable_gqa=True")
+    if e.arg(n, "softcap") is not None:  # PyTorch's has no softcap: the prelude's, written out
+        e.use_helper("softcap_attention")
+        parts.append(f"softcap={e.scalar(n, 'softcap', number=True)}")
+        return f"softcap_attention({', '.join(parts)})"
     return f"nn.functional.scaled_dot_product_attention({', '.join(parts)})"
 
 

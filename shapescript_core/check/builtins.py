@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Callable, Optional
 
 from ..syntax import ast as A
-from . import builtin_lowering as L, ops
+from . import builtin_lowering as L, ops, rope_scaling
 from .codes import e0206, e0301, e0304, e0401, e0402, e0404, e0412
 from .patterns import check_pattern_call
 from .sizes import Size
@@ -32,6 +32,12 @@ class Builtin:
     variadic: bool = False  # takes any number of tensors before the keywords
     axis_params: tuple = ("over",)  # parameters that take axis names, not values
     pattern: bool = False
+    keyword_only: tuple = ()  # parameters a call names (`scaling=`): never bound by position
+
+    @property
+    def positional(self) -> list:
+        """The names of the parameters a call may pass by position, in order."""
+        return [n for n, _ in self.params if n not in self.keyword_only]
 
     @property
     def parts(self) -> list:
@@ -44,6 +50,8 @@ class Builtin:
         for n, d in self.params:
             if d is REQUIRED:
                 parts.append((n, f"{n}=A" if n in self.axis_params else n))
+            elif d is None and n in self.keyword_only:  # named where used, never defaulted
+                parts.append((n, f"{n}=…"))
             else:
                 parts.append((n, f"{n}={_default_text(d)}"))
         if self.pattern:
@@ -254,7 +262,107 @@ def _rope(ck, call, b: Bound):
     if isinstance(style, A.String) and style.value not in ("half", "interleaved"):
         ck.add(e0304.must_be(ck.span(style.pos), "style", '"half" or "interleaved"', f'"{style.value}"', "unknown style"))
         return UNKNOWN
+    if b.has("rotary_dims") and not _rotary_dims_ok(ck, b, x):
+        return UNKNOWN
+    if not _scaling_ok(ck, call, b):
+        return UNKNOWN
     return x
+
+
+def _rotary_dims_ok(ck, b: Bound, x: TensorT) -> bool:
+    """`rotary_dims=R` (v0.3): an even compile-time integer, 0 < R <= Dh."""
+    node = b.n("rotary_dims")
+    width = ck.evaluate(x.axes[-1].size)
+    shown = ck.size_text(x.axes[-1].size)
+    most = f", at most {shown}" + (f" ({width})" if shown != str(width) else "") if width is not None else ""
+    want = f"an even compile-time integer{most}"
+    if not _scalar_keyword_ok(ck, b, "rotary_dims", want, integer=True):
+        return False
+    v = static_value(node, {}, ck.dim_value)
+    if v is None:
+        return True
+    if v <= 0 or v % 2 or (width is not None and v > width):
+        why = ("rope rotates pairs of features" if v > 0 and v % 2 else
+               "a head has no more features to rotate" if v > 0 else "rope rotates at least one pair")
+        ck.add(e0304.must_be(ck.span(node.pos), "rotary_dims", want, str(v), why))
+        return False
+    return True
+
+
+def _scaling_ok(ck, call, b: Bound) -> bool:
+    """`scaling=` and its keywords (v0.3, LANGUAGE.md §6.1): a scaling of the table, each of
+    its keywords given (no defaults), none of another's."""
+    node = b.n("scaling")
+    kind = "none"
+    if node is not None:
+        if not isinstance(node, A.String) or node.value not in rope_scaling.SCALINGS:
+            found = f'"{node.value}"' if isinstance(node, A.String) else f"`{ck.src(node.pos)}`"
+            ck.add(e0304.must_be(ck.span(node.pos), "scaling", _SCALING_CHOICES, found,
+                                 "written as a string: how rope's frequencies are scaled"))
+            return False
+        kind = node.value
+    needed = rope_scaling.SCALINGS[kind]
+    setting = f'scaling="{kind}"'
+    ok = True
+    for k in rope_scaling.KEYWORDS:
+        if b.has(k) and k not in needed:
+            ck.add(e0206.not_with(ck.span(b.n(k).pos), "rope", k, setting)).help(_scaling_help(kind))
+            ok = False
+    missing = [k for k in needed if not b.has(k)]
+    if missing:
+        ck.add(e0206.missing_argument(ck.span(A.op_pos(call)), "rope", missing[0])).help(_scaling_help(kind))
+        return False
+    for k in needed:
+        integer = k in rope_scaling.INTEGER_KEYWORDS
+        want = "a positive compile-time integer" if integer else "a positive compile-time number"
+        ok = _scalar_keyword_ok(ck, b, k, want, integer=integer, positive=True) and ok
+    if ok and kind == "llama3":
+        low, high = (static_value(b.n(k), {}, ck.dim_value) for k in ("low_freq_factor", "high_freq_factor"))
+        if low is not None and high is not None and high <= low:
+            ck.add(e0304.must_be(ck.span(b.n("high_freq_factor").pos), "high_freq_factor",
+                                 f"greater than low_freq_factor ({rope_scaling.number_text(low)})", rope_scaling.number_text(high),
+                                 "the wavelengths between the two are blended"))
+            ok = False
+    return ok
+
+
+_SCALING_CHOICES = ", ".join(f'"{k}"' for k in list(rope_scaling.SCALINGS)[:-1]) + \
+    f' or "{list(rope_scaling.SCALINGS)[-1]}"'
+
+
+def _scaling_help(kind: str) -> str:
+    needed = rope_scaling.SCALINGS[kind]
+    if not needed:
+        return 'rope without scaling takes none of the scaling keywords'
+    return f'scaling="{kind}" takes ' + ", ".join(f"`{k}=`" for k in needed) + ", each required"
+
+
+def _scalar_keyword_ok(ck, b: Bound, name: str, want: str, integer: bool = False, positive: bool = False) -> bool:
+    """A scalar keyword (v0.3's): a number (an integer where `integer`) the checker can
+    compute at compile time (LANGUAGE.md §6: a literal, a dim, a loop index, a scalar
+    parameter, arithmetic of these); positive where its value is known and must be."""
+    node, t = b.n(name), b.t(name)
+    number = (isinstance(t, ScalarT) and (t.num == "int" or not integer)) or (
+        isinstance(t, TensorT) and not t.axes and t.dtype.name != "bool" and (t.dtype.is_int or not integer))
+    if not number or not ck.is_static(node):
+        v = static_value(node, {}, ck.dim_value) if ck.is_static(node) else None
+        found = ("a value computed when the model runs" if number else
+                 rope_scaling.number_text(v) if isinstance(v, (int, float)) else ck.kind_word(t))
+        ck.add(e0304.must_be(ck.span(node.pos), name, want, found, f"`{name}` is fixed when the program compiles"))
+        return False
+    v = static_value(node, {}, ck.dim_value)
+    if positive and v is not None and not v > 0:
+        ck.add(e0304.must_be(ck.span(node.pos), name, want, rope_scaling.number_text(v), f"`{name}` must be greater than 0"))
+        return False
+    return True
+
+
+def _softcap(ck, call, b: Bound):
+    """`softcap(x, c)` (v0.3): c·tanh(x/c), elementwise; c a positive compile-time number."""
+    t = _elementwise(ck, call, b)
+    if is_unknown(t) or not _scalar_keyword_ok(ck, b, "c", "a positive compile-time number", positive=True):
+        return UNKNOWN
+    return t
 
 
 def _sdpa(ck, call, b: Bound):
@@ -300,6 +408,8 @@ def _sdpa(ck, call, b: Bound):
                                            "the mask's axes must be the scores' axes"))
                 return UNKNOWN
     if b.has("window") and not _window_ok(ck, call, b):
+        return UNKNOWN
+    if b.has("softcap") and not _scalar_keyword_ok(ck, b, "softcap", "a positive compile-time number", positive=True):
         return UNKNOWN
     return TensorT(q.axes[:-1] + (v.axes[-1],), q.dtype)
 
@@ -490,17 +600,29 @@ def _build_table() -> dict:
                 lower=L.embedding))
     add(Builtin("one_hot", [("ids", REQUIRED)], _one_hot, "`[…] Index[V]` → `[… V] f32`.", "F.one_hot",
                 lower=L.one_hot))
-    add(Builtin("rope", [("x", REQUIRED), ("pos", REQUIRED), ("theta", 10000.0), ("style", "half")], _rope,
+    add(Builtin("rope", [("x", REQUIRED), ("pos", REQUIRED), ("theta", 10000.0), ("style", "half"),
+                         ("rotary_dims", None), ("scaling", "none")] + [(k, None) for k in rope_scaling.KEYWORDS],
+                _rope,
                 "Rotary position embedding: `x: [… n Dh]`, integer `pos` with axes ⊆ x's; style \"half\" "
-                "(rotate-half, as Hugging Face Llama) or \"interleaved\" (pairs, as GPT-J).", "rope",
-                lower=L.rope))
+                "(rotate-half, as Hugging Face Llama) or \"interleaved\" (pairs, as GPT-J). "
+                "`rotary_dims=R` rotates the first R features of each head and passes the rest through "
+                "(GPT-NeoX, Phi). `scaling=` \"linear\" (`factor`), \"llama3\" (`factor`, `low_freq_factor`, "
+                "`high_freq_factor`, `original_positions`) or \"yarn\" (`factor`, `original_positions`, "
+                "`beta_fast`, `beta_slow`, `attention_factor`): transformers' rope_type of the same name, "
+                "every keyword required.", "rope",
+                keyword_only=("rotary_dims", "scaling") + rope_scaling.KEYWORDS, lower=L.rope))
     add(Builtin("scaled_dot_product_attention",
                 [("q", REQUIRED), ("k", REQUIRED), ("v", REQUIRED), ("attn_mask", None), ("scale", None),
-                 ("window", None)], _sdpa,
+                 ("window", None), ("softcap", None)], _sdpa,
                 "`q: [… Hq n Dh]`, `k: [… Hk m Dh]`, `v: [… Hk m Dv]` → `[… Hq n Dv]`; Hk may divide Hq "
                 "(grouped-query); `attn_mask` a bool mask over n and m; default scale 1/sqrt(Dh); "
-                "`window=W` with `attn_mask=causal[n n]`: a query at i sees the keys at i-W < j <= i.",
-                "F.scaled_dot_product_attention", lower=L.scaled_dot_product_attention))
+                "`window=W` with `attn_mask=causal[n n]`: a query at i sees the keys at i-W < j <= i; "
+                "`softcap=C`: each score s becomes C·tanh(s/C) after scaling, before the mask (Gemma 2).",
+                "F.scaled_dot_product_attention", keyword_only=("softcap",),
+                lower=L.scaled_dot_product_attention))
+    add(Builtin("softcap", [("x", REQUIRED), ("c", REQUIRED)], _softcap,
+                "`c·tanh(x/c)`, elementwise; shape and dtype kept; c a positive compile-time number "
+                "(Gemma 2's final logits).", "{c} * torch.tanh({x} / {c})", lower=L.softcap))
     add(Builtin("masked_fill", [("x", REQUIRED), ("mask", REQUIRED), ("value", REQUIRED)], _masked_fill,
                 "`value` where `mask` (bool, axes ⊆ x's) is true.", "{x}.masked_fill({mask}, {value})",
                 lower=L.masked_fill))

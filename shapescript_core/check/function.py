@@ -622,6 +622,7 @@ class FnChecker:
         info = CallInfo(b.name, builtin=b)
         self.calls[id(call)] = info
         names = [p for p, _ in b.params]
+        by_position = b.positional
         positional = [a for a in call.args if a.name is None]
         keywords = [a for a in call.args if a.name is not None]
         ok = True
@@ -630,13 +631,13 @@ class FnChecker:
                 bound.rest.append((a.value, self.expr(a.value)))
                 info.args.append((None, a))
         else:
-            if len(positional) > len(names):
+            if len(positional) > len(by_position):
                 for a in call.args:
                     self.expr(a.value)
                 lo = sum(1 for _, d in b.params if d is REQUIRED)
-                self._arity_error(call, b.name, lo, len(names), len(call.args))
+                self._arity_error(call, b.name, lo, len(by_position), len(call.args))
                 return UNKNOWN
-            for p, a in zip(names, positional):
+            for p, a in zip(by_position, positional):
                 bound.nodes[p] = a.value
         for a in keywords:
             if a.name not in names:
@@ -670,7 +671,7 @@ class FnChecker:
         if missing:
             if not b.variadic and len(missing) and all(p not in b.axis_params for p in missing):
                 lo = sum(1 for _, d in b.params if d is REQUIRED)
-                self._arity_error(call, b.name, lo, len(names), len(call.args))
+                self._arity_error(call, b.name, lo, len(by_position), len(call.args))
             else:
                 self.add(e0206.missing_argument(self.span(A.op_pos(call)), b.name, missing[0]))
             return UNKNOWN
@@ -814,14 +815,14 @@ def _builtin_operands(call: A.Call, b: Builtin) -> list:
     """The arguments `_builtin_call` checks as values: all but the axis names."""
     names = [p for p, _ in b.params]
     positional = [a for a in call.args if a.name is None]
-    if not b.variadic and len(positional) > len(names):
+    if not b.variadic and len(positional) > len(b.positional):
         return [a.value for a in call.args]  # an arity error: every argument is checked
     checked = set()
     bound = {}
     if b.variadic:
         checked.update(id(a) for a in positional)
     else:
-        bound = {p: a for p, a in zip(names, positional)}
+        bound = {p: a for p, a in zip(b.positional, positional)}
     for a in call.args:
         if a.name is None:
             continue

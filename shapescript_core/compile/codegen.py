@@ -143,7 +143,7 @@ class Generator:
                 self.rotary_plan = rotary_plan(self._trace, self.lm.positions, self.head_dim())
         self.rotary: Optional[Rotary] = self.rotary_plan if isinstance(self.rotary_plan, Rotary) else None
         if self.rotary is not None and self.rope_parameters is None:  # the table's one theta is the model's
-            self.rope_parameters = {"rope_type": "default", "rope_theta": self.rotary.theta}
+            self.rope_parameters = self.rotary.rope_parameters()
         self.attention_fns = self._attention_fns() if self.lm else set()
         # how ranks split it (tensor and pipeline parallelism): read by the config's plans,
         # the head counts of reshapes and the pipeline stages of the base model's forward
@@ -261,15 +261,30 @@ class Generator:
             return None
         return float(next(iter(values)))
 
+    def site_softcap(self, n):
+        """An attention call's `softcap=` as one number known at export (v0.3), or None when
+        it has none; CompileError when its calls fold to different values or to values
+        known only at run time: an attention module holds one."""
+        if n.attrs["args"].get("softcap") is None:
+            return None
+        self._trace_sites()
+        values = self._site_softcaps.get(id(n.ast), {None})
+        if len(values) != 1 or None in values:
+            raise CompileError(f"the softcap of the attention at line {n.where[1]} is not one number known at "
+                               f"export; write it with literals and dims, or pass the same value at every call",
+                               n.where)
+        return float(next(iter(values)))
+
     def _trace_sites(self):
         """What the export's trace says of each attention call (once per export)."""
         if self._site_scales is not None:
             return
-        self._site_scales = {}
+        self._site_scales, self._site_softcaps = {}, {}
         tr = self._trace = trace_program(self.prog)
         for t in tr.nodes:
             if t.op == "scaled_dot_product_attention":
                 self._site_scales.setdefault(id(t.ast), set()).add(t.attrs.get("scale"))
+                self._site_softcaps.setdefault(id(t.ast), set()).add(t.attrs.get("softcap"))
         self._attention_runs = tr.attention_runs
 
     def check_attention_runs(self):

@@ -50,6 +50,7 @@ from typing import Optional
 from ..check.builtins import BUILTINS
 from ..check.codes.e0413 import compile_error_text as e0413_text
 from ..check.patterns import flat_names
+from ..check.rope_scaling import KEYWORDS as ROPE_KEYWORDS, SCALINGS
 from ..check.sizes import Size
 from ..check.static import FUNCTIONS as STATIC_FUNCTIONS, OPERATORS as STATIC_OPERATORS
 from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
@@ -62,7 +63,8 @@ BINOPS = {"+": "add", "-": "sub", "*": "mul", "/": "div", "**": "pow", "@": "mat
           "==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge",
           "and": "and", "or": "or", "//": "floordiv", "%": "mod"}
 OP_SOURCE = {op: src for src, op in BINOPS.items()}  # graph op -> its source operator
-SCALAR_KEYWORDS = ("eps", "theta", "style", "scale", "value", "window")
+SCALAR_KEYWORDS = ("eps", "theta", "style", "scale", "value", "window", "softcap", "c", "scaling",
+                   "rotary_dims") + ROPE_KEYWORDS
 
 
 class CompileError(Exception):
@@ -405,7 +407,7 @@ class Trace:
     # (id of an attention call's syntax, owner path) -> its `window=` folded (an int; None
     # without one; UNFOLDED when the call passes one not known at export)
     attention_windows: dict = field(default_factory=dict)
-    rope_thetas: dict = field(default_factory=dict)  # owner path -> {rope's theta folded}
+    rope_settings: dict = field(default_factory=dict)  # owner path -> {rope_setting(rope's attrs)}
 
     def users(self) -> dict:
         """id(node) -> [nodes that take it as an input]."""
@@ -450,7 +452,7 @@ class _Tracer:
         self.owners: list = [""]  # the path of the model whose method is running (the root: "")
         self.attention_runs: dict = {}
         self.attention_windows: dict = {}
-        self.rope_thetas: dict = {}
+        self.rope_settings: dict = {}
         self.params: dict = {}
         self.depth = 0
 
@@ -573,9 +575,21 @@ class _Tracer:
                 window = attrs.get("window", UNFOLDED)
             self.attention_windows[key] = window
         elif n.op == "rope":
-            theta = attrs.get("theta", UNFOLDED) if attrs["args"].get("theta") is not None else 10000.0
-            self.rope_thetas.setdefault(self.owners[-1], set()).add(theta)
+            self.rope_settings.setdefault(self.owners[-1], set()).add(rope_setting(attrs))
         return self.emit(out)
+
+
+def rope_setting(attrs: dict) -> tuple:
+    """(theta, scaling, ((keyword, value), …), rotary_dims) of a traced rope, each folded
+    (UNFOLDED where the call passes one not known at export; rotary_dims None without it)."""
+    args = attrs["args"]
+
+    def folded(k, default):
+        return attrs.get(k, UNFOLDED) if args.get(k) is not None else default
+    kind = attrs.get("scaling", "none")
+    values = tuple((k, folded(k, None)) for k in SCALINGS.get(kind, ()))
+    theta = folded("theta", 10000.0)
+    return (theta if theta is UNFOLDED else float(theta)), kind, values, folded("rotary_dims", None)
 
 
 _FOLD_BINOPS = {op: STATIC_OPERATORS[src] for op, src in OP_SOURCE.items() if src in STATIC_OPERATORS}
@@ -636,7 +650,7 @@ def trace_program(prog: Program, unroll: Optional[int] = None) -> Trace:
         else:
             args[name] = inputs[name] = tr.emit(Node("input", [], {"name": name}, t, (g.path, g.item and 0)))
     out = tr.run(g, args)
-    return Trace(tr.nodes, inputs, out, prog, tr.params, tr.attention_runs, tr.attention_windows, tr.rope_thetas)
+    return Trace(tr.nodes, inputs, out, prog, tr.params, tr.attention_runs, tr.attention_windows, tr.rope_settings)
 
 
 def _traced_inputs(n: Node) -> list:

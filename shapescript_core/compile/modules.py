@@ -178,6 +178,9 @@ def site_decls(gen: Generator, cls, root: bool) -> list:
         if gen.windows is not None:  # this layer's window, by its type in config.json (windows.py)
             window = (f", sliding_window=config.sliding_window if config.layer_types[{index}] == "
                       f"\"sliding_attention\" else None")
+        softcap = gen.site_softcap(n)
+        if softcap is not None:  # v0.3: its scores capped (Gemma 2)
+            window += f", softcap={softcap!r}"
         out.append(f"self.{attr} = CausalAttention(config, {index}, {heads}, {groups}, {scaling}, {width}{window})"
                    f"  # line {n.where[1]}: {heads} query heads, each key/value head serving {groups}")
     return out

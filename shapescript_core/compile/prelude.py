@@ -46,22 +46,59 @@ def layer_norm(x, weight, bias, dims, eps):
     return (x - mean) * torch.rsqrt(var + eps) * weight + bias
 ''',
     "rope": '''
-def rotary_table(pos, theta, width, style, dtype):
+def inv_frequencies(theta, width, device, scaling=None):
+    """The inverse frequencies of `width` rotated features, changed as `scaling` says (a
+    `rope_parameters` dict: `rope_type` "linear", "llama3" or "yarn" and its fields, with
+    transformers' meaning), and the factor cos and sin are multiplied by (yarn's
+    attention_factor; else 1)."""
+    kind = (scaling or {}).get("rope_type", "default")
+    powers = theta ** (torch.arange(0, width, 2, dtype=torch.int64, device=device).float() / width)
+    inv_freq = 1.0 / powers
+    if kind == "linear":
+        return inv_freq / scaling["factor"], 1.0
+    if kind == "llama3":  # wavelengths kept, divided by factor, or blended between the two
+        factor, low, high = scaling["factor"], scaling["low_freq_factor"], scaling["high_freq_factor"]
+        original = scaling["original_max_position_embeddings"]
+        wavelength = 2 * math.pi / inv_freq
+        scaled = torch.where(wavelength > original / low, inv_freq / factor, inv_freq)
+        smooth = (original / wavelength - low) / (high - low)
+        blended = (1 - smooth) * scaled / factor + smooth * scaled
+        between = ~(wavelength < original / high) * ~(wavelength > original / low)
+        return torch.where(between, blended, scaled), 1.0
+    if kind == "yarn":  # blended by a ramp between beta_fast and beta_slow rotations
+        factor, original = scaling["factor"], scaling["original_max_position_embeddings"]
+
+        def dim_of(rotations):
+            return width * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(theta))
+        low = max(math.floor(dim_of(scaling["beta_fast"])), 0)
+        high = min(math.ceil(dim_of(scaling["beta_slow"])), width - 1)
+        if low == high:
+            high += 0.001
+        ramp = ((torch.arange(width // 2, dtype=torch.float32, device=device) - low) / (high - low)).clamp(0, 1)
+        kept = 1 - ramp
+        return (1.0 / (factor * powers)) * (1 - kept) + inv_freq * kept, scaling["attention_factor"]
+    return inv_freq, 1.0
+
+
+def rotary_table(pos, theta, width, style, dtype, scaling=None):
     """The rotary table of the positions `pos`: cos and sin, each [*pos.shape, width], laid
     out as `style` rotates: "half" rotates the two halves (Hugging Face Llama),
-    "interleaved" pairs of neighbours (GPT-J)."""
-    inv_freq = 1.0 / (theta ** (torch.arange(0, width, 2, dtype=torch.int64, device=pos.device).float() / width))
+    "interleaved" pairs of neighbours (GPT-J); frequencies scaled as `scaling` says."""
+    inv_freq, attention = inv_frequencies(theta, width, pos.device, scaling)
     angles = pos[..., None].float() * inv_freq
     if style == "half":
         angles = torch.cat((angles, angles), -1)
     else:
         angles = torch.stack((angles, angles), -1).flatten(-2)
-    return angles.cos().to(dtype), angles.sin().to(dtype)
+    return (angles.cos() * attention).to(dtype), (angles.sin() * attention).to(dtype)
 
 
 def rotate(x, cos, sin, style):
-    """x rotated over its last axis by a rotary table (`rotary_table`) that broadcasts against it."""
-    width = x.shape[-1]
+    """x rotated over its last axis by a rotary table (`rotary_table`) that broadcasts against
+    it; a table narrower than x rotates x's first features and passes the others through."""
+    width = cos.shape[-1]
+    if width < x.shape[-1]:
+        return torch.cat((rotate(x[..., :width], cos, sin, style), x[..., width:]), -1)
     if style == "half":
         rotated = torch.cat((-x[..., width // 2:], x[..., : width // 2]), -1)
         return x * cos + rotated * sin
@@ -70,26 +107,42 @@ def rotate(x, cos, sin, style):
     return torch.stack((even * cos - odd * sin, even * sin + odd * cos), -1).flatten(-2)
 
 
-def rope(x, pos, theta, style):
-    """Rotary position embedding over x's last axis; `pos` broadcasts against its other axes."""
-    return rotate(x, *rotary_table(pos, theta, x.shape[-1], style, x.dtype), style)
+def rope(x, pos, theta, style, dims=None, scaling=None):
+    """Rotary position embedding over the first `dims` features of x's last axis (all
+    without it); `pos` broadcasts against x's other axes."""
+    return rotate(x, *rotary_table(pos, theta, dims or x.shape[-1], style, x.dtype, scaling), style)
 ''',
     "rotary": '''
 class RotaryEmbedding(nn.Module):
     """The model's rotary table, computed once per forward as transformers' models do
-    (`config.rope_parameters`): cos and sin [b n width] of the positions. Every rope of
-    the model rotates by it; LiteRT-Torch's split-cache export replaces this module by
-    tables it computes outside the model."""
+    (`config.rope_parameters`: theta, rope_type and its fields): cos and sin [b n width] of
+    the positions, `width` the rotated features of each head. Every rope of the model
+    rotates by it; LiteRT-Torch's split-cache export replaces this module by tables it
+    computes outside the model."""
 
     def __init__(self, config, width, style):
         super().__init__()
         self.config = config
         self.theta = float(config.rope_parameters["rope_theta"])
+        self.scaling = dict(config.rope_parameters)
         self.width = width
         self.style = style
 
     def forward(self, x, position_ids):
-        return rotary_table(position_ids, self.theta, self.width, self.style, x.dtype)
+        return rotary_table(position_ids, self.theta, self.width, self.style, x.dtype, self.scaling)
+''',
+    "softcap_attention": '''
+def softcap_attention(query, key, value, attn_mask=None, scale=None, enable_gqa=False, softcap=None):
+    """scaled_dot_product_attention whose scores s become softcap * tanh(s / softcap) after
+    scaling and before the mask (Gemma 2), written out: PyTorch's has no softcap."""
+    if enable_gqa:
+        key = key.repeat_interleave(query.shape[-3] // key.shape[-3], -3)
+        value = value.repeat_interleave(query.shape[-3] // value.shape[-3], -3)
+    scores = torch.matmul(query, key.transpose(-1, -2)) * (query.shape[-1] ** -0.5 if scale is None else scale)
+    scores = softcap * torch.tanh(scores / softcap)
+    if attn_mask is not None:
+        scores = scores.masked_fill(~attn_mask, float("-inf"))
+    return torch.matmul(scores.softmax(-1), value)
 ''',
     "causal": '''
 def causal(rows, cols, device):
@@ -111,6 +164,8 @@ def eager_attention(module, query, key, value, attention_mask, scaling=None, dro
     key = key.repeat_interleave(module.num_key_value_groups, dim=1)
     value = value.repeat_interleave(module.num_key_value_groups, dim=1)
     scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if kwargs.get("softcap") is not None:  # after scaling, before the mask (Gemma 2)
+        scores = kwargs["softcap"] * torch.tanh(scores / kwargs["softcap"])
     if attention_mask is not None and attention_mask.dtype == torch.bool:
         scores = scores.masked_fill(~attention_mask[:, :, :, : key.shape[-2]], float("-inf"))
     elif attention_mask is not None:
@@ -132,7 +187,8 @@ class CausalAttention(nn.Module):
     attention function repeats each `num_key_value_groups` times. Takes and returns
     [b H n Dh] tensors, as the source's `scaled_dot_product_attention` does."""
 
-    def __init__(self, config, layer_idx, num_heads, num_key_value_groups, scaling, head_dim, sliding_window=None):
+    def __init__(self, config, layer_idx, num_heads, num_key_value_groups, scaling, head_dim, sliding_window=None,
+                 softcap=None):
         super().__init__()
         self.config = config
         self.layer_idx = layer_idx
@@ -142,6 +198,7 @@ class CausalAttention(nn.Module):
         self.head_dim = head_dim
         self.is_causal = True
         self.sliding_window = sliding_window  # a query sees the last `sliding_window` keys (None: all)
+        self.softcap = softcap  # scores s become softcap * tanh(s / softcap) (None: uncapped)
 
     def forward(self, query, key, value, attention_mask=None, past_key_values=None, **kwargs):
         engine = getattr(self, "attn", None)  # vLLM's Attention, where vLLM serves this module
@@ -153,7 +210,10 @@ class CausalAttention(nn.Module):
         if past_key_values is not None:
             key, value = past_key_values.update(key, value, self.layer_idx)
         attention_interface = eager_attention
-        if self.config._attn_implementation not in (None, "eager"):
+        if self.softcap is not None:  # flash and flex attention cap too; sdpa would drop it
+            kwargs["softcap"] = self.softcap
+        if self.config._attn_implementation not in (None, "eager") and (
+                self.softcap is None or self.config._attn_implementation not in ("sdpa", "paged|sdpa")):
             # get_interface: transformers reads this call in the source to let
             # set_attn_implementation() switch the function (LiteRT-Torch's export_hf does)
             attention_interface = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation,
@@ -232,7 +292,8 @@ class CausalAttention(nn.Module):
     [b H n Dh] tensors, as the source's `scaled_dot_product_attention` does; vLLM's
     tokens come as a batch of one."""
 
-    def __init__(self, config, layer_idx, num_heads, num_key_value_groups, scaling, head_dim, sliding_window=None):
+    def __init__(self, config, layer_idx, num_heads, num_key_value_groups, scaling, head_dim, sliding_window=None,
+                 softcap=None):
         super().__init__()
         vllm_config = get_current_vllm_config()
         self.layer_idx = layer_idx
@@ -245,7 +306,8 @@ class CausalAttention(nn.Module):
         # which it sets only when every layer of config.json's `layer_types` slides)
         self.attn = PagedAttention(num_heads // ranks, head_dim, scaling, num_kv_heads=kv_heads,
                               cache_config=vllm_config.cache_config, quant_config=vllm_config.quant_config,
-                              per_layer_sliding_window=sliding_window, prefix=f"layers.{layer_idx}.attention")
+                              per_layer_sliding_window=sliding_window, logits_soft_cap=softcap,
+                              prefix=f"layers.{layer_idx}.attention")
 
     def forward(self, query, key, value, attention_mask=None, past_key_values=None, **kwargs):
         engine = self.attn

@@ -21,14 +21,26 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Union
 
-DEFAULT_THETA = 10000.0  # rope's default (check/builtins.py)
+from ..check.rope_scaling import hf_rope_parameters
+from .graph import UNFOLDED, rope_setting
+
 
 
 @dataclass(frozen=True)
 class Rotary:
     theta: float
     style: str   # "half" or "interleaved"
-    width: int   # the rotated width: the attention's head width
+    width: int   # the attention's head width
+    dims: int    # the features of each head it rotates (`rotary_dims`, else the width)
+    scaling: str = "none"   # rope scaling (check/rope_scaling.py) and its keywords' values
+    values: tuple = ()
+
+    def rope_parameters(self) -> dict:
+        """config.json's `rope_parameters` for this table, in transformers' spelling."""
+        out = hf_rope_parameters(self.theta, self.scaling, dict(self.values))
+        if self.dims != self.width:
+            out["partial_rotary_factor"] = self.dims / self.width
+        return out
 
 
 def _line(n) -> str:
@@ -48,15 +60,19 @@ def rotary_plan(trace, positions: Optional[str], head_dim: Optional[int]) -> Uni
         args = r.attrs.get("args", {})
         if args.get("pos") is not pos:
             return f"a rope rotates by computed positions{_line(r)}, not by `{positions}` itself"
-        if "theta" in args and "theta" not in r.attrs:
+        theta, scaling, values, dims = rope_setting(r.attrs)
+        if theta is UNFOLDED:
             return f"a rope's theta is computed{_line(r)}, not a number known at export"
+        if dims is UNFOLDED or any(v is UNFOLDED for _, v in values):
+            return f"a rope's scaling or rotary_dims is computed{_line(r)}, not a number known at export"
         x = args.get("x")
         width = x.shape[-1] if x is not None and x.shape else None
-        this = Rotary(float(r.attrs.get("theta", DEFAULT_THETA)), r.attrs.get("style", "half"), width)
+        this = Rotary(theta, r.attrs.get("style", "half"), width, dims if dims is not None else width, scaling, values)
         if first is None:
             first = this
         elif this != first:
-            what = ("theta" if this.theta != first.theta else "style" if this.style != first.style else "width")
+            what = ("theta" if this.theta != first.theta else "style" if this.style != first.style else
+                    "width" if this.width != first.width else "rotary_dims" if this.dims != first.dims else "scaling")
             return f"the ropes differ in {what}{_line(r)}: one table can't serve them all"
     if first.width is None or first.width != head_dim:
         return (f"the ropes rotate {first.width} of the attention's {head_dim} channels per head{_line(ropes[0])}, "

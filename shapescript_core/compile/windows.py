@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
+from ..check.rope_scaling import hf_rope_parameters
 from ..check.types import ModelT, StackT, TensorT
 from .graph import UNFOLDED, CompileError
 
@@ -91,26 +92,41 @@ def _longest_sequence(gen) -> Optional[int]:
 
 
 def rope_parameters(gen, trace, plan: Optional[WindowPlan]) -> Optional[dict]:
-    """config.json's `rope_parameters` as transformers writes them: one theta for the
-    model, or one per layer type (Gemma 3: 1e4 on sliding layers, 1e6 on full ones).
-    None when the rotary bases are not one number per layer type known at export."""
-    thetas = trace.rope_thetas
-    if not thetas:
+    """config.json's `rope_parameters` as transformers writes them: theta, rope_type and its
+    fields (and `partial_rotary_factor` where the ropes rotate part of each head), one for
+    the model, or one per layer type (Gemma 3: 1e4 on sliding layers, 1e6 on full ones).
+    None when the ropes are not one setting per layer type known at export."""
+    settings = trace.rope_settings
+    if not settings:
         return None
     slots = attention_slots(gen)
     types = plan.layer_types if plan is not None else [FULL] * len(slots)
     per_type: dict = {}
-    for owner, thetas_here in thetas.items():
+    for owner, here in settings.items():
         kind = _layer_type_of(owner, slots, types)
         if kind is None:
             return None
-        per_type.setdefault(kind, set()).update(thetas_here)
-    if any(len(v) != 1 or UNFOLDED in v for v in per_type.values()):
+        per_type.setdefault(kind, set()).update(here)
+    if any(len(v) != 1 for v in per_type.values()):
         return None
-    one = {k: float(next(iter(v))) for k, v in per_type.items()}
-    if len(set(one.values())) == 1:
-        return {"rope_type": "default", "rope_theta": next(iter(one.values()))}
-    return {k: {"rope_type": "default", "rope_theta": v} for k, v in sorted(one.items())}
+    one = {k: _hf_rope(next(iter(v)), gen.head_dim()) for k, v in per_type.items()}
+    if any(v is None for v in one.values()):
+        return None
+    if len({repr(v) for v in one.values()}) == 1:
+        return next(iter(one.values()))
+    return dict(sorted(one.items()))
+
+
+def _hf_rope(setting: tuple, head_dim: Optional[int]) -> Optional[dict]:
+    """One rope setting (graph.rope_setting) in transformers' spelling, or None where a
+    value is not known at export."""
+    theta, kind, values, dims = setting
+    if theta is UNFOLDED or dims is UNFOLDED or any(v is UNFOLDED or isinstance(v, str) for _, v in values):
+        return None
+    out = hf_rope_parameters(theta, kind, dict(values))
+    if dims is not None and head_dim and dims != head_dim:
+        out["partial_rotary_factor"] = dims / head_dim
+    return out
 
 
 def _copy_of(owner: str) -> str:

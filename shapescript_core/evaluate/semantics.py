@@ -203,21 +203,70 @@ def _one_hot(c):
     return (ids.unsqueeze(-1) == t.arange(v, device=ids.device)).to(c.float_dtype())
 
 
+def _number(v):
+    return float(v.item()) if _is_tensor(v) else float(v)
+
+
+def _inv_freq(c, theta, rotated: int, f):
+    """LANGUAGE.md §6.1: theta^(-2i/R), changed as `scaling=` says (the meaning of
+    transformers' rope_type of the same name); and the factor of cos and sin."""
+    t = _torch()
+    inv = 1.0 / (theta ** (t.arange(0, rotated, 2, dtype=f) / rotated))
+    kind = c.v("scaling")
+    if kind == "none":
+        return inv, 1.0
+    factor = _number(c.v("factor"))
+    if kind == "linear":
+        return inv / factor, 1.0
+    original = _number(c.v("original_positions"))
+    if kind == "llama3":
+        low, high = _number(c.v("low_freq_factor")), _number(c.v("high_freq_factor"))
+        wavelength = 2 * math.pi / inv
+        smooth = (original / wavelength - low) / (high - low)
+        blended = (1 - smooth) * inv / factor + smooth * inv
+        return t.where(wavelength < original / high, inv,
+                       t.where(wavelength > original / low, inv / factor, blended)), 1.0
+    assert kind == "yarn", kind
+    base = _number(theta)
+
+    def dim_of(rotations):
+        return rotated * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
+    low = max(math.floor(dim_of(_number(c.v("beta_fast")))), 0)
+    high = min(math.ceil(dim_of(_number(c.v("beta_slow")))), rotated - 1)
+    if low == high:
+        high += 0.001
+    ramp = ((t.arange(rotated // 2, dtype=f) - low) / (high - low)).clamp(0, 1)  # 1: interpolated
+    return inv / factor * ramp + inv * (1 - ramp), _number(c.v("attention_factor"))
+
+
 def _rope(c):
     t = _torch()
     x, theta, style = c.v("x"), c.v("theta"), c.v("style")
     width = x.shape[-1]
+    rotated = int(_number(c.v("rotary_dims"))) if c.v("rotary_dims") is not None else width
+    if rotated < width:  # the first R features of each head rotated, the others passed through
+        return t.cat((_rotate(c, x[..., :rotated], theta, style), x[..., rotated:]), -1)
+    return _rotate(c, x, theta, style)
+
+
+def _rotate(c, x, theta, style):
+    t = _torch()
+    width = x.shape[-1]
     f = c.float_dtype()
     pos = align(c.v("pos"), _names(c.t("pos")), _names(c.t("x"))[:-1]).to(f)
-    exponent = t.arange(0, width, 2, dtype=f) / width
-    inv_freq = 1.0 / (theta ** exponent)
+    inv_freq, attention = _inv_freq(c, theta, width, f)
     angles = pos.unsqueeze(-1) * inv_freq  # [… n width/2]
-    cos, sin = angles.cos(), angles.sin()
+    cos, sin = angles.cos() * attention, angles.sin() * attention
     if style == "half":
         a, b = x[..., : width // 2], x[..., width // 2:]
         return t.cat((a * cos - b * sin, b * cos + a * sin), -1)
     a, b = x[..., 0::2], x[..., 1::2]
     return t.stack((a * cos - b * sin, a * sin + b * cos), -1).flatten(-2)
+
+
+def _softcap(c):
+    x, cap = c.v("x"), _number(c.v("c"))
+    return cap * (_torch().tanh(x / cap) if _is_tensor(x) else math.tanh(x / cap))
 
 
 def _sdpa(c):
@@ -231,6 +280,10 @@ def _sdpa(c):
     if scale is None:
         scale = 1 / math.sqrt(q.shape[-1])
     scores = (q @ k.transpose(-1, -2)) * scale
+    cap = c.v("softcap")
+    if cap is not None:  # v0.3: after scaling, before the mask
+        cap = _number(cap)
+        scores = cap * t.tanh(scores / cap)
     mask = c.v("attn_mask")
     if mask is not None:
         qt, kt = c.t("q"), c.t("k")
@@ -306,7 +359,7 @@ def semantics() -> dict:
     table.update({"maximum": _maximum, "minimum": _minimum, "where": _where, "argmax": _argmax,
                   "softmax": _softmax, "log_softmax": _log_softmax, "rms_norm": _rms_norm,
                   "layer_norm": _layer_norm, "linear": _linear, "matmul": _matmul, "embedding": _embedding,
-                  "one_hot": _one_hot, "rope": _rope, "scaled_dot_product_attention": _sdpa,
+                  "one_hot": _one_hot, "rope": _rope, "softcap": _softcap, "scaled_dot_product_attention": _sdpa,
                   "masked_fill": _masked_fill, "scale": _scale, "to": _to, "concat": _concat,
                   "arange": _arange, "rearrange": _rearrange, "split": _split, "repeat": _repeat,
                   "einsum": _einsum})

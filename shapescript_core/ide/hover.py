@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from .. import explain
+from ..check import rope_scaling
 from ..check.builtins import BUILTINS
 from ..check.static import loop_values, value as static_value
 from ..check.types import DTYPE_NAMES, ModelT, TensorT, is_unknown
@@ -356,6 +357,24 @@ def _node_hover(a, env, here, item, res, node, parent, rel):
     return None
 
 
+def _rope_rotation(a, call: A.Call) -> str:
+    """What a rope call rotates by, as it writes it: its scaling (and keywords), its
+    rotated features."""
+    args = {x.name: x.value for x in call.args if x.name}
+
+    def shown(node):
+        if isinstance(node, A.Name):
+            return node.id
+        v = static_value(node, {}, lambda name: None)
+        return "…" if v is None else rope_scaling.number_text(v)
+    kind = args["scaling"].value if isinstance(args.get("scaling"), A.String) else "none"
+    values = {k: shown(v) for k, v in args.items() if k in rope_scaling.KEYWORDS}
+    out = f"scaling: `{rope_scaling.describe(kind, values)}`"
+    if "rotary_dims" in args:
+        out += f"; rotates the first `{shown(args['rotary_dims'])}` features of each head"
+    return out
+
+
 def decorator_markdown(item, d: A.Decorator) -> str:
     """What a decorator does, as the one rule (targets.py) says."""
     targets = decorator_targets(d)
@@ -382,6 +401,8 @@ def _name_hover(a, env, here, res, node: A.Name, parent, types):
         t = types.get(id(parent))
         if t is not None and not is_unknown(t):
             text += f"\n\nhere: `{render_type(env, t)}`"
+        if name == "rope" and name in BUILTINS:
+            text += "\n\n" + _rope_rotation(a, parent)
         return text, node.pos
     t = types.get(id(node))
     b = binding_of(res, name, node.pos[0])

@@ -18,6 +18,7 @@ one tensor at a time.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 
@@ -25,6 +26,7 @@ from ..files import ReadRefused, read_bytes
 from ..arch.archs import FAMILIES, HF_MODEL_TYPES
 from ..arch.plan import Offset, RopePermute, Scale, Transpose
 from ..arch.sublayers import llama_cpp_scale
+from ..check import rope_scaling
 from ..export_errors import ExportError
 from ..gguf_format.names import hf_role_map
 from .source import WeightSource
@@ -96,6 +98,29 @@ class HFCheckpoint:
         for k in ("attn_logit_softcapping", "final_logit_softcapping"):  # Gemma 2's caps
             found[k.split("_")[0] + "_softcap"] = c.get(k)
         return {k: float(v) for k, v in found.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+    def rope_scaling_parameters(self):
+        """(scaling, {keyword: value}) of the config's one rope (check/rope_scaling.py's
+        names), with the defaults transformers reads for yarn's missing fields; None when
+        the layers' ropes differ or the type is none of the table's."""
+        rope = self.config.get("rope_parameters")
+        if not isinstance(rope, dict) or "rope_type" not in rope:
+            rope = self.config.get("rope_scaling") or ({} if not isinstance(rope, dict) else None)
+            if not isinstance(rope, dict):
+                return None
+        kind = rope.get("rope_type", rope.get("type", "default"))
+        kind = next((k for k, v in rope_scaling.HF_TYPE.items() if v == kind), kind)
+        if kind not in rope_scaling.SCALINGS:
+            return None
+        values = {}
+        for k in rope_scaling.SCALINGS[kind]:
+            v = rope.get(rope_scaling.HF_KEY.get(k, k))
+            if v is None and kind == "yarn":  # as transformers' _compute_yarn_parameters reads it
+                v = {"beta_fast": 32.0, "beta_slow": 1.0, "attention_factor": _yarn_attention_factor(rope)}.get(k)
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                return None
+            values[k] = float(v)
+        return kind, values
 
     def rope_scaling(self) -> str | None:
         """The config's rope scaling ("linear, factor 8" for Gemma 3's global layers from
@@ -255,3 +280,17 @@ def _token_id(v) -> bool:
         return False
     return (isinstance(v, int) and v >= 0) or (isinstance(v, list) and bool(v) and
                                                all(isinstance(i, int) and not isinstance(i, bool) for i in v))
+
+
+def _yarn_attention_factor(rope: dict):
+    """yarn's attention factor where config.json has none, as transformers computes it
+    (from `factor`, and `mscale` / `mscale_all_dim` where both are given: DeepSeek)."""
+    factor = rope.get("factor")
+    if not isinstance(factor, (int, float)) or isinstance(factor, bool):
+        return None
+
+    def mscale(m=1.0):
+        return 1.0 if factor <= 1 else 0.1 * m * math.log(factor) + 1.0
+    if rope.get("mscale") and rope.get("mscale_all_dim"):
+        return mscale(rope["mscale"]) / mscale(rope["mscale_all_dim"])
+    return mscale()

@@ -12,6 +12,7 @@ import os
 from ..arch.archs import FAMILIES, names_in_words
 from ..arch.plan import Scale
 from ..arch.match import NO_CAP
+from ..check import rope_scaling
 from .checkpoint_axes import source_axis
 from ..arch.roles import describe_role, role_kind
 from .stacks import stack_fields
@@ -169,11 +170,27 @@ def constant_warnings(plan, ckpt, resolved) -> list:
             out.append(e3316(words[k], none, _num(v), where[k], _fn_span(resolved)))
         elif o is not None and not math.isclose(float(o), v, rel_tol=1e-6):
             out.append(e3316(words[k], _num(o), _num(v), where[k], _fn_span(resolved)))
-    scaling = ckpt.rope_scaling()
-    if scaling:  # the source's rope has none: positions are rotated unscaled
-        out.append(e3316("rope scaling", "none", scaling, "config.json rope_parameters" if ckpt.kind == "hf"
-                         else "rope.scaling.type", _fn_span(resolved)))
-    return out
+    d = _rope_scaling_warning(plan, ckpt, resolved)
+    return out + ([d] if d is not None else [])
+
+
+def _rope_scaling_warning(plan, ckpt, resolved):
+    """E3316 where the source's rope scaling (v0.3) is not the checkpoint's: another
+    scaling, or another value of one of its keywords."""
+    kind, values, _ = plan.rope
+    ours = rope_scaling.describe(kind, dict(values))
+    where = "config.json rope_parameters" if ckpt.kind == "hf" else "rope.scaling.type"
+    theirs = ckpt.rope_scaling_parameters() if ckpt.kind == "hf" else None
+    if theirs is None:  # the checkpoint says it only in words (a .gguf, ropes per layer type)
+        scaling = ckpt.rope_scaling()
+        if scaling and kind == "none":  # the source's rope has none: positions are rotated unscaled
+            return e3316("rope scaling", "none", scaling, where, _fn_span(resolved))
+        return None
+    tkind, tvalues = theirs
+    same = tkind == kind and all(math.isclose(float(v), tvalues[k], rel_tol=1e-6) for k, v in values)
+    if same:
+        return None
+    return e3316("rope scaling", ours, rope_scaling.describe(tkind, tvalues), where, _fn_span(resolved))
 
 
 def scale_warnings(recipes: dict, ckpt, resolved) -> list:

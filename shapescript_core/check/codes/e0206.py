@@ -40,3 +40,9 @@ def needs_pattern(span, fname: str) -> Diagnostic:
 
 
 WINDOW_NEEDS_MASK = "a sliding window narrows the causal mask: write `attn_mask=causal[n n], window=W`"
+
+
+def not_with(span, fname: str, name: str, setting: str) -> Diagnostic:
+    """A keyword the call has but its setting doesn't take: `rope(…, scaling="linear",
+    beta_fast=32)`."""
+    return error("E0206", f"`{fname}` takes no `{name}=` with {setting}", span, f"not a keyword of {setting}")

@@ -73,7 +73,22 @@ def conventional(gen) -> dict:
         out["layer_types"] = gen.windows.layer_types
     if gen.rope_parameters is not None:
         out["rope_parameters"] = gen.rope_parameters
+        if "max_position_embeddings" not in out:  # transformers reads it for a scaled rope
+            scaled = [r for r in _ropes(gen.rope_parameters) if "original_max_position_embeddings" in r]
+            if scaled:  # the context the scaling stretches the original one to (docs/language.md)
+                out["max_position_embeddings"] = max(int(r["original_max_position_embeddings"] * r["factor"])
+                                                      for r in scaled)
+    caps = {gen.site_softcap(n) for c in gen.classes.values() for n in c.sites}
+    if len(caps) == 1 and None not in caps:  # every attention caps its scores alike (Gemma 2)
+        out["attn_logit_softcapping"] = caps.pop()
     return out
+
+
+def _ropes(rope_parameters: dict) -> list:
+    """The rope settings of `rope_parameters`: itself, or one per layer type."""
+    if "rope_type" in rope_parameters:
+        return [rope_parameters]
+    return [v for v in rope_parameters.values() if isinstance(v, dict)]
 
 
 def module_paths(gen) -> dict:

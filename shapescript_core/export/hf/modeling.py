@@ -72,7 +72,7 @@ def modeling_source(gen: Generator, names: Names, source_name: str) -> str:
         tail: list = []
     else:
         rotary = gen.rotary
-        tail_init = ([f"self.rotary_emb = RotaryEmbedding(config, {rotary.width}, {rotary.style!r})  "
+        tail_init = ([f"self.rotary_emb = RotaryEmbedding(config, {rotary.dims}, {rotary.style!r})  "
                       f"# the rotary table every rope rotates by"] if rotary else []) + ["self.post_init()"]
         root = class_lines(gen, plan.root, base=names.pretrained, root=True, init_tail=tail_init,
                            skip_methods=(entry.name,))
@@ -81,8 +81,8 @@ def modeling_source(gen: Generator, names: Names, source_name: str) -> str:
                         "def set_input_embeddings(self, value):", f"    self.{table} = value", ""])
         root += indent(_lm_forward(gen, source_name))
         tail = ["", ""] + _causal_lm(gen, names, source_name)
-    helpers = [HELPERS[h].strip("\n") for h in ("rms_norm", "layer_norm", "rope", "rotary", "causal", "window_mask",
-                                                "attend", "mask", "parts")
+    helpers = [HELPERS[h].strip("\n") for h in ("rms_norm", "layer_norm", "rope", "rotary", "softcap_attention",
+                                                "causal", "window_mask", "attend", "mask", "parts")
                if h in gen.helpers or (h == "mask" and lm is not None) or (h == "rotary" and gen.rotary)]
     imports = ["import dataclasses", "import inspect", "import math", "", "import torch", "from torch import nn",
                "from transformers import GenerationMixin, PreTrainedModel" if lm else "from transformers import PreTrainedModel"]
