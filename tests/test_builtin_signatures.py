@@ -43,3 +43,20 @@ def test_einsum_reads_as_a_call_is_written():
     assert BUILTINS["einsum"].signature == "einsum(a, b, …: La, Lb, … -> R)"
     assert BUILTINS["rearrange"].signature == "rearrange(x, L -> R)"
     assert BUILTINS["concat"].signature == "concat(a, b, …, over=A)"
+
+
+def test_the_vscode_grammar_colours_every_builtin():
+    """The TextMate grammar's builtin alternations (a call, and after `|>`) name exactly the
+    builtin table's builtins: a new one (v0.3's softcap) is coloured as one."""
+    import json
+    import os
+    import re
+    from shapescript_core.check.builtins import BUILTINS
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "editors", "vscode", "syntaxes", "shapescript.tmLanguage.json"),
+              encoding="utf-8") as fh:
+        text = json.dumps(json.load(fh))
+    found = re.findall(r"\(scaled_dot_product_attention\|([a-z_|]+)\)", text)
+    assert len(found) == 2
+    for alternation in found:
+        assert sorted(["scaled_dot_product_attention"] + alternation.split("|")) == sorted(BUILTINS)

@@ -49,6 +49,7 @@ CASES = [(u, f"{u}(x)", "[b n D]", f"{u}(ids)", "E0303") for u in UNARY] + [
      "[b H n Dh]", "scaled_dot_product_attention(q, k, v, attn_mask=causal[n D])", "E0412"),
     ("masked_fill", "masked_fill(s, !causal[n n], -inf)", "[b H n n]", "masked_fill(s, causal[n D], 0.0)", "E0412"),
     ("scale", "scale(x, 1 / sqrt(Dh))", "[b n D]", "scale(x, y)", "E0402"),
+    ("softcap", "softcap(x, 30.0)", "[b n D]", "softcap(x, x)", "E0304"),
     ("to", "to(x, bf16)", "[b n D] bf16", "to(x, 3)", "E0304"),
     ("concat", "concat(x, x, over=D)", "[b n 2*D]", "concat(x, y, over=D)", "E0401"),
     ("arange", "arange(n)", "[n] i64", "arange(x)", "E0304"),

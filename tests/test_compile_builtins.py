@@ -110,6 +110,8 @@ def _reduction_cases():
 CASES = [
     *_unary_cases(),
     # ---- by name, as §3.2
+    ("softcap", "x: [b n D] -> [b n D]", "softcap(x, 2.5)", lambda t: 2.5 * torch.tanh(t["x"] / 2.5)),
+    ("softcap_by_dim", "x: [b n D] -> [b n D]", "softcap(x, Dh)", lambda t: 6 * torch.tanh(t["x"] / 6)),
     ("maximum_orders", "x: [b n D], y: [D b] -> [b n D]", "maximum(x, y)",
      lambda t: torch.maximum(t["x"], t["y"].T[:, None, :])),
     ("minimum_small_first", "y: [n D], x: [b n D] -> [b n D]", "minimum(y, x)",

@@ -329,3 +329,52 @@ def test_the_gguf_export_refuses_rope_scaling_with_e3313(tmp_path):
     said = r.stdout + r.stderr
     assert "E3313" in said and "rope is scaled (llama3)" in said and "which the GGUF export doesn't write yet" in said
     assert not os.path.exists(tmp_path / "l.gguf")
+
+
+@pytest.mark.parametrize("rope,softcap,said", [
+    ('scaling="linear", factor=2.0', "", "rope scaling (linear, line 25)"),
+    ("rotary_dims=16", "", "partial rotary (rotary_dims, line 25)"),
+    ("theta=10000.0", ", softcap=2.0", "a softcap (line 28)"),
+], ids=["scaling", "partial", "softcap"])
+def test_litert_refuses_what_it_would_not_keep(rope, softcap, said, tmp_path):
+    from differential_support import Case, export
+    from envs import require_litert
+    from shapescript_core.evaluate import load
+    require_litert()
+    source = LM.replace("ROPE", rope).replace("SOFTCAP", softcap)
+    weights = load(source).random_weights("forward", seed=0)
+    r = export(Case(source, lm=True), weights, str(tmp_path / "litert"), target="litert")
+    assert not r.ok
+    assert r.message == (f"`forward` uses {said}, which the LiteRT export doesn't keep yet (LiteRT-Torch's "
+                         f"export_hf replaces the attention and the rotary table with its own): export it with --hf")
+    assert not os.path.exists(tmp_path / "litert")
+
+
+def test_vllm_serves_the_v03_features_as_the_evaluator_computes(tmp_path):
+    """vLLM's Transformers backend on the CPU runs the --vllm export's model: the rotary
+    table of our own code (scaled, partial), the attention's softcap from config.json's
+    attn_logit_softcapping (vLLM's CPU attention caps). Greedy tokens equal the evaluator's."""
+    from differential_support import Case, export, quiet
+    from envs import require_vllm, run_in_env
+    from shapescript_core.evaluate import load
+    from test_differential_vllm import SERVE, evaluator_greedy
+    prompts = [[5, 17, 90, 3, 50, 8, 1, 44, 60, 2, 71, 30], [11, 20, 7]]  # ids below V = 96
+    quiet()
+    want, outs = {}, []
+    for k, (rope, softcap) in enumerate([
+            ('scaling="yarn", factor=4.0, original_positions=32, beta_fast=32.0, beta_slow=1.0, '
+             'attention_factor=1.2, rotary_dims=32', ", softcap=3.0"),
+            ('scaling="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_positions=16', "")]):
+        source = LM.replace("ROPE", rope).replace("SOFTCAP", softcap).replace("@export(hf)", "@export(vllm)")
+        prog = load(source)
+        weights = prog.random_weights("forward", seed=k, std=0.5)
+        out = str(tmp_path / f"vllm_v03_{k}")
+        r = export(Case(source, lm=True, seed=k), weights, out, target="vllm")
+        assert r.ok, r.message
+        want[out] = [evaluator_greedy(prog, weights, p) for p in prompts]
+        outs.append(out)
+        if softcap:
+            assert json.load(open(os.path.join(out, "config.json")))["attn_logit_softcapping"] == 3.0
+    got = run_in_env(require_vllm(), SERVE, json.dumps(prompts), *outs, timeout=900).result
+    for out in outs:
+        assert got[out] == want[out], f"{out}: vLLM {got[out]}, the evaluator {want[out]}"

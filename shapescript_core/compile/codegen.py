@@ -261,6 +261,11 @@ class Generator:
             return None
         return float(next(iter(values)))
 
+    def trace_nodes(self) -> list:
+        """Every node the export's trace runs (the trace made once per export)."""
+        self._trace_sites()
+        return self._trace.nodes
+
     def site_softcap(self, n):
         """An attention call's `softcap=` as one number known at export (v0.3), or None when
         it has none; CompileError when its calls fold to different values or to values

@@ -27,7 +27,8 @@ from .env import require
 from .extension import extension_source, module_name
 from .e3317 import check_cache_length
 from .e3318 import check_split_cache
-from .litert_messages import not_a_language_model, prefill_too_long, sliding_window_unsupported
+from .litert_messages import (not_a_language_model, prefill_too_long, sliding_window_unsupported,
+                              v03_unsupported)
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
 SPLIT_FILES = ("embedder", "auxiliary")  # beside model.tflite with --split-cache
@@ -64,6 +65,21 @@ SPLIT_README = """\
 """
 
 
+def _v03_features(art) -> list:
+    """The v0.3 features of the exported model (rope scaling, partial rotary, softcaps),
+    each at the first line that uses it."""
+    out: dict = {}
+    for n in art.generator.trace_nodes():
+        args = n.attrs.get("args", {})
+        if n.op == "rope" and n.attrs.get("scaling", "none") != "none":
+            out.setdefault("scaling", f"rope scaling ({n.attrs['scaling']}, line {n.where[1]})")
+        if n.op == "rope" and args.get("rotary_dims") is not None:
+            out.setdefault("partial", f"partial rotary (rotary_dims, line {n.where[1]})")
+        if n.op == "softcap" or (n.op == "scaled_dot_product_attention" and args.get("softcap") is not None):
+            out.setdefault("softcap", f"a softcap (line {n.where[1]})")
+    return list(out.values())
+
+
 def write(ctx) -> str:
     python = require()
     hf_dir = os.path.join(ctx.tmp, "hf")
@@ -77,6 +93,9 @@ def write(ctx) -> str:
         config = json.load(fh)
     if config.get("sliding_window") is not None:
         raise ExportError(sliding_window_unsupported(ctx.fn_item.name, config["sliding_window"]))
+    features = _v03_features(art)
+    if features:
+        raise ExportError(v03_unsupported(ctx.fn_item.name, features))
     table = position_table(art)
     o = opts.resolve(ctx.request, table)
     _check_lengths(ctx, art, table, o)
