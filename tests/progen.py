@@ -19,6 +19,10 @@ import random
 from differential_support import Case
 
 UNARY = ["tanh", "sigmoid", "silu", "gelu", "gelu_tanh", "relu", "abs", "neg", "sin", "cos"]
+# v0.3's rope scalings, each with every keyword (LANGUAGE.md §6.1)
+ROPE_V03 = ["", "", "", ', scaling="linear", factor=2.0',
+            ', scaling="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_positions=16',
+            ', scaling="yarn", factor=4.0, original_positions=8, beta_fast=32.0, beta_slow=1.0, attention_factor=1.2']
 BOUNDED = ["exp(tanh({e}))", "sqrt(abs({e}) + 1.0)", "log(abs({e}) + 1.0)", "rsqrt(square({e}) + 1.0)",
            "square(tanh({e}))"]
 
@@ -32,6 +36,9 @@ class Fn:
 class Gen:
     def __init__(self, seed: int, lm: bool):
         self.r = random.Random(seed)
+        # v0.3's features (rope scaling, rotary_dims, softcaps) draw from a stream of their own,
+        # so that the programs of every seed keep the rest of what they were before
+        self.r3 = random.Random(seed + 1_000_003)
         self.lm = lm
         self.fns: list = []  # helpers, callable by the ones defined before them
         self.lines: list = []
@@ -80,7 +87,10 @@ class Gen:
             opts += ["call", "call"]
         k = r.choice(opts)
         if k == "unary":
-            return f"{r.choice(UNARY)}({e()})"
+            u = r.choice(UNARY)
+            if self.r3.random() < 0.15:  # v0.3
+                return f"softcap({e()}, {self.r3.choice(['2.5', 'Dh', '0.5 * D'])})"
+            return f"{u}({e()})"
         if k == "bounded":
             return r.choice(BOUNDED).format(e=e())
         if k == "binop":
@@ -223,12 +233,13 @@ class Gen:
         """Statements computing attention over `x` with the submodel `a`; the last is `o = ...`."""
         B, N = f.b, f.n
         lines = []
+        v03 = self.r3.choice(ROPE_V03) + (self.r3.choice(["", "", ", rotary_dims=2", ", rotary_dims=Dh"]))
         for name, heads in (("q", "H"), ("k", "Hkv"), ("v", "Hkv")):
             line = f"{name} = linear({x}, {a}.w{name}) |> rearrange({B} {N} ({heads} Dh) -> {B} {heads} {N} Dh)"
             if name != "v" and pos is not None and self.chance(0.8):
                 theta = self.scalar("theta", s)
                 style = self.pick("", "", ', style="interleaved"', ', style="half"')
-                line += f" |> rope({pos}, theta={theta}{style})"
+                line += f" |> rope({pos}, theta={theta}{style}{v03})"
             lines.append(line)
         if self.lm or self.chance(0.5):  # a language model's attention repeats fewer key heads itself
             lines.append(f"k = k |> repeat({B} Hkv {N} Dh -> {B} (Hkv G) {N} Dh)")
@@ -240,7 +251,8 @@ class Gen:
                 lines.append(f"o = einsum(att, v: {B} H {N} m, {B} H m Dh -> {B} H {N} Dh)")
                 return lines + [f"o = o |> rearrange({B} H {N} Dh -> {B} {N} (H Dh)) |> linear({a}.wo)"]
         scale = f", scale={self.scalar('scale', s)}" if self.chance(0.6) else ""
-        lines.append(f"o = scaled_dot_product_attention(q, k, v, attn_mask=causal[{N} {N}]{scale})")
+        cap = self.r3.choice(["", "", "", ", softcap=3.0", ", softcap=Dh"])  # v0.3
+        lines.append(f"o = scaled_dot_product_attention(q, k, v, attn_mask=causal[{N} {N}]{scale}{cap})")
         lines.append(f"o = o |> rearrange({B} H {N} Dh -> {B} {N} (H Dh)) |> linear({a}.wo)")
         return lines
 

@@ -112,6 +112,8 @@ CASES = [
     # ---- by name, as §3.2
     ("softcap", "x: [b n D] -> [b n D]", "softcap(x, 2.5)", lambda t: 2.5 * torch.tanh(t["x"] / 2.5)),
     ("softcap_by_dim", "x: [b n D] -> [b n D]", "softcap(x, Dh)", lambda t: 6 * torch.tanh(t["x"] / 6)),
+    ("softcap_by_arithmetic", "x: [b n D] -> [b n D]", "softcap(x, 0.5 * Dh)",  # c parenthesized: x / (0.5 * 6)
+     lambda t: 3 * torch.tanh(t["x"] / 3)),
     ("maximum_orders", "x: [b n D], y: [D b] -> [b n D]", "maximum(x, y)",
      lambda t: torch.maximum(t["x"], t["y"].T[:, None, :])),
     ("minimum_small_first", "y: [n D], x: [b n D] -> [b n D]", "minimum(y, x)",

@@ -68,5 +68,6 @@ def test_the_generator_covers_the_language():
     missing = [b for b in BUILTINS if not re.search(rf"\b{b}\b", text)]
     assert not missing, f"no sampled program calls {missing}"
     for form in ("eps=s", "theta=s", "scale=s", "eps=1 / D", "for layer in m.layers", "-> [p q D]",
-                 'style="interleaved"', "(Hkv G)", "split(", "masked_fill(!causal"):
+                 'style="interleaved"', "(Hkv G)", "split(", "masked_fill(!causal", 'scaling="llama3"',
+                 'scaling="yarn"', 'scaling="linear"', "rotary_dims=", "softcap=", "softcap("):
         assert form in text, form

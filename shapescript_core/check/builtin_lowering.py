@@ -221,7 +221,7 @@ def rope_scaling_code(e: Emitter, n) -> Optional[str]:
 
 
 def softcap(e: Emitter, n) -> str:
-    c = e.scalar(n, "c", number=True)
+    c = e.atom(e.scalar(n, "c", number=True))
     return f"{c} * torch.tanh({e.atom(e.ex(e.arg(n, 'x')))} / {c})"
 
 
