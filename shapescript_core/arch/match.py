@@ -46,6 +46,9 @@ class ArchMatcher(Projections, Sublayers):
         self.attention_plan = None  # the compiler's AttentionPlan, made at the first attention
         # gemma2/3: (rope theta, window or None, attention node, no per-head norms) per block
         self.layer_attn: list = []
+        # v0.3's softcaps: (value, node) of each attention's `softcap=` and of the final one
+        self.attn_caps: list = []
+        self.final_cap = None
 
     # ------------------------------------------------------------ helpers
     def depart(self, node, place: str, what: str):
@@ -118,6 +121,9 @@ class ArchMatcher(Projections, Sublayers):
     def run(self) -> GGUFPlan:
         tr = self.tr
         out = tr.output
+        if out is not None and out.op == "softcap":  # v0.3: the logits capped (Gemma 2)
+            self.final_cap = (out.attrs.get("c"), out)
+            out = self.arg(out, "x")
         if out is None or out.op != "linear":
             raise Depart(out, "the logits don't come from an output layer")
         if self.arg(out, "b") is not None:
@@ -175,6 +181,7 @@ class ArchMatcher(Projections, Sublayers):
                 hp["windows"] = self.windows()
             self.norm(final, "output_norm", hp, plan_t, None, stream_check=False)
             self.output_of_gemma2(w_out == embeds[0][1], out, hp)
+            self.softcaps(hp)
         except Depart as d:
             self.found.append(d)
         if self.found:
@@ -190,14 +197,31 @@ class ArchMatcher(Projections, Sublayers):
     def output_of_gemma2(self, tied: bool, out, hp):
         """gemma2's output layer is the token embedding. llama.cpp's gemma2 caps the
         attention's scores and the logits by c * tanh(x / c), always (50 and 30 when the file
-        doesn't say). A source caps neither (`scaled_dot_product_attention` has no cap, and
-        the logits come straight from the output layer, E3302): caps so large that they
-        change nothing (`NO_CAP`) are written."""
+        doesn't say): `softcaps` writes the source's."""
         if self.arch != "gemma2":
             return
         if not tied:
             self.depart(out, "output", "the output layer has a weight of its own")
-        hp["softcaps"] = {"attn_softcap": NO_CAP, "final_softcap": NO_CAP}
+
+    def softcaps(self, hp):
+        """The attention's and the logits' softcaps (v0.3): gemma2 writes them (one for every
+        attention), caps so large that they change nothing (`NO_CAP`) where the source has
+        none; another architecture has none (the importer's matching records them, for
+        E3316)."""
+        caps = [(v, n) for v, n in self.attn_caps + ([self.final_cap] if self.final_cap else [])]
+        for v, n in caps:
+            if not isinstance(v, (int, float)) or isinstance(v, bool):
+                raise Depart(n, f"a softcap is computed{line_of(n)}; llama.cpp stores one number")
+        if caps and self.arch != "gemma2" and not self.any_window:
+            raise Depart(caps[0][1], f"{'the logits are' if caps[0] is self.final_cap else 'the attention is'} capped "
+                                     f"(softcap){line_of(caps[0][1])}, where {self.arch} caps nothing")
+        for v, n in self.attn_caps[1:]:
+            if v != self.attn_caps[0][0]:
+                raise Depart(n, f"this attention's softcap is {v}{line_of(n)}, where the first's is "
+                                f"{self.attn_caps[0][0]}: llama.cpp has one")
+        if self.arch == "gemma2" or caps:
+            hp["softcaps"] = {"attn_softcap": float(self.attn_caps[0][0]) if self.attn_caps else NO_CAP,
+                              "final_softcap": float(self.final_cap[0]) if self.final_cap else NO_CAP}
 
     def embedding_scale(self, tok, scaled, hp):
         """gemma2's and gemma3's token embedding times sqrt(D); no other architecture scales it."""

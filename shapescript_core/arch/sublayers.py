@@ -134,9 +134,9 @@ class Sublayers:
             if hp.setdefault(key, val) != val:
                 raise Depart(node, f"this attention has {val} where the first has {hp[key]}{line_of(node)}: "
                                     f"llama.cpp has one {key.replace('_', ' ')}")
-        if self.arg(att, "softcap") is not None and not self.any_window:
-            raise Depart(att, f"the attention caps its scores (softcap){line_of(att)}, which the GGUF export "
-                              f"doesn't write yet")
+        if self.arg(att, "softcap") is not None:  # v0.3: checked with the logits' (match.softcaps)
+            cap = att.attrs.get("softcap")
+            self.attn_caps.append((cap if cap is not None else fold(self.arg(att, "softcap"), self.prog), att))
         if q.rope is not None:
             self.rope_setting(q.rope, k.rope, hp)
             theta = float(q.rope.attrs.get("theta", 10000.0))

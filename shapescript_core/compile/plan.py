@@ -49,6 +49,7 @@ class LanguageModel:
     tied: bool
     embed_node: object = None  # the `embedding(ids, m.table)` node of the exported function
     out_node: object = None  # the returned `linear(h, m.output)` node
+    final_softcap: Optional[float] = None  # v0.3: `softcap(linear(h, m.output), c)`'s c (Gemma 2)
 
 
 @dataclass
@@ -226,9 +227,15 @@ def _language_model(prog, root: str) -> LanguageModel:
     positions = g.params[2][0] if len(g.params) > 2 and isinstance(g.params[2][1], TensorT) \
         and g.params[2][1].dtype.is_int else None
     last = g.body[-1]
-    if not isinstance(last, Ret) or last.value.op != "linear":
+    out_node = last.value if isinstance(last, Ret) else None
+    cap = None
+    if out_node is not None and out_node.op == "softcap":  # v0.3: the logits capped (Gemma 2)
+        cap = out_node.attrs.get("c")
+        if not isinstance(cap, (int, float)) or isinstance(cap, bool):
+            raise CompileError("a language model's final softcap must be one number known at export", out_node.where)
+        out_node = out_node.attrs["args"]["x"]
+    if out_node is None or out_node.op != "linear":
         raise CompileError("a language model returns its output layer")
-    out_node = last.value
     w = out_node.attrs["args"]["W"]
     order, _ = walk_nodes(g.body)
     embed = next((n for n in order if n.op == "embedding" and n.attrs["args"]["ids"].op == "local"
@@ -237,4 +244,5 @@ def _language_model(prog, root: str) -> LanguageModel:
         raise CompileError("a language model embeds its token ids with a field of the model")
     table = embed.attrs["args"]["E"].attrs["name"]
     output = w.attrs["name"]
-    return LanguageModel(ids, positions, table, output, table == output, embed, out_node)
+    return LanguageModel(ids, positions, table, output, table == output, embed, out_node,
+                         float(cap) if cap is not None else None)

@@ -55,6 +55,9 @@ def check_output(prog, res, env, si, layers: Layers):
     if not isinstance(last, A.Return):
         return None
     value = last.value
+    capped = _final_softcap(res, value)
+    if capped is not None:  # v0.3: `softcap(linear(h, m.W), c)`, which every engine runs natively
+        value = capped
     mname = si.model.name
     found = _find_output_call(res, value)
     problem = None
@@ -93,6 +96,16 @@ def check_output(prog, res, env, si, layers: Layers):
         if f is not None:
             d.fix(f)
     return d
+
+
+def _final_softcap(res, value):
+    """The output layer's call inside a final `softcap(…, c)` (SERVING-ENGINES.md, E3302,
+    v0.3), or None."""
+    info = res.calls.get(id(value)) if isinstance(value, A.Call) else None
+    if info is None or info.builtin is None or info.target != "softcap" or "x" not in info.arg_map:
+        return None
+    inner = info.arg_map["x"].value
+    return inner if _is_linear(res, inner) else None
 
 
 def _find_output_call(res, value):

@@ -78,6 +78,8 @@ def conventional(gen) -> dict:
             if scaled:  # the context the scaling stretches the original one to (docs/language.md)
                 out["max_position_embeddings"] = max(int(r["original_max_position_embeddings"] * r["factor"])
                                                       for r in scaled)
+    if lm.final_softcap is not None:  # v0.3: the logits capped after the output layer (Gemma 2)
+        out["final_logit_softcapping"] = lm.final_softcap
     caps = {gen.site_softcap(n) for c in gen.classes.values() for n in c.sites}
     if len(caps) == 1 and None not in caps:  # every attention caps its scores alike (Gemma 2)
         out["attn_logit_softcapping"] = caps.pop()

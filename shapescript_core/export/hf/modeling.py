@@ -198,6 +198,8 @@ def _causal_lm(gen: Generator, names: Names, source_name: str) -> list:
         "        hidden_states = outputs.last_hidden_state",
         "        keep = slice(-logits_to_keep, None) if isinstance(logits_to_keep, int) else logits_to_keep",
         "        logits = self.lm_head(hidden_states[:, keep, :])",
+        *([f"        logits = {lm.final_softcap!r} * torch.tanh(logits / {lm.final_softcap!r})  # the source's final "
+           f"softcap (config.final_logit_softcapping)"] if lm.final_softcap is not None else []),
         "        loss = None",
         "        if labels is not None:",
         "            loss = self.loss_function(logits=logits, labels=labels, vocab_size=self.config.vocab_size, **kwargs)",

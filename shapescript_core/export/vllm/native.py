@@ -124,7 +124,8 @@ def _causal_lm(gen: Generator, names: Names) -> list:
         *stages,
         f"        self.model = {names.base}(config)",
         *head,
-        f"        self.logits_processor = LogitsProcessor({v})",
+        f"        self.logits_processor = LogitsProcessor({v}"
+        + (f", soft_cap={gen.lm.final_softcap!r})" if gen.lm.final_softcap is not None else ")"),
         "",
         "    def embed_input_ids(self, input_ids):",
         f"        return self.model.{table}(input_ids)",

@@ -12,6 +12,8 @@ import re
 import pytest
 
 from checkout import ROOT
+
+np = pytest.importorskip("numpy")
 from import_support import greedy, load_export, logits, max_diff, run_cli
 
 torch = pytest.importorskip("torch")
@@ -88,8 +90,9 @@ def test_the_v03_examples_and_keywords_check_clean():
         '    k = scaled_dot_product_attention(e, e, e, attn_mask=causal[n n], softcap=50.0)\n'
         '    return softcap(k, 30.0)\n')
     assert _check(text) == []
-    r = run_cli("check", LLAMA3)
-    assert r.returncode == 0 and "error" not in r.stdout, r.stdout
+    for example in (LLAMA3, os.path.join(ROOT, "examples", "gemma2.ss")):  # gemma2: every target, gguf too
+        r = run_cli("check", example)
+        assert r.returncode == 0 and "error" not in r.stdout and "warning" not in r.stdout, r.stdout
 
 
 def test_hover_on_a_rope_shows_its_scaling():
@@ -307,18 +310,24 @@ fn forward(m: Lm, ids: [b n] Index[V], pos: [b n] i64) -> [b n V]:
     ('scaling="yarn", factor=4.0, original_positions=8, beta_fast=32.0, beta_slow=1.0, attention_factor=1.2, '
      'rotary_dims=32', ", softcap=3.0"),
     ('scaling="linear", factor=2.0', ""),
-], ids=["partial+softcap", "llama3", "yarn+partial+softcap", "linear"])
+    ("theta=10000.0", " FINAL"),
+], ids=["partial+softcap", "llama3", "yarn+partial+softcap", "linear", "final_softcap"])
 def test_a_language_model_with_v03_features_exports_as_the_evaluator_computes(rope, softcap, tmp_path):
     """The --hf export (its rotary table in `rotary_emb`, its attention modules with the KV
-    cache) against the reference evaluator, all positions and token by token."""
+    cache, the lm_head's logits capped) against the reference evaluator, all positions and
+    token by token."""
     from differential_support import Case, check_hf
     source = LM.replace("ROPE", rope).replace("SOFTCAP", softcap)
+    if " FINAL" in source:
+        softcap = "|> linear(m.head) |> softcap(1.5)"
+        source = source.replace(" FINAL", "").replace("|> linear(m.head)", softcap)
     assert _check(source) == []
     assert check_hf(Case(source, lm=True, seed=5), str(tmp_path)) is None
     if softcap:  # the teeth: the softcap matters at these weights
         from differential_support import evaluator_outputs
         _, _, _, capped = evaluator_outputs(Case(source, lm=True, seed=5))
-        _, _, _, free = evaluator_outputs(Case(source.replace(softcap, ""), lm=True, seed=5))
+        uncapped = source.replace(softcap, "|> linear(m.head)" if "m.head" in softcap else "")
+        _, _, _, free = evaluator_outputs(Case(uncapped, lm=True, seed=5))
         assert max_diff(capped, free) > 1e-2
 
 
@@ -364,8 +373,13 @@ def test_vllm_serves_the_v03_features_as_the_evaluator_computes(tmp_path):
     for k, (rope, softcap) in enumerate([
             ('scaling="yarn", factor=4.0, original_positions=32, beta_fast=32.0, beta_slow=1.0, '
              'attention_factor=1.2, rotary_dims=32', ", softcap=3.0"),
-            ('scaling="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_positions=16', "")]):
+            ('scaling="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_positions=16', ""),
+            ("rotary_dims=16", ", softcap=2.0 FINAL")]):
         source = LM.replace("ROPE", rope).replace("SOFTCAP", softcap).replace("@export(hf)", "@export(vllm)")
+        # the logits capped too (config.json's final_logit_softcapping; greedy tokens can't see a
+        # final cap, which keeps their order: its numbers are the --hf tests')
+        if "FINAL" in source:
+            source = source.replace(" FINAL", "").replace("|> linear(m.head)", "|> linear(m.head) |> softcap(1.5)")
         prog = load(source)
         weights = prog.random_weights("forward", seed=k, std=0.5)
         out = str(tmp_path / f"vllm_v03_{k}")
@@ -373,8 +387,58 @@ def test_vllm_serves_the_v03_features_as_the_evaluator_computes(tmp_path):
         assert r.ok, r.message
         want[out] = [evaluator_greedy(prog, weights, p) for p in prompts]
         outs.append(out)
+        cfg = json.load(open(os.path.join(out, "config.json"), encoding="utf-8"))
         if softcap:
-            assert json.load(open(os.path.join(out, "config.json")))["attn_logit_softcapping"] == 3.0
+            assert cfg["attn_logit_softcapping"] == float(softcap.split("=")[1].split()[0])
+        assert cfg.get("final_logit_softcapping") == (1.5 if "FINAL" in softcap else None)
     got = run_in_env(require_vllm(), SERVE, json.dumps(prompts), *outs, timeout=900).result
     for out in outs:
         assert got[out] == want[out], f"{out}: vLLM {got[out]}, the evaluator {want[out]}"
+
+
+# ---------------------------------------------------------------- Gemma 2's softcaps
+GEMMA2 = os.path.join(ROOT, "examples", "gemma2.ss")
+
+
+def _gemma2_source(tmp_path, attn: str, final: str) -> str:
+    """examples/gemma2.ss with other caps ("" drops one)."""
+    text = open(GEMMA2, encoding="utf-8").read()
+    text = text.replace(",\n        softcap=50.0)", f", softcap={attn})" if attn else ")")
+    text = text.replace(" |> softcap(30.0)", f" |> softcap({final})" if final else "")
+    assert "50.0" not in text and "30.0" not in text
+    path = tmp_path / f"gemma2_{attn or 'none'}_{final or 'none'}.ss"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def test_a_gemma2_checkpoint_with_both_softcaps_runs_as_transformers_and_in_llama_cpp(tmp_path):
+    """Caps small enough to bind at these weights (5 and 3: Gemma 2's own 50 and 30 are
+    examples/gemma2.ss's), so that each one matters."""
+    import gguf
+    from test_gguf_gemma import AT_SIZE, PROMPT, TOLERANCE, gemma2, greedy_hf, run_llama_cpp
+    model = gemma2(caps=(5.0, 3.0))
+    ckpt = str(tmp_path / "ckpt")
+    model.save_pretrained(ckpt)
+    source = _gemma2_source(tmp_path, "5.0", "3.0")
+    said = _export(source, ckpt, str(tmp_path / "gemma2_caps_hf"), *AT_SIZE)
+    assert "E3316" not in said, said
+    cfg = json.load(open(tmp_path / "gemma2_caps_hf" / "config.json", encoding="utf-8"))
+    assert (cfg["attn_logit_softcapping"], cfg["final_logit_softcapping"]) == (5.0, 3.0)
+    ours = load_export(str(tmp_path / "gemma2_caps_hf"))
+    want = logits(model, PROMPT)
+    assert max_diff(logits(ours, PROMPT), want) < 1e-4
+    assert float(np.abs(want).max()) <= 3.0  # the logits are capped
+    r = run_cli("export", source, "--gguf", "-o", str(tmp_path / "g.gguf"), "--weights", ckpt, "--force", *AT_SIZE)
+    assert r.returncode == 0 and "E3316" not in r.stdout + r.stderr, r.stdout + r.stderr
+    f = gguf.GGUFReader(str(tmp_path / "g.gguf"))
+    assert f.get_field("gemma2.attn_logit_softcapping").contents() == 5.0
+    assert f.get_field("gemma2.final_logit_softcapping").contents() == 3.0
+    got, tokens = run_llama_cpp(str(tmp_path / "g.gguf"), PROMPT)
+    assert max_diff(got, want) < TOLERANCE
+    assert tokens == greedy_hf(model, PROMPT, use_cache=True)
+    # the teeth: each cap dropped from the source moves the logits, and is said
+    for attn, final, missing in (("", "3.0", "attention logit softcapping"), ("5.0", "", "final logit softcapping")):
+        out = str(tmp_path / f"gemma2_{attn or 'none'}_{final or 'none'}_hf")
+        said = _export(_gemma2_source(tmp_path, attn, final), ckpt, out, *AT_SIZE)
+        assert f"the source's {missing} is none" in said
+        assert max_diff(logits(load_export(out), PROMPT), want) > 1e-2
