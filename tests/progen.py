@@ -34,8 +34,9 @@ class Fn:
 
 
 class Gen:
-    def __init__(self, seed: int, lm: bool):
+    def __init__(self, seed: int, lm: bool, v03: bool = True):
         self.r = random.Random(seed)
+        self.v03 = v03  # False: the programs the generator made before v0.3 (the same seeds)
         # v0.3's features (rope scaling, rotary_dims, softcaps) draw from a stream of their own,
         # so that the programs of every seed keep the rest of what they were before
         self.r3 = random.Random(seed + 1_000_003)
@@ -88,7 +89,7 @@ class Gen:
         k = r.choice(opts)
         if k == "unary":
             u = r.choice(UNARY)
-            if self.r3.random() < 0.15:  # v0.3
+            if self.v03 and self.r3.random() < 0.15:  # v0.3
                 return f"softcap({e()}, {self.r3.choice(['2.5', 'Dh', '0.5 * D'])})"
             return f"{u}({e()})"
         if k == "bounded":
@@ -233,7 +234,8 @@ class Gen:
         """Statements computing attention over `x` with the submodel `a`; the last is `o = ...`."""
         B, N = f.b, f.n
         lines = []
-        v03 = self.r3.choice(ROPE_V03) + (self.r3.choice(["", "", ", rotary_dims=2", ", rotary_dims=Dh"]))
+        v03 = self.r3.choice(ROPE_V03) + self.r3.choice(["", "", ", rotary_dims=2", ", rotary_dims=Dh"]) \
+            if self.v03 else ""
         for name, heads in (("q", "H"), ("k", "Hkv"), ("v", "Hkv")):
             line = f"{name} = linear({x}, {a}.w{name}) |> rearrange({B} {N} ({heads} Dh) -> {B} {heads} {N} Dh)"
             if name != "v" and pos is not None and self.chance(0.8):
@@ -251,7 +253,7 @@ class Gen:
                 lines.append(f"o = einsum(att, v: {B} H {N} m, {B} H m Dh -> {B} H {N} Dh)")
                 return lines + [f"o = o |> rearrange({B} H {N} Dh -> {B} {N} (H Dh)) |> linear({a}.wo)"]
         scale = f", scale={self.scalar('scale', s)}" if self.chance(0.6) else ""
-        cap = self.r3.choice(["", "", "", ", softcap=3.0", ", softcap=Dh"])  # v0.3
+        cap = self.r3.choice(["", "", "", ", softcap=3.0", ", softcap=Dh"]) if self.v03 else ""  # v0.3
         lines.append(f"o = scaled_dot_product_attention(q, k, v, attn_mask=causal[{N} {N}]{scale}{cap})")
         lines.append(f"o = o |> rearrange({B} H {N} Dh -> {B} {N} (H Dh)) |> linear({a}.wo)")
         return lines
@@ -352,9 +354,10 @@ model Root:
         return case
 
 
-def generate(seed: int) -> Case:
-    """The program of a seed: even seeds language models, odd ones plain functions."""
-    return Gen(seed, seed % 2 == 0).program()
+def generate(seed: int, v03: bool = True) -> Case:
+    """The program of a seed: even seeds language models, odd ones plain functions
+    (`v03=False`: without v0.3's features, as the generator made it before them)."""
+    return Gen(seed, seed % 2 == 0, v03).program()
 
 
 # ---------------------------------------------------------------- llama-shaped programs (--gguf)
