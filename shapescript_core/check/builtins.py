@@ -12,6 +12,7 @@ from typing import Callable, Optional
 from ..syntax import ast as A
 from . import builtin_lowering as L, ops, rope_scaling
 from .codes import e0206, e0301, e0304, e0401, e0402, e0404, e0412
+from .keyword_rules import rotary_dims_ok, scalar_keyword_ok, scaling_ok
 from .patterns import check_pattern_call
 from .sizes import Size
 from .static import value as static_value
@@ -262,105 +263,17 @@ def _rope(ck, call, b: Bound):
     if isinstance(style, A.String) and style.value not in ("half", "interleaved"):
         ck.add(e0304.must_be(ck.span(style.pos), "style", '"half" or "interleaved"', f'"{style.value}"', "unknown style"))
         return UNKNOWN
-    if b.has("rotary_dims") and not _rotary_dims_ok(ck, b, x):
+    if b.has("rotary_dims") and not rotary_dims_ok(ck, b, x):
         return UNKNOWN
-    if not _scaling_ok(ck, call, b):
+    if not scaling_ok(ck, call, b):
         return UNKNOWN
     return x
-
-
-def _rotary_dims_ok(ck, b: Bound, x: TensorT) -> bool:
-    """`rotary_dims=R` (v0.3): an even compile-time integer, 0 < R <= Dh."""
-    node = b.n("rotary_dims")
-    width = ck.evaluate(x.axes[-1].size)
-    shown = ck.size_text(x.axes[-1].size)
-    most = f", at most {shown}" + (f" ({width})" if shown != str(width) else "") if width is not None else ""
-    want = f"an even compile-time integer{most}"
-    if not _scalar_keyword_ok(ck, b, "rotary_dims", want, integer=True):
-        return False
-    v = static_value(node, {}, ck.dim_value)
-    if v is None:
-        return True
-    if v <= 0 or v % 2 or (width is not None and v > width):
-        why = ("rope rotates pairs of features" if v > 0 and v % 2 else
-               "a head has no more features to rotate" if v > 0 else "rope rotates at least one pair")
-        ck.add(e0304.must_be(ck.span(node.pos), "rotary_dims", want, str(v), why))
-        return False
-    return True
-
-
-def _scaling_ok(ck, call, b: Bound) -> bool:
-    """`scaling=` and its keywords (v0.3, LANGUAGE.md §6.1): a scaling of the table, each of
-    its keywords given (no defaults), none of another's."""
-    node = b.n("scaling")
-    kind = "none"
-    if node is not None:
-        if not isinstance(node, A.String) or node.value not in rope_scaling.SCALINGS:
-            found = f'"{node.value}"' if isinstance(node, A.String) else f"`{ck.src(node.pos)}`"
-            ck.add(e0304.must_be(ck.span(node.pos), "scaling", _SCALING_CHOICES, found,
-                                 "written as a string: how rope's frequencies are scaled"))
-            return False
-        kind = node.value
-    needed = rope_scaling.SCALINGS[kind]
-    setting = f'scaling="{kind}"'
-    ok = True
-    for k in rope_scaling.KEYWORDS:
-        if b.has(k) and k not in needed:
-            ck.add(e0206.not_with(ck.span(b.n(k).pos), "rope", k, setting)).help(_scaling_help(kind))
-            ok = False
-    missing = [k for k in needed if not b.has(k)]
-    if missing:
-        ck.add(e0206.missing_argument(ck.span(A.op_pos(call)), "rope", missing[0])).help(_scaling_help(kind))
-        return False
-    for k in needed:
-        integer = k in rope_scaling.INTEGER_KEYWORDS
-        want = "a positive compile-time integer" if integer else "a positive compile-time number"
-        ok = _scalar_keyword_ok(ck, b, k, want, integer=integer, positive=True) and ok
-    if ok and kind == "llama3":
-        low, high = (static_value(b.n(k), {}, ck.dim_value) for k in ("low_freq_factor", "high_freq_factor"))
-        if low is not None and high is not None and high <= low:
-            ck.add(e0304.must_be(ck.span(b.n("high_freq_factor").pos), "high_freq_factor",
-                                 f"greater than low_freq_factor ({rope_scaling.number_text(low)})", rope_scaling.number_text(high),
-                                 "the wavelengths between the two are blended"))
-            ok = False
-    return ok
-
-
-_SCALING_CHOICES = ", ".join(f'"{k}"' for k in list(rope_scaling.SCALINGS)[:-1]) + \
-    f' or "{list(rope_scaling.SCALINGS)[-1]}"'
-
-
-def _scaling_help(kind: str) -> str:
-    needed = rope_scaling.SCALINGS[kind]
-    if not needed:
-        return 'rope without scaling takes none of the scaling keywords'
-    return f'scaling="{kind}" takes ' + ", ".join(f"`{k}=`" for k in needed) + ", each required"
-
-
-def _scalar_keyword_ok(ck, b: Bound, name: str, want: str, integer: bool = False, positive: bool = False) -> bool:
-    """A scalar keyword (v0.3's): a number (an integer where `integer`) the checker can
-    compute at compile time (LANGUAGE.md §6: a literal, a dim, a loop index, a scalar
-    parameter, arithmetic of these); positive where its value is known and must be."""
-    node, t = b.n(name), b.t(name)
-    number = (isinstance(t, ScalarT) and (t.num == "int" or not integer)) or (
-        isinstance(t, TensorT) and not t.axes and t.dtype.name != "bool" and (t.dtype.is_int or not integer))
-    if not number or not ck.is_static(node):
-        v = static_value(node, {}, ck.dim_value) if ck.is_static(node) else None
-        found = ("a value computed when the model runs" if number else
-                 rope_scaling.number_text(v) if isinstance(v, (int, float)) else ck.kind_word(t))
-        ck.add(e0304.must_be(ck.span(node.pos), name, want, found, f"`{name}` is fixed when the program compiles"))
-        return False
-    v = static_value(node, {}, ck.dim_value)
-    if positive and v is not None and not v > 0:
-        ck.add(e0304.must_be(ck.span(node.pos), name, want, rope_scaling.number_text(v), f"`{name}` must be greater than 0"))
-        return False
-    return True
 
 
 def _softcap(ck, call, b: Bound):
     """`softcap(x, c)` (v0.3): c·tanh(x/c), elementwise; c a positive compile-time number."""
     t = _elementwise(ck, call, b)
-    if is_unknown(t) or not _scalar_keyword_ok(ck, b, "c", "a positive compile-time number", positive=True):
+    if is_unknown(t) or not scalar_keyword_ok(ck, b, "c", "a positive compile-time number", positive=True):
         return UNKNOWN
     return t
 
@@ -409,7 +322,7 @@ def _sdpa(ck, call, b: Bound):
                 return UNKNOWN
     if b.has("window") and not _window_ok(ck, call, b):
         return UNKNOWN
-    if b.has("softcap") and not _scalar_keyword_ok(ck, b, "softcap", "a positive compile-time number", positive=True):
+    if b.has("softcap") and not scalar_keyword_ok(ck, b, "softcap", "a positive compile-time number", positive=True):
         return UNKNOWN
     return TensorT(q.axes[:-1] + (v.axes[-1],), q.dtype)
 

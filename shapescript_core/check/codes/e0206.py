@@ -1,7 +1,8 @@
 """E0206: a call's arguments (their number, an unknown or repeated keyword, a missing
 one, a pattern). Checked in check/function.py (`FnChecker._builtin_call`,
-`_user_call`, `_arity_error`), check/builtins.py (`_concat`, `_window_ok`) and
-check/patterns.py (`check_pattern_call`), for builtins and functions alike."""
+`_user_call`, `_arity_error`), check/builtins.py (`_concat`, `_window_ok`),
+check/keyword_rules.py (rope's scaling keywords) and check/patterns.py
+(`check_pattern_call`), for builtins and functions alike."""
 from __future__ import annotations
 
 from ...diagnostics import Diagnostic, error

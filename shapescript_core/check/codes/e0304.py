@@ -1,5 +1,6 @@
-"""E0304: an argument of the wrong dtype. Checked in check/builtins.py (each builtin's
-rule) and check/function.py (`_bind_arg`, `_unop`)."""
+"""E0304: an argument of the wrong dtype or value. Checked in check/builtins.py (each
+builtin's rule), check/keyword_rules.py (v0.3's scalar keywords) and check/function.py
+(`_bind_arg`, `_unop`)."""
 from __future__ import annotations
 
 from ...diagnostics import Diagnostic, error
