@@ -8,6 +8,7 @@ one token at a time. `compare` holds them to the evaluator's within 1e-5 relativ
 """
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass, field
 from typing import Optional
@@ -100,14 +101,17 @@ def export(case: Case, weights: dict, out: str, target: str = "hf"):
     return run_export(Workspace(dict(case.dims)), req)
 
 
-def hf_outputs(case: Case, out: str, inputs: dict) -> dict:
-    """The loaded export's outputs: {"full": ..., "cached": ...} (cached: language models)."""
+def hf_outputs(case: Case, out: str, inputs: dict, dtype=None) -> dict:
+    """The loaded export's outputs: {"full": ..., "cached": ...} (cached: language models).
+    `dtype` (default f32): the dtype the model is loaded in, and its float inputs cast to."""
     import torch
     from transformers import AutoModel, AutoModelForCausalLM
+    dtype = dtype or torch.float32
+    inputs = {k: v.to(dtype) if v.is_floating_point() else v for k, v in inputs.items()}
     res = {}
     with torch.no_grad():
         if case.lm:
-            model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True, dtype=torch.float32).eval()
+            model = AutoModelForCausalLM.from_pretrained(out, trust_remote_code=True, dtype=dtype).eval()
             ids = inputs["ids"]
             res["full"] = model(ids, use_cache=False).logits
             first = model(ids[:, :2], use_cache=True)
@@ -119,7 +123,7 @@ def hf_outputs(case: Case, out: str, inputs: dict) -> dict:
                 steps.append(o.logits)
             res["cached"] = torch.cat(steps, dim=1)
         else:
-            model = AutoModel.from_pretrained(out, trust_remote_code=True, dtype=torch.float32).eval()
+            model = AutoModel.from_pretrained(out, trust_remote_code=True, dtype=dtype).eval()
             res["full"] = model(**inputs)
     return res
 
@@ -151,6 +155,58 @@ def agrees(err32: float, got, want, want64) -> bool:
     return own > RTOL / 2 and rel_error(got.double(), want64) <= 2 * own + RTOL
 
 
+SENSITIVITY_EPS = 2.0 ** -19  # relative: a few f32 rounding units (2**-24)
+SENSITIVITY_FACTOR = 10
+
+
+def sensitivity(case: Case, prog, weights: dict, inputs: dict, want, trials: int = 2) -> float:
+    """How far the evaluator's own f32 output moves when every float weight and input is
+    moved by a few rounding units (relative SENSITIVITY_EPS): how much this program, here,
+    amplifies f32 rounding (a branch of `max`/`where` that flips, a cancellation)."""
+    import torch
+    g = torch.Generator().manual_seed(case.seed + 2)
+
+    def nudge(v):
+        if not (isinstance(v, torch.Tensor) and v.is_floating_point()):
+            return v
+        return v * (1 + SENSITIVITY_EPS * torch.randn(v.shape, generator=g, dtype=v.dtype))
+    worst = 0.0
+    for _ in range(trials):
+        with torch.no_grad():
+            moved = prog.run(case.fn, {k: nudge(v) for k, v in weights.items()},
+                             **{k: nudge(v) for k, v in inputs.items()})
+        worst = max(worst, rel_error(moved, want))
+    return worst
+
+
+def conditioned(case: Case, prog, weights: dict, inputs: dict, want, want64, out: str, bad: dict):
+    """{output name: why} for the disagreements that are f32 rounding amplified, not a
+    different function: the export loaded in f64 agrees with the evaluator in f64 within
+    RTOL (the same function), and the evaluator's own f32 output moves by at least
+    1/SENSITIVITY_FACTOR of the disagreement under a nudge of a few rounding units (the
+    program amplifies rounding that much here). A miscompile fails the first; an export
+    that loses precision (a cast to a narrower type) on a well-conditioned program, the
+    second."""
+    import torch
+    if want64 is None or isinstance(want, tuple):
+        return {}
+    try:
+        got64 = hf_outputs(case, out, inputs, dtype=torch.float64)
+    except RuntimeError as e:  # an export that does not run in f64 (its own casts to f32): no verdict
+        logging.getLogger("differential").info("no f64 run of the export: %s", e)
+        return {}
+    sens = None
+    res = {}
+    for k, e in bad.items():
+        e64 = rel_error(got64[k], want64) if isinstance(got64.get(k), torch.Tensor) else float("inf")
+        if not e64 <= RTOL:
+            continue
+        sens = sensitivity(case, prog, weights, inputs, want) if sens is None else sens
+        if sens * SENSITIVITY_FACTOR >= e:
+            res[k] = f"{k}: {e:.2e} in f32; {e64:.2e} in f64; a nudge of the inputs moves the evaluator {sens:.2e}"
+    return res
+
+
 def compare(want, got: dict) -> dict:
     """{output name: relative error}."""
     import torch
@@ -178,8 +234,9 @@ def check_hf(case: Case, tmp: str) -> Optional[str]:
 
 
 def run_case(case: Case, tmp: str) -> dict:
-    """{"checked": bool, target: (status, why)}: status "agree", "disagree", or "refused"
-    (the export declined with a diagnostic, which is allowed, and counted apart)."""
+    """{"checked": bool, target: (status, why)}: status "agree", "disagree", "conditioned"
+    (outputs differ only as far as the program amplifies f32 rounding: `conditioned`), or
+    "refused" (the export declined with a diagnostic, which is allowed, and counted apart)."""
     from shapescript_core.evaluate import EvaluateError, load
     try:
         prog = load(case.source, dims=case.dims)
@@ -198,6 +255,10 @@ def run_case(case: Case, tmp: str) -> dict:
     if bad:
         want64 = f64_outputs(case, prog, weights, inputs)
         bad = {k: e for k, e in bad.items() if not agrees(e, got[k], want, want64)}
+        if bad:
+            cond = conditioned(case, prog, weights, inputs, want, want64, out, bad)
+            if len(cond) == len(bad):
+                return {"checked": True, "hf": ("conditioned", "; ".join(cond.values()))}
     return {"checked": True, "hf": ("disagree", f"outputs differ: {bad}") if bad else ("agree", "")}
 
 

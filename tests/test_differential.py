@@ -71,3 +71,18 @@ def test_the_generator_covers_the_language():
                  'style="interleaved"', "(Hkv G)", "split(", "masked_fill(!causal", 'scaling="llama3"',
                  'scaling="yarn"', 'scaling="linear"', "rotary_dims=", "softcap=", "softcap("):
         assert form in text, form
+
+
+CONDITIONED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs", "differential_conditioned")
+
+
+@pytest.mark.parametrize("name", sorted(os.listdir(CONDITIONED)))
+def test_a_program_that_amplifies_rounding_is_told_from_a_miscompile(name, tmp):
+    """Shrunk from the long run's disagreements (issue 32): a quantity that is 0 exactly
+    (a centered sum) times the output, so f32 rounding is all there is. The export in f64
+    computes the evaluator's f64 function, and a nudge of a few rounding units moves the
+    evaluator as far: "conditioned", not "disagree" (nor "agree": f32 can't tell)."""
+    case = case_from_text(open(os.path.join(CONDITIONED, name)).read())
+    status, why = run_case(case, tmp)["hf"]
+    assert status == "conditioned", why
+    assert "in f64" in why
