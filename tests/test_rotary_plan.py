@@ -55,12 +55,25 @@ def _plan(src: str):
 
 def test_ropes_by_the_positions_with_one_theta_and_style_are_one_table():
     plan, art = _plan(_lm(" |> rope(pos, theta=500.0)", " |> rope(pos, theta=500.0)"))
-    assert plan == Rotary(500.0, "half", 8)
+    assert plan == Rotary(500.0, "half", 8, 8)
     assert art.config["rope_parameters"] == {"rope_type": "default", "rope_theta": 500.0}
     assert "self.rotary_emb = RotaryEmbedding(config, 8, 'half')" in art.modeling
     assert "q = rope(" not in art.modeling and "k = rope(" not in art.modeling
     plan, _ = _plan(_lm(' |> rope(pos, style="interleaved")', ' |> rope(pos, style="interleaved")'))
-    assert plan == Rotary(10000.0, "interleaved", 8)
+    assert plan == Rotary(10000.0, "interleaved", 8, 8)
+
+
+def test_a_partial_and_scaled_rope_is_one_table_of_its_width():
+    """v0.3: the table rotates `rotary_dims` features, with the ropes' scaling; config.json
+    says both (partial_rotary_factor, rope_type and its fields)."""
+    rope = ' |> rope(pos, rotary_dims=4, scaling="linear", factor=2.0)'
+    plan, art = _plan(_lm(rope, rope))
+    assert plan == Rotary(10000.0, "half", 8, 4, "linear", (("factor", 2.0),))
+    assert plan.rope_parameters() == {"rope_type": "linear", "rope_theta": 10000.0, "factor": 2.0,
+                                      "partial_rotary_factor": 0.5}
+    assert "self.rotary_emb = RotaryEmbedding(config, 4, 'half')" in art.modeling
+    plan, _ = _plan(_lm(rope, ' |> rope(pos, rotary_dims=4, scaling="linear", factor=4.0)'))
+    assert plan == "the ropes differ in scaling (line 19): one table can't serve them all"
 
 
 @pytest.mark.parametrize("q_rope, k_rope, pos_type, extra, reason", [
