@@ -442,3 +442,33 @@ def test_a_gemma2_checkpoint_with_both_softcaps_runs_as_transformers_and_in_llam
         said = _export(_gemma2_source(tmp_path, attn, final), ckpt, out, *AT_SIZE)
         assert f"the source's {missing} is none" in said
         assert max_diff(logits(load_export(out), PROMPT), want) > 1e-2
+
+
+def test_a_linear_scaled_llama_runs_in_llama_cpp_as_in_transformers(tmp_path):
+    """--gguf writes linear scaling as llama.cpp reads it (rope.scaling.type, .factor); the
+    other scalings are E3313 for now (test above)."""
+    import gguf
+    from gguf_support import hf_llama, llama_cpp_logits
+    model = hf_llama(seed=4)
+    model.config.rope_parameters = {"rope_type": "linear", "rope_theta": 500000.0, "factor": 4.0}
+    model.model.rotary_emb = type(model.model.rotary_emb)(model.config)  # the table of the new rope
+    ckpt = str(tmp_path / "ckpt")
+    model.save_pretrained(ckpt)
+    text = open(os.path.join(ROOT, "examples", "llama.ss"), encoding="utf-8").read()
+    text = text.replace("rope(pos, theta=500000.0)", 'rope(pos, theta=500000.0, scaling="linear", factor=4.0)')
+    (tmp_path / "llama_linear.ss").write_text(text, encoding="utf-8")
+    dims = ("--dim", "V=256", "--dim", "D=256", "--dim", "H=4", "--dim", "Hkv=2", "--dim", "F=512", "--dim", "L=2")
+    out = str(tmp_path / "l.gguf")
+    r = run_cli("export", str(tmp_path / "llama_linear.ss"), "--gguf", "-o", out, "--weights", ckpt, "--force", *dims)
+    assert r.returncode == 0 and "E3316" not in r.stdout + r.stderr, r.stdout + r.stderr
+    f = gguf.GGUFReader(out)
+    assert f.get_field("llama.rope.scaling.type").contents() == "linear"
+    assert f.get_field("llama.rope.scaling.factor").contents() == 4.0
+    prompt = [t % 256 for t in PROMPT]
+    want = logits(model, prompt)
+    assert max_diff(llama_cpp_logits(out, prompt), want) < 1e-3
+    plain = str(tmp_path / "plain.gguf")  # the teeth: the same weights unscaled
+    r = run_cli("export", os.path.join(ROOT, "examples", "llama.ss"), "--gguf", "-o", plain, "--weights", ckpt,
+                "--force", *dims)
+    assert "the source's rope scaling is none" in r.stdout + r.stderr
+    assert max_diff(llama_cpp_logits(plain, prompt), want) > 1e-2

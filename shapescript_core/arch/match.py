@@ -293,6 +293,7 @@ class ArchMatcher(Projections, Sublayers):
             out["key_length"] = out["value_length"] = hp["head_width"]
         out.update(hp.get("windows", {}))
         out.update(hp.get("softcaps", {}))
+        out.update(hp.get("rope_scaling", {}))
         return out
 
     def windows(self) -> dict:

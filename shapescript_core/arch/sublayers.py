@@ -41,7 +41,9 @@ class Sublayers:
                 raise Depart(r, f"this rope's scaling or rotary_dims differs from the others'{line_of(r)}")
         if self.any_window:
             return
-        if kind != "none":
+        if kind == "linear":  # llama.cpp's rope.scaling.type linear, its factor
+            hp["rope_scaling"] = {"rope_scaling_type": "linear", "rope_scaling_factor": float(dict(values)["factor"])}
+        elif kind != "none":
             raise Depart(qr, f"rope is scaled ({kind}){line_of(qr)}, which the GGUF export doesn't write yet")
         if dims is not None and dims != qr.shape[-1]:
             raise Depart(qr, f"rope rotates {dims} of the head's {qr.shape[-1]} features{line_of(qr)}, which "

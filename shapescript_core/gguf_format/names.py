@@ -48,6 +48,9 @@ HPARAM_KEYS = {
     "value_length": ("Attention", "VALUE_LENGTH", "add_uint32"),
     "rope_dim": ("Rope", "DIMENSION_COUNT", "add_uint32"),
     "freq_base": ("Rope", "FREQ_BASE", "add_float32"),
+    # v0.3's linear rope scaling: positions divided by the factor (llama.cpp's freq_scale = 1/factor)
+    "rope_scaling_type": ("Rope", "SCALING_TYPE", "add_string"),
+    "rope_scaling_factor": ("Rope", "SCALING_FACTOR", "add_float32"),
     # gemma3's layers of two kinds: with a sliding window (which ones: one bool per layer) and without
     "freq_base_swa": ("Rope", "FREQ_BASE_SWA", "add_float32"),
     "sliding_window": ("Attention", "SLIDING_WINDOW", "add_uint32"),
