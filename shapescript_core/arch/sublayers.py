@@ -28,14 +28,16 @@ def llama_cpp_scale(arch: str, blocks, D: int, H: int, Dh: int) -> float:
 
 
 class Sublayers:
+    """Matcher methods for attention and MLPs (mixed into `match.Matcher`)."""
+
     def rope_setting(self, qr, kr, hp):
         """The ropes' scaling and rotated width (v0.3), the same for queries and keys and in
-        every layer; recorded for the importer (E3316), a departure for the GGUF export,
-        which doesn't write them yet."""
+        every layer; recorded for the importer (E3316); for the GGUF export, linear scaling
+        as llama.cpp reads it, the others a departure (not written yet)."""
         _, kind, values, dims = rope_setting(qr.attrs)
         for r in (qr, kr):
             here = rope_setting(r.attrs)[1:]
-            if UNFOLDED in (here[2],) or any(v is UNFOLDED for _, v in here[1]):
+            if here[2] is UNFOLDED or any(v is UNFOLDED for _, v in here[1]):
                 raise Depart(r, f"rope's scaling or rotary_dims is computed{line_of(r)}; llama.cpp stores numbers")
             if here != (kind, values, dims) or hp.setdefault("rope", here) != here:
                 raise Depart(r, f"this rope's scaling or rotary_dims differs from the others'{line_of(r)}")
@@ -48,9 +50,6 @@ class Sublayers:
         if dims is not None and dims != qr.shape[-1]:
             raise Depart(qr, f"rope rotates {dims} of the head's {qr.shape[-1]} features{line_of(qr)}, which "
                              f"the GGUF export doesn't write yet")
-
-
-    """Matcher methods for attention and MLPs (mixed into `match.Matcher`)."""
 
     # ------------------------------------------------------------ attention
     def attention_site(self, att):

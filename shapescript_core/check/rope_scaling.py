@@ -26,12 +26,15 @@ HF_KEY = {"original_positions": "original_max_position_embeddings"}
 OURS_OF_HF_KEY = {v: k for k, v in HF_KEY.items()}
 
 
-def hf_rope_parameters(theta: float, scaling: str, values: dict) -> dict:
-    """config.json's `rope_parameters` for one rope: its type, theta and fields."""
+def hf_rope_parameters(theta: float, scaling: str, values: dict, dims=None, width=None) -> dict:
+    """config.json's `rope_parameters` for one rope: its type, theta and fields, and
+    `partial_rotary_factor` where it rotates `dims` of the head's `width` features."""
     out = {"rope_type": HF_TYPE.get(scaling, scaling), "rope_theta": float(theta)}
     for k in SCALINGS[scaling]:
         v = values[k]
         out[HF_KEY.get(k, k)] = int(v) if k in INTEGER_KEYWORDS else float(v)
+    if dims is not None and width and dims != width:
+        out["partial_rotary_factor"] = dims / width
     return out
 
 

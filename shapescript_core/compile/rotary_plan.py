@@ -37,10 +37,7 @@ class Rotary:
 
     def rope_parameters(self) -> dict:
         """config.json's `rope_parameters` for this table, in transformers' spelling."""
-        out = hf_rope_parameters(self.theta, self.scaling, dict(self.values))
-        if self.dims != self.width:
-            out["partial_rotary_factor"] = self.dims / self.width
-        return out
+        return hf_rope_parameters(self.theta, self.scaling, dict(self.values), self.dims, self.width)
 
 
 def _line(n) -> str:

@@ -123,10 +123,7 @@ def _hf_rope(setting: tuple, head_dim: Optional[int]) -> Optional[dict]:
     theta, kind, values, dims = setting
     if theta is UNFOLDED or dims is UNFOLDED or any(v is UNFOLDED or isinstance(v, str) for _, v in values):
         return None
-    out = hf_rope_parameters(theta, kind, dict(values))
-    if dims is not None and head_dim and dims != head_dim:
-        out["partial_rotary_factor"] = dims / head_dim
-    return out
+    return hf_rope_parameters(theta, kind, dict(values), dims, head_dim)
 
 
 def _copy_of(owner: str) -> str:
