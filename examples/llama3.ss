@@ -1,8 +1,8 @@
 # Llama 3.2 1B: the Llama decoder with Llama 3's rope scaling (spec v0.3, §6.1): the
 # low frequencies of the rotation divided by 32, as transformers' rope_type "llama3" does,
 # and the output layer tied to the token embedding. Dims are Llama 3.2 1B's.
-# Exported for transformers; the GGUF export doesn't write rope scaling yet (E3313), nor
-# is the vLLM plugin checked with it yet.
+# Exported for transformers, vLLM and llama.cpp (the divisors in the GGUF's rope_freqs
+# tensor, as llama.cpp's own converter writes them).
 
 dim V   = 128256
 dim D   = 2048
@@ -59,7 +59,7 @@ fn block(blk: Block, x: [b n D], pos: [b n] i64) -> [b n D]:
     x = x + attention(blk.attn, rms_norm(x, blk.attn_norm, over=D, eps=1e-5), pos)
     return x + mlp(blk.mlp, rms_norm(x, blk.mlp_norm, over=D, eps=1e-5))
 
-@export(hf)
+@export(hf, vllm, gguf)
 fn forward(m: Llama, ids: [b n] Index[V], pos: [b n] i64) -> [b n V]:
     x = embedding(ids, m.embed)
     for layer in m.layers:

@@ -361,11 +361,27 @@ def generate(seed: int, v03: bool = True) -> Case:
 
 
 # ---------------------------------------------------------------- llama-shaped programs (--gguf)
-def llama_case(seed: int) -> Case:
+# v0.3 ropes llama.cpp runs (arch/rope_gguf.py): yarn with llama.cpp's betas, its attention
+# factor its own (1 + 0.1 ln 4) or another
+GGUF_ROPE_V03 = ["", "", ', scaling="linear", factor=2.0',
+                 ', scaling="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0, original_positions=16',
+                 ', scaling="yarn", factor=4.0, original_positions=8, beta_fast=32.0, beta_slow=1.0, '
+                 'attention_factor=1.2',
+                 ', scaling="yarn", factor=4.0, original_positions=8, beta_fast=32.0, beta_slow=1.0, '
+                 'attention_factor=1.1386294361119891']
+
+
+def llama_case(seed: int, v03: bool = True, rope: str | None = None) -> Case:
     """A llama written one of many ways that llama.cpp's llama runs: its scalar keywords
     (eps, theta, scale) from literals, dims, parameters passed down and arithmetic, rope
-    in halves or pairs, the output layer tied or not, the block split into helpers."""
+    in halves or pairs, the output layer tied or not, the block split into helpers; v0.3's
+    rope scaling and rotary_dims from a generator of their own (`v03=False`: the llamas
+    made before them; `rope`: these keywords instead)."""
     r = random.Random(seed)
+    r3 = random.Random(seed + 1_000_003)
+    if rope is None:
+        rope = r3.choice(GGUF_ROPE_V03) + r3.choice(["", ", rotary_dims=Dh"]) if v03 else ""  # llama.cpp's llama
+        # rotates every feature (partial rotary: tests/test_gguf_v03.py, as qwen2)
     c = r.choice
     eps_value, theta_value = c([(1e-5, "1e-5"), (1e-6, "1e-6")]), c([10000.0, 500000.0, 1000.0])
     eps_text = c([eps_value[1], "e", "e" if eps_value[0] == 1e-5 else eps_value[1]])
@@ -382,8 +398,8 @@ def llama_case(seed: int) -> Case:
     lines += [] if tied else ["    lm_head: [V D]"]
     lines += ["", "fn normed(x: [b n D], w: [D], e: []) -> [b n D]:", f"    return rms_norm(x, w, over=D, eps={eps_text})", ""]
     lines += ["fn attention(a: Attention, x: [b n D], pos: [b n] i64, t: [], sc: []) -> [b n D]:",
-              f"    q = linear(x, a.wq) |> rearrange(b n (H Dh) -> b H n Dh) |> rope(pos, theta={theta_text}{style})",
-              f"    k = linear(x, a.wk) |> rearrange(b n (Hkv Dh) -> b Hkv n Dh) |> rope(pos, theta={theta_text}{style})",
+              f"    q = linear(x, a.wq) |> rearrange(b n (H Dh) -> b H n Dh) |> rope(pos, theta={theta_text}{style}{rope})",
+              f"    k = linear(x, a.wk) |> rearrange(b n (Hkv Dh) -> b Hkv n Dh) |> rope(pos, theta={theta_text}{style}{rope})",
               "    v = linear(x, a.wv) |> rearrange(b n (Hkv Dh) -> b Hkv n Dh)",
               "    k = k |> repeat(b Hkv n Dh -> b (Hkv G) n Dh)",
               "    v = v |> repeat(b Hkv n Dh -> b (Hkv G) n Dh)",

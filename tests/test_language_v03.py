@@ -331,15 +331,6 @@ def test_a_language_model_with_v03_features_exports_as_the_evaluator_computes(ro
         assert max_diff(capped, free) > 1e-2
 
 
-def test_the_gguf_export_refuses_rope_scaling_with_e3313(tmp_path):
-    r = run_cli("export", LLAMA3, "--gguf", "-o", str(tmp_path / "l.gguf"), "--random-weights", "--force",
-                *LLAMA3_DIMS)
-    assert r.returncode != 0
-    said = r.stdout + r.stderr
-    assert "E3313" in said and "rope is scaled (llama3)" in said and "which the GGUF export doesn't write yet" in said
-    assert not os.path.exists(tmp_path / "l.gguf")
-
-
 @pytest.mark.parametrize("rope,softcap,said", [
     ('scaling="linear", factor=2.0', "", "rope scaling (linear, line 25)"),
     ("rotary_dims=16", "", "partial rotary (rotary_dims, line 25)"),
@@ -445,8 +436,8 @@ def test_a_gemma2_checkpoint_with_both_softcaps_runs_as_transformers_and_in_llam
 
 
 def test_a_linear_scaled_llama_runs_in_llama_cpp_as_in_transformers(tmp_path):
-    """--gguf writes linear scaling as llama.cpp reads it (rope.scaling.type, .factor); the
-    other scalings are E3313 for now (test above)."""
+    """--gguf writes linear scaling as llama.cpp reads it (rope.scaling.type, .factor);
+    llama3 and yarn: tests/test_gguf_v03.py."""
     import gguf
     from gguf_support import hf_llama, llama_cpp_logits
     model = hf_llama(seed=4)

@@ -57,6 +57,10 @@ class Family:
     norm: str = "rms_norm"     # the op of every norm ("layer_norm": with a bias too)
     scaled_embedding: bool = False  # the token embedding times sqrt(D)
     sliding_window: bool = False    # llama.cpp runs a sliding window in it (per layer)
+    rope_freqs: bool = False        # llama.cpp loads per-frequency rope divisors (llama3 scaling); its
+                                    # qwen2 and qwen3 refuse a file that has them
+    partial_rotary: bool = False    # llama.cpp rotates the first rope.dimension_count features of a
+                                    # head (its llama, qwen2, qwen3 and gemmas insist on all of them)
     # llama.cpp's query scale is 1/sqrt(Dh), or 1/sqrt(D / H) at this many blocks (its 27B)
     wide_scale_blocks: int | None = None
     # what llama.cpp assumes when a GGUF file doesn't say (short names as in the importer)
@@ -118,7 +122,7 @@ _LLAMA_ROLES = frozenset({"token_embedding", "output_norm", "output", "attn_norm
 _GEMMA2_ROLES = (_LLAMA_ROLES - {"output"}) | {"attn_post_norm", "ffn_post_norm"}  # tied output
 
 FAMILIES = {f.name: f for f in (
-    Family("llama", _LLAMA_SHAPE, _LLAMA_ROLES, "interleaved", hf_model_types=("llama", "mistral")),
+    Family("llama", _LLAMA_SHAPE, _LLAMA_ROLES, "interleaved", rope_freqs=True, hf_model_types=("llama", "mistral")),
     Family("qwen2", _LLAMA_SHAPE, _LLAMA_ROLES, "half", hf_model_types=("qwen2",)),
     Family("qwen3", dict(_LLAMA_SHAPE, bias="no biases", v="linear(h) split into heads, not normalized"),
            _LLAMA_ROLES | {"attn_q_norm", "attn_k_norm"}, "half", hf_model_types=("qwen3",)),

@@ -23,7 +23,7 @@ def apply(arr: np.ndarray, steps) -> np.ndarray:
         elif isinstance(s, Gather):
             arr = _gather(arr, s)
         elif isinstance(s, RopePermute):
-            arr = rope_permute(arr, s.heads, s.to)
+            arr = rope_permute(arr, s.heads, s.to, s.dims)
         elif isinstance(s, Offset):
             arr = np.asarray(arr, dtype=np.float32) + np.float32(s.value)
         elif isinstance(s, Scale):
@@ -59,10 +59,15 @@ def _gather(arr: np.ndarray, s: Gather) -> np.ndarray:
     return np.take(arr, idx, axis=s.axis)
 
 
-def rope_permute(w: np.ndarray, heads: int, to: str) -> np.ndarray:
-    """Rows [heads*Dh, ...]: rotate-half -> interleaved (`to="interleaved"`) or back."""
+def rope_permute(w: np.ndarray, heads: int, to: str, dims: int | None = None) -> np.ndarray:
+    """Rows [heads*Dh, ...]: rotate-half -> interleaved (`to="interleaved"`) or back; with
+    `dims`, only the first `dims` rows of each head (the others are not rotated)."""
     rest = w.shape[1:]
     width = w.shape[0] // heads
+    if dims is not None and dims != width:
+        v = w.reshape(heads, width, *rest)
+        rotated = rope_permute(v[:, :dims].reshape(heads * dims, *rest), heads, to)
+        return np.concatenate([rotated.reshape(heads, dims, *rest), v[:, dims:]], axis=1).reshape(w.shape)
     if to == "interleaved":
         v = w.reshape(heads, 2, width // 2, *rest).swapaxes(1, 2)
     else:

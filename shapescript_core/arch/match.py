@@ -189,6 +189,9 @@ class ArchMatcher(Projections, Sublayers):
         tied = w_out == embeds[0][1]
         if not tied:
             plan_t.append(TensorPlan("output", None, "weight", w_out, tuple(out.inputs[1].shape)))
+        if hp.get("rope_freqs"):  # llama3's divisors, one per rotated pair (rope_gguf.py)
+            plan_t.append(TensorPlan("rope_freqs", None, "weight", None, (len(hp["rope_freqs"]),), kind="vector",
+                                     values=hp["rope_freqs"]))
         plan = GGUFPlan(self.arch, self.hparams(hp), plan_t, rope=hp.get("rope", ("none", (), None)))
         if tied:
             plan.notes.append("output layer tied to the token embedding")
@@ -287,7 +290,7 @@ class ArchMatcher(Projections, Sublayers):
         fam = FAMILIES[self.arch]
         out["ln_eps" if fam.norm == "layer_norm" else "rms_eps"] = hp["eps"]
         if fam.rope_style is not None:
-            out["rope_dim"] = hp["head_width"]
+            out["rope_dim"] = hp.get("rotary_dims", hp["head_width"])
             out["freq_base"] = hp["theta"]
         if hp["heads"] * hp["head_width"] != hp["embedding_length"] or self.arch in ("gemma3", "gemma2"):
             out["key_length"] = out["value_length"] = hp["head_width"]
@@ -359,6 +362,7 @@ class ArchMatcher(Projections, Sublayers):
             self.arch = "qwen3" if "qk_norm" in features else "qwen2"
         if gemma and "qk_norm" not in features:
             self.arch = "gemma2"  # no per-head norms
+        self.rope_fits(hp)
         for tensors in per_block:
             for t in tensors:
                 plan_t.append(self.finish(t, hp))
@@ -372,7 +376,7 @@ class ArchMatcher(Projections, Sublayers):
         if want is None or style == want:
             return tp
         return TensorPlan(tp.name, tp.block, tp.suffix, tp.source, tp.shape,
-                          tp.steps + (RopePermute(rope_heads, want),), tp.kind)
+                          tp.steps + (RopePermute(rope_heads, want, hp.get("rotary_dims")),), tp.kind)
 
     def post_norm(self, add, branch, what: str) -> tuple:
         """(the sublayer, its norm) of gemma3's x + rms_norm(sublayer(...)); departs at the `+`."""

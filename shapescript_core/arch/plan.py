@@ -32,9 +32,11 @@ class RopePermute:
     """Rows of Q or K (weight or bias) from one rotary layout into the other.
 
     `to="interleaved"`: from rotate-half pairs (i, i + Dh/2) to adjacent pairs (2i, 2i+1),
-    llama.cpp's `llama` layout; `to="half"`: the reverse (llama.cpp's `qwen2` rotates half)."""
+    llama.cpp's `llama` layout; `to="half"`: the reverse (llama.cpp's `qwen2` rotates half).
+    `dims`: only the first `dims` rows of each head rotate (v0.3's rotary_dims); None: all."""
     heads: int
     to: str
+    dims: int | None = None
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ class TensorPlan:
     kind: str = "matrix"  # "matrix" (may be f16/bf16/q8_0) or "vector" (norms, biases: stay f32)
     parts: tuple = ()    # ((param path or None, its shape, steps), ...) stacked along rows into
                          # one tensor of `shape` (gpt2's attn_qkv from separate q, k, v)
+    values: tuple = ()   # numbers the matcher computed, written as they are (no source):
+                         # llama3's rope divisors (`rope_freqs`, rope_gguf.py)
 
     @property
     def key(self) -> str:

@@ -8,9 +8,11 @@ from __future__ import annotations
 import logging
 import math
 
+from ..check.rope_scaling import number_text
 from ..compile.attention_plan import plan_attention
 from ..compile.graph import UNFOLDED, CompileError, fold, rope_setting
 from .archs import FAMILIES, has
+from . import rope_gguf
 from .departure import Depart, line_of
 from .plan import Gather, Scale, TensorPlan, Transpose
 from .projections import UNARY, Proj, input_of, is_projection
@@ -32,8 +34,9 @@ class Sublayers:
 
     def rope_setting(self, qr, kr, hp):
         """The ropes' scaling and rotated width (v0.3), the same for queries and keys and in
-        every layer; recorded for the importer (E3316); for the GGUF export, linear scaling
-        as llama.cpp reads it, the others a departure (not written yet)."""
+        every layer; recorded for the importer (E3316); for the GGUF export, written as
+        llama.cpp reads them (rope_gguf.py): a scaling or width the architecture can't run
+        is a departure."""
         _, kind, values, dims = rope_setting(qr.attrs)
         for r in (qr, kr):
             here = rope_setting(r.attrs)[1:]
@@ -43,13 +46,36 @@ class Sublayers:
                 raise Depart(r, f"this rope's scaling or rotary_dims differs from the others'{line_of(r)}")
         if self.any_window:
             return
+        width, values = qr.shape[-1], dict(values)
+        hp["rope_node"] = qr  # what `rope_fits` checks once the architecture is known
+        if dims is not None and dims != width:
+            hp["rotary_dims"] = int(dims)
         if kind == "linear":  # llama.cpp's rope.scaling.type linear, its factor
-            hp["rope_scaling"] = {"rope_scaling_type": "linear", "rope_scaling_factor": float(dict(values)["factor"])}
-        elif kind != "none":
-            raise Depart(qr, f"rope is scaled ({kind}){line_of(qr)}, which the GGUF export doesn't write yet")
-        if dims is not None and dims != qr.shape[-1]:
-            raise Depart(qr, f"rope rotates {dims} of the head's {qr.shape[-1]} features{line_of(qr)}, which "
-                             f"the GGUF export doesn't write yet")
+            hp["rope_scaling"] = {"rope_scaling_type": "linear", "rope_scaling_factor": float(values["factor"])}
+        elif kind == "llama3":
+            theta = float(qr.attrs.get("theta", 10000.0))
+            hp["rope_freqs"] = rope_gguf.llama3_factors(theta, int(dims or width), values)
+        elif kind == "yarn":
+            betas = (float(values["beta_fast"]), float(values["beta_slow"]))
+            if betas != rope_gguf.LLAMA_CPP_BETAS:
+                raise Depart(qr, f"rope's yarn betas are {number_text(betas[0])} and {number_text(betas[1])}{line_of(qr)}, where "
+                                 "llama.cpp reads no beta from the file: it uses 32 and 1")
+            hp["rope_scaling"] = rope_gguf.yarn_hparams(values)
+
+    def rope_fits(self, hp):
+        """What of the ropes' v0.3 settings the architecture (known once every block is
+        matched) reads: a rope over part of each head as `rope.dimension_count` (llama.cpp's
+        llama refuses such a file, its qwen2 aborts in the graph), llama3's divisors as a
+        `rope_freqs` tensor (its qwen2 and qwen3 refuse a file that has one)."""
+        r = hp.get("rope_node")
+        if "rotary_dims" in hp and not FAMILIES[self.arch].partial_rotary:
+            part = [f.name for f in FAMILIES.values() if f.partial_rotary]
+            raise Depart(r, f"rope rotates {hp['rotary_dims']} of the head's {r.shape[-1]} features{line_of(r)}, "
+                            f"where llama.cpp's {self.arch} rotates them all"
+                            + (f" (its {' and '.join(part)} rotate part)" if part else ""))
+        if "rope_freqs" in hp and not FAMILIES[self.arch].rope_freqs:
+            raise Depart(r, f"rope is scaled as llama3{line_of(r)}: llama.cpp reads its per-frequency "
+                            f"factors (rope_freqs) only as llama, not as {self.arch}")
 
     # ------------------------------------------------------------ attention
     def attention_site(self, att):

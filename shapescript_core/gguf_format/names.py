@@ -29,6 +29,8 @@ ROLE_TENSORS = {
     "ffn_gate": ("FFN_GATE",), "ffn_up": ("FFN_UP",), "ffn_down": ("FFN_DOWN",),
 }
 assert set(ROLE_TENSORS) == set(ROLES)  # every role has its GGUF name
+# tensors no param is read into: numbers the matcher computed (TensorPlan.values)
+COMPUTED_TENSORS = {"rope_freqs": ("ROPE_FREQS",)}
 
 # a GGUF tensor's name without its suffix ("blk.{bid}.attn_output") -> the role
 _ROLE_OF = {gguf.TENSOR_NAMES[gguf.MODEL_TENSOR[t]]: role for role, ts in ROLE_TENSORS.items() for t in ts}
@@ -48,9 +50,12 @@ HPARAM_KEYS = {
     "value_length": ("Attention", "VALUE_LENGTH", "add_uint32"),
     "rope_dim": ("Rope", "DIMENSION_COUNT", "add_uint32"),
     "freq_base": ("Rope", "FREQ_BASE", "add_float32"),
-    # v0.3's linear rope scaling: positions divided by the factor (llama.cpp's freq_scale = 1/factor)
+    # v0.3's rope scaling (linear, yarn): llama.cpp's freq_scale = 1/factor
     "rope_scaling_type": ("Rope", "SCALING_TYPE", "add_string"),
     "rope_scaling_factor": ("Rope", "SCALING_FACTOR", "add_float32"),
+    # yarn's (arch/rope_gguf.py): the original context, and attention_factor / (1 + 0.1 ln factor)
+    "rope_scaling_original_context": ("Rope", "SCALING_ORIG_CTX_LEN", "add_uint32"),
+    "rope_scaling_attn_factor": ("Rope", "SCALING_ATTN_FACTOR", "add_float32"),
     # gemma3's layers of two kinds: with a sliding window (which ones: one bool per layer) and without
     "freq_base_swa": ("Rope", "FREQ_BASE_SWA", "add_float32"),
     "sliding_window": ("Attention", "SLIDING_WINDOW", "add_uint32"),
@@ -88,7 +93,7 @@ def model_tensor(arch: str, role: str) -> "gguf.MODEL_TENSOR":
     """gguf-py's MODEL_TENSOR for a role of the architecture (a ValueError when it has none:
     a bug in the family's table)."""
     march = getattr(gguf.MODEL_ARCH, arch.upper())
-    for name in ROLE_TENSORS.get(role, ()):
+    for name in ROLE_TENSORS.get(role, COMPUTED_TENSORS.get(role, ())):
         mt = gguf.MODEL_TENSOR[name]
         if mt in gguf.MODEL_TENSORS[march]:
             return mt

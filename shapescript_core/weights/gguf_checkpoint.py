@@ -100,12 +100,45 @@ class GGUFCheckpoint:
         return out
 
     def rope_scaling(self) -> str | None:
-        """`rope.scaling.type` (with its factor) when it isn't "none": a source's `rope` has none."""
-        kind = self.string(f"{self.arch}.rope.scaling.type")
-        if kind in (None, "none"):
+        """How the file scales its rope, in words, when it does: `rope.scaling.type` with
+        its factor (and yarn's original context), or llama3's divisors in `rope_freqs`
+        (arch/rope_gguf.py says how --gguf writes each)."""
+        kind = self.rope_scaling_kind()
+        if kind == "none":
             return None
+        if kind == "llama3":
+            freqs = self.rope_freqs()
+            return f"per-frequency divisors {min(freqs):g} to {max(freqs):g} (rope_freqs.weight)"
         factor = self.field(f"{self.arch}.rope.scaling.factor")
-        return kind + (f", factor {factor:g}" if isinstance(factor, (int, float)) else "")
+        out = kind + (f", factor {factor:g}" if isinstance(factor, (int, float)) else "")
+        original = self.field(f"{self.arch}.rope.scaling.original_context_length")
+        return out + (f", original context {original}" if kind == "yarn" and isinstance(original, int) else "")
+
+    def rope_scaling_kind(self) -> str:
+        """"none", "linear", "yarn" (rope.scaling.type), or "llama3" where the file has a
+        `rope_freqs` tensor that divides some frequency."""
+        kind = self.string(f"{self.arch}.rope.scaling.type")
+        if kind not in (None, "none"):
+            return kind
+        freqs = self.rope_freqs()
+        return "llama3" if freqs is not None and any(f != 1.0 for f in freqs) else "none"
+
+    def rope_freqs(self) -> tuple | None:
+        t = self.tensors.get("rope_freqs.weight")
+        if t is None or t.tensor_type != gguf.GGMLQuantizationType.F32:
+            return None
+        return tuple(float(x) for x in np.asarray(t.data, dtype=np.float32).reshape(-1))
+
+    def rope_scaling_values(self) -> dict:
+        """The file's numbers for the source's keywords of its scaling (check/rope_scaling.py)."""
+        out = {}
+        factor = self.field(f"{self.arch}.rope.scaling.factor")
+        if isinstance(factor, (int, float)):
+            out["factor"] = float(factor)
+        original = self.field(f"{self.arch}.rope.scaling.original_context_length")
+        if isinstance(original, int):
+            out["original_positions"] = original
+        return out
 
     def block_count(self) -> int | None:
         found = self.blocks()

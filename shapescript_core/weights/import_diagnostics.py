@@ -12,6 +12,7 @@ import os
 from ..arch.archs import FAMILIES, names_in_words
 from ..arch.plan import Scale
 from ..arch.match import NO_CAP
+from ..arch import rope_gguf
 from ..check import rope_scaling
 from .checkpoint_axes import source_axis
 from ..arch.roles import describe_role, role_kind
@@ -179,9 +180,11 @@ def _rope_scaling_warning(plan, ckpt, resolved):
     scaling, or another value of one of its keywords."""
     kind, values, _ = plan.rope
     ours = rope_scaling.describe(kind, dict(values))
-    where = "config.json rope_parameters" if ckpt.kind == "hf" else "rope.scaling.type"
-    theirs = ckpt.rope_scaling_parameters() if ckpt.kind == "hf" else None
-    if theirs is None:  # the checkpoint says it only in words (a .gguf, ropes per layer type)
+    where = "config.json rope_parameters"
+    if ckpt.kind != "hf":  # a .gguf says it as llama.cpp reads it (arch/rope_gguf.py)
+        return _gguf_rope_warning(plan, ckpt, ours, resolved)
+    theirs = ckpt.rope_scaling_parameters()
+    if theirs is None:  # the config says it only in words (ropes per layer type)
         scaling = ckpt.rope_scaling()
         if scaling and kind == "none":  # the source's rope has none: positions are rotated unscaled
             return e3316("rope scaling", "none", scaling, where, _fn_span(resolved))
@@ -191,6 +194,29 @@ def _rope_scaling_warning(plan, ckpt, resolved):
     if same:
         return None
     return e3316("rope scaling", ours, rope_scaling.describe(tkind, tvalues), where, _fn_span(resolved))
+
+
+def _gguf_rope_warning(plan, ckpt, ours: str, resolved):
+    """E3316 where a .gguf's scaling is another kind, another factor or original context, or
+    (llama3) other divisors than the source's rope computes."""
+    kind, values, dims = plan.rope
+    values = dict(values)
+    tkind = ckpt.rope_scaling_kind()
+    theirs = ckpt.rope_scaling() or "none"
+    where = "rope_freqs.weight" if tkind == "llama3" else "rope.scaling.type"
+    if tkind != kind:
+        return e3316("rope scaling", ours, theirs, where, _fn_span(resolved))
+    if kind == "llama3":
+        theta = plan.hparams.get("freq_base") or 10000.0
+        want = rope_gguf.llama3_factors(theta, int(dims or plan.hparams.get("rope_dim") or 0), values)
+        got = ckpt.rope_freqs()
+        if len(want) != len(got) or any(not math.isclose(a, b, rel_tol=1e-5) for a, b in zip(want, got)):
+            return e3316("rope scaling", ours, theirs, where, _fn_span(resolved))
+        return None
+    for k, v in ckpt.rope_scaling_values().items():
+        if k in values and not math.isclose(float(values[k]), v, rel_tol=1e-6):
+            return e3316("rope scaling", ours, theirs, where, _fn_span(resolved))
+    return None
 
 
 def scale_warnings(recipes: dict, ckpt, resolved) -> list:

@@ -94,10 +94,13 @@ def convert(arr: np.ndarray, qtype) -> np.ndarray:
 
 def _values(ctx, t, shape) -> np.ndarray:
     """The tensor's values in llama.cpp's layout: read and re-laid out, stacked from its
-    parts, or zeros (a bias the source doesn't have)."""
+    parts, the matcher's numbers (llama3's rope_freqs), or zeros (a bias the source
+    doesn't have)."""
     if t.parts:
         return np.concatenate([np.zeros(s, np.float32) if p is None else layout.apply(ctx.read(p), steps)
                                for p, s, steps in t.parts], axis=0)
+    if t.values:
+        return np.asarray(t.values, dtype=np.float32).reshape(shape)
     if t.source is None:
         return np.zeros(shape, dtype=np.float32)
     return layout.apply(ctx.read(t.source), t.steps)
