@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import subprocess
 
 import pytest
 
@@ -351,13 +352,14 @@ def test_litert_refuses_what_it_would_not_keep(rope, softcap, said, tmp_path):
 
 
 def test_vllm_serves_the_v03_features_as_the_evaluator_computes(tmp_path):
-    """vLLM's Transformers backend on the CPU runs the --vllm export's model: the rotary
-    table of our own code (scaled, partial), the attention's softcap from config.json's
-    attn_logit_softcapping (vLLM's CPU attention caps). Greedy tokens equal the evaluator's."""
+    """vLLM on the CPU runs the --vllm export's model, through its Transformers backend (the
+    rotary table of our own code, scaled and partial; the attention's softcap from
+    config.json's attn_logit_softcapping: vLLM's CPU attention caps) and as the plugin's
+    native model. Greedy tokens equal the evaluator's on both paths."""
     from differential_support import Case, export, quiet
     from envs import require_vllm, run_in_env
     from shapescript_core.evaluate import load
-    from test_differential_vllm import SERVE, evaluator_greedy
+    from test_differential_vllm import NEW_TOKENS, SERVE, evaluator_greedy
     prompts = [[5, 17, 90, 3, 50, 8, 1, 44, 60, 2, 71, 30], [11, 20, 7]]  # ids below V = 96
     quiet()
     want, outs = {}, []
@@ -385,6 +387,18 @@ def test_vllm_serves_the_v03_features_as_the_evaluator_computes(tmp_path):
     got = run_in_env(require_vllm(), SERVE, json.dumps(prompts), *outs, timeout=900).result
     for out in outs:
         assert got[out] == want[out], f"{out}: vLLM {got[out]}, the evaluator {want[out]}"
+    # the native model of each export's plugin: its own rotary code, vLLM's attention with
+    # logits_soft_cap, the LogitsProcessor's soft_cap
+    from test_partial_rotary import VLLM_GREEDY
+    for k, out in enumerate(outs):
+        site = tmp_path / f"site_{k}"
+        subprocess.run([require_vllm(), "-m", "pip", "--disable-pip-version-check", "-q", "install", "--no-deps",
+                        "--no-build-isolation", "--target", str(site), os.path.join(out, "vllm_plugin")],
+                       check=True, capture_output=True, text=True, timeout=300)
+        r = run_in_env(require_vllm(), VLLM_GREEDY, out, "native", json.dumps(prompts), NEW_TOKENS, timeout=480,
+                       env={"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "PYTHONPATH": str(site)}).result
+        assert r["classes"][0].startswith("shapescript_vllm_"), r
+        assert r["got"] == want[out], f"{out} (native): vLLM {r['got']}, the evaluator {want[out]}"
 
 
 # ---------------------------------------------------------------- Gemma 2's softcaps

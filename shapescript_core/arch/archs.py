@@ -13,6 +13,19 @@ Each architecture is told apart by what its graph computes, never by names:
   from one fused projection or separate ones (stacked into one attn_qkv), no rope, an MLP
   proj(gelu_tanh(fc(h))), biases everywhere (zeros are written where the source has
   none); a final layer_norm.
+- `phi2`: token embedding; per block one layer_norm h of x read by attention and the MLP
+  side by side, x + attn(h) + mlp(h) (a parallel block, any grouping of the sum); rope over
+  the first `rope.dimension_count` features of each head (v0.3's rotary_dims), q, k, v
+  projections, an MLP proj(gelu_tanh(fc(h))), biases on every projection (zeros are
+  written where the source has none; llama.cpp requires them) and an output bias of zeros
+  (the serving rules, E3302, give the source's output layer none: a real Phi-2's lm_head
+  bias has no place); a final layer_norm; an output layer of its own (written from the
+  embedding where the source ties them). llama.cpp rotates halves (NEOX) and scales the
+  queries by 1/sqrt(Dh).
+- `gptneox`: gpt2 without position embeddings: rope over the first `rope.dimension_count`
+  features of each head (rotating halves), and its blocks either side by side with a
+  norm each, x + attn(layer_norm(x)) + mlp(layer_norm(x)) (`use_parallel_residual`), or in
+  turn; one attn_qkv, biases everywhere, an output layer of its own with no bias.
 - `gemma3`: the token embedding times sqrt(D); per block x + rms_norm(attn(rms_norm(x)))
   then x + rms_norm(mlp(rms_norm(x))) (a norm before and after each sublayer); queries
   and keys normalized per head before rope (`attn_q_norm`, `attn_k_norm`), a head width of
@@ -57,6 +70,15 @@ class Family:
     norm: str = "rms_norm"     # the op of every norm ("layer_norm": with a bias too)
     scaled_embedding: bool = False  # the token embedding times sqrt(D)
     sliding_window: bool = False    # llama.cpp runs a sliding window in it (per layer)
+    biased: bool = False            # every projection has a bias (zeros written where the source has
+                                    # none), the MLP is proj(gelu_tanh(fc(h))): gpt2, phi2
+    parallel: bool = False          # attention and the MLP side by side: x + attn(h) + mlp(h2)
+    one_norm: bool = False          # ... reading one norm, h2 = h (phi2)
+    fused_qkv: bool = False         # q, k and v in one attn_qkv tensor, rows [q; k; v] (gpt2, gptneox)
+    mlp_gelu: tuple = ("gelu_tanh",)  # the biased MLP's activations llama.cpp computes as its GELU: the
+                                      # tanh approximation from a float16 table (gptneox: exact gelu too)
+    own_output: bool = False        # an output weight even where the source ties it (llama.cpp requires one)
+    output_bias: bool = False       # the output layer has a bias (zeros: E3302 allows the source none)
     rope_freqs: bool = False        # llama.cpp loads per-frequency rope divisors (llama3 scaling); its
                                     # qwen2 and qwen3 refuse a file that has them
     partial_rotary: bool = False    # llama.cpp rotates the first rope.dimension_count features of a
@@ -68,6 +90,7 @@ class Family:
     # ---- a Hugging Face checkpoint of the family
     hf_model_types: tuple = ()         # config.json's model_type values read as it
     hf_transposed: frozenset = frozenset()  # roles stored [in out] (GPT-2's Conv1D)
+    hf_qkv_by_head: bool = False       # attn_qkv's rows head by head, (H, 3, Dh) (GPT-NeoX's)
     hf_eps_key: str = "rms_norm_eps"   # config.json's norm epsilon
     hf_norm_offset: float = 0.0        # norm weights used as (c + w): stored c + w (Gemma's 1 + w)
     hf_scale_into: str | None = None   # the role `query_pre_attn_scalar` is folded into, where
@@ -102,6 +125,24 @@ _GPT2_SHAPE = {
     "scale": "the default 1/sqrt(Dh)",
     "window": "full attention (llama.cpp runs a sliding window only as gemma2 or gemma3)",
 }
+_PHI2_SHAPE = dict(
+    _GPT2_SHAPE,
+    embedding="the token embedding alone at the start of the residual stream",
+    block="attention and an MLP side by side, x + attn(h) + mlp(h) with one h = layer_norm(x)",
+    qk="rope(linear(h)) split into heads, rotating the halves of the first rope.dimension_count features",
+    v="linear(h) split into heads",
+    positions="rope on the queries and keys",
+    bias="biases on every projection",
+)
+_GPTNEOX_SHAPE = dict(
+    _GPT2_SHAPE,
+    embedding="the token embedding alone at the start of the residual stream",
+    block="attention and an MLP, side by side as x + attn(layer_norm(x)) + mlp(layer_norm(x)) or in turn",
+    qk="rope(linear(h)) split into q, k and v heads, rotating the halves of the first rope.dimension_count "
+       "features",
+    positions="rope on the queries and keys",
+    bias="biases on every projection, none on the output layer",
+)
 _GEMMA3_SHAPE = {
     "stream": "adds each sublayer's normalized output to the residual stream and nothing else",
     "embedding": "the token embedding times sqrt(D) at the start of the residual stream",
@@ -129,8 +170,18 @@ FAMILIES = {f.name: f for f in (
     Family("gpt2", _GPT2_SHAPE,
            frozenset({"token_embedding", "position_embedding", "output_norm", "output", "attn_norm",
                       "attn_qkv", "attn_out", "ffn_norm", "ffn_up", "ffn_down"}), None, norm="layer_norm",
-           hf_model_types=("gpt2",), hf_transposed=frozenset({"attn_qkv", "attn_out", "ffn_up", "ffn_down"}),
-           hf_eps_key="layer_norm_epsilon"),
+           biased=True, fused_qkv=True, hf_model_types=("gpt2",),
+           hf_transposed=frozenset({"attn_qkv", "attn_out", "ffn_up", "ffn_down"}), hf_eps_key="layer_norm_epsilon"),
+    Family("phi2", _PHI2_SHAPE,
+           frozenset({"token_embedding", "output_norm", "output", "attn_norm", "attn_q", "attn_k", "attn_v",
+                      "attn_out", "ffn_up", "ffn_down"}), "half", norm="layer_norm", biased=True, parallel=True,
+           one_norm=True, own_output=True, output_bias=True, partial_rotary=True, hf_model_types=("phi",),
+           hf_eps_key="layer_norm_eps"),
+    Family("gptneox", _GPTNEOX_SHAPE,
+           frozenset({"token_embedding", "output_norm", "output", "attn_norm", "attn_qkv", "attn_out", "ffn_norm",
+                      "ffn_up", "ffn_down"}), "half", norm="layer_norm", biased=True, parallel=True, fused_qkv=True,
+           own_output=True, partial_rotary=True, mlp_gelu=("gelu_tanh", "gelu"), hf_model_types=("gpt_neox",),
+           hf_qkv_by_head=True, hf_eps_key="layer_norm_eps"),
     Family("gemma2", dict(_GEMMA3_SHAPE, qk="rope(linear(h)) split into heads",
                           output="rms_norm(x) into the token embedding (tied)"),
            _GEMMA2_ROLES, "half", scaled_embedding=True, sliding_window=True, wide_scale_blocks=46,
@@ -152,7 +203,7 @@ def has(arch: str, place: str) -> str:
     return FAMILIES[arch].shape[place]
 
 
-def names_in_words() -> str:
+def names_in_words(last: str = " and ") -> str:
     """"llama, qwen2, ... and gemma3": every family, for the messages."""
     names = list(FAMILIES)
-    return ", ".join(names[:-1]) + " and " + names[-1]
+    return ", ".join(names[:-1]) + last + names[-1]

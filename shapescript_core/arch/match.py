@@ -49,6 +49,7 @@ class ArchMatcher(Projections, Sublayers):
         # v0.3's softcaps: (value, node) of each attention's `softcap=` and of the final one
         self.attn_caps: list = []
         self.final_cap = None
+        self.notes: list = []  # what the export's summary says about the match ("exact gelu")
 
     # ------------------------------------------------------------ helpers
     def depart(self, node, place: str, what: str):
@@ -126,8 +127,6 @@ class ArchMatcher(Projections, Sublayers):
             out = self.arg(out, "x")
         if out is None or out.op != "linear":
             raise Depart(out, "the logits don't come from an output layer")
-        if self.arg(out, "b") is not None:
-            raise Depart(out, f"the output layer has a bias{line_of(out)}")
         w_out = self.param(self.arg(out, "W"), "output layer")
         final = self.arg(out, "x")
         if final.op not in ("rms_norm", "layer_norm"):
@@ -138,6 +137,11 @@ class ArchMatcher(Projections, Sublayers):
         stream = self.arg(final, "x")
         subs = []
         while True:
+            par = self.parallel(stream)
+            if par is not None:  # phi2's x + attn(h) + mlp(h)
+                subs.append(par)
+                stream = par[1]
+                continue
             if stream.op == "add" and len(stream.inputs) == 2:
                 a, b = stream.inputs
                 if self.is_ancestor(a, b):
@@ -160,7 +164,7 @@ class ArchMatcher(Projections, Sublayers):
                 continue
             break
         subs.reverse()
-        if self.arch == "llama" and any(b.op == "rms_norm" for _, _, b in subs):
+        if self.arch == "llama" and any(len(sub) == 3 and sub[2].op == "rms_norm" for sub in subs):
             self.arch = "gemma3"  # a norm after the sublayers
         scaled = self.scaled_embedding(stream)
         if scaled is not None:
@@ -168,25 +172,25 @@ class ArchMatcher(Projections, Sublayers):
         embeds = self.embeddings(stream)
         if len(embeds) == 2:
             self.arch = "gpt2"
+        elif self.arch == "gpt2":  # layer norms, no position embeddings: rope's families
+            par = [sub for sub in subs if len(sub) == 4]
+            self.arch = "phi2" if par and self.reads_one_norm(par[0]) else "gptneox"
         plan_t: list = []
         try:
             hp = self.start(embeds, plan_t)
             self.embedding_scale(embeds[0][0], scaled, hp)
-            if len(subs) % 2 or not subs:
-                raise Depart(subs[-1][0] if subs else stream,
-                              f"the blocks have {len(subs)} sublayers{line_of(subs[-1][0] if subs else stream)}, "
-                              f"where {self.arch} has {has(self.arch, 'block')}")
-            self.blocks(subs, hp, plan_t)
+            self.blocks(self.grouped(subs, stream), hp, plan_t)
             if FAMILIES[self.arch].sliding_window:
                 hp["windows"] = self.windows()
             self.norm(final, "output_norm", hp, plan_t, None, stream_check=False)
             self.output_of_gemma2(w_out == embeds[0][1], out, hp)
+            self.output_bias(out, hp, plan_t)
             self.softcaps(hp)
         except Depart as d:
             self.found.append(d)
         if self.found:
             raise min(self.found, key=lambda d: self.index.get(id(d.node), 1 << 30))
-        tied = w_out == embeds[0][1]
+        tied = w_out == embeds[0][1] and not FAMILIES[self.arch].own_output  # phi2, gptneox: one of its own
         if not tied:
             plan_t.append(TensorPlan("output", None, "weight", w_out, tuple(out.inputs[1].shape)))
         if hp.get("rope_freqs"):  # llama3's divisors, one per rotated pair (rope_gguf.py)
@@ -195,7 +199,22 @@ class ArchMatcher(Projections, Sublayers):
         plan = GGUFPlan(self.arch, self.hparams(hp), plan_t, rope=hp.get("rope", ("none", (), None)))
         if tied:
             plan.notes.append("output layer tied to the token embedding")
+        if "exact gelu" in self.notes:
+            plan.notes.append(f"llama.cpp's {self.arch} computes the MLP's gelu as every GELU it runs, with the tanh "
+                              f"approximation from a float16 table: its logits differ from the source's by about "
+                              f"1e-3 (docs/serving-engines.md)")
         return plan
+
+    def output_bias(self, out, hp, plan_t):
+        """phi2's output layer has a bias (zeros where the source has none); no other
+        architecture's has one."""
+        b = self.arg(out, "b")
+        if not FAMILIES[self.arch].output_bias:
+            if b is not None:
+                raise Depart(out, f"the output layer has a bias{line_of(out)}, where {self.arch} has none")
+            return
+        path = self.param(b, "output layer's bias") if b is not None else None
+        plan_t.append(TensorPlan("output", None, "bias", path, (hp["vocab_size"],), kind="vector"))
 
     def output_of_gemma2(self, tied: bool, out, hp):
         """gemma2's output layer is the token embedding. llama.cpp's gemma2 caps the
@@ -297,6 +316,8 @@ class ArchMatcher(Projections, Sublayers):
         out.update(hp.get("windows", {}))
         out.update(hp.get("softcaps", {}))
         out.update(hp.get("rope_scaling", {}))
+        if self.arch == "gptneox":  # its blocks side by side or in turn
+            out["parallel_residual"] = hp["parallel"]
         return out
 
     def windows(self) -> dict:
@@ -330,14 +351,72 @@ class ArchMatcher(Projections, Sublayers):
         return out
 
     # ------------------------------------------------------------ blocks
-    def blocks(self, subs, hp, plan_t):
-        hp["blocks"] = len(subs) // 2
+    def parallel(self, n):
+        """(the `+`, x, one branch, the other) where `n` adds x and two branches that each
+        read x and not each other (phi2's x + attn(h) + mlp(h), in any grouping); None
+        for anything else (a sequential sublayer's branch reads all of x)."""
+        if n.op != "add" or len(n.inputs) != 2:
+            return None
+        for inner, other in (n.inputs, n.inputs[::-1]):
+            if inner.op != "add" or len(inner.inputs) != 2:
+                continue
+            p, q = inner.inputs
+            for x, b1, b2 in ((p, q, other), (q, p, other), (other, p, q)):
+                if self.is_ancestor(x, b1) and self.is_ancestor(x, b2) and not self.is_ancestor(b1, b2) \
+                        and not self.is_ancestor(b2, b1):
+                    return n, x, b1, b2
+        return None
+
+    def grouped(self, subs, stream) -> list:
+        """The blocks, each ((add, x, branch), (add, x, branch)) of two sublayers in turn, or
+        (add, x, branch, branch) of two side by side (phi2)."""
+        par = [s for s in subs if len(s) == 4]
+        if par and not FAMILIES[self.arch].parallel:
+            raise Depart(par[0][0], f"this `+`{line_of(par[0][0])} joins two sublayers side by side (a parallel "
+                                    f"block), where {self.arch} has {has(self.arch, 'block')}")
+        if par:
+            seq = [s for s in subs if len(s) == 3]
+            if seq:
+                raise Depart(seq[0][0], f"this sublayer adds to the residual stream on its own{line_of(seq[0][0])}, "
+                                        f"where the others are side by side: {self.arch} has "
+                                        f"{has(self.arch, 'block')}")
+            return par
+        if len(subs) % 2 or not subs:
+            raise Depart(subs[-1][0] if subs else stream,
+                         f"the blocks have {len(subs)} sublayers{line_of(subs[-1][0] if subs else stream)}, "
+                         f"where {self.arch} has {has(self.arch, 'block')}")
+        return [(subs[i], subs[i + 1]) for i in range(0, len(subs), 2)]
+
+    def reads_one_norm(self, block) -> bool:
+        """Do a parallel block's two branches read one norm of x (phi2), not one each?"""
+        _, x, b1, b2 = block
+        try:
+            return self.norm_of(b1, x) is self.norm_of(b2, x)
+        except Depart:
+            return False
+
+    def side_by_side(self, block) -> tuple:
+        """A parallel block as its two sublayers, ((add, x, attention), (add, x, MLP)), that
+        read one norm (phi2) or one each (gptneox)."""
+        add, x, b1, b2 = block
+        a1, a2 = self.has_attention(b1, x), self.has_attention(b2, x)
+        if a1 == a2:
+            self.depart(add, "block", f"the block's two branches have {'an attention each' if a1 else 'no attention'}")
+        a_branch, m_branch = (b1, b2) if a1 else (b2, b1)
+        h, h2 = self.norm_of(a_branch, x), self.norm_of(m_branch, x)
+        if (h is h2) != FAMILIES[self.arch].one_norm:
+            self.depart(h2, "block", "the MLP reads " + ("a norm of its own" if h is not h2 else "the attention's norm"))
+        return (add, x, a_branch), (add, x, m_branch)
+
+    def blocks(self, blocks, hp, plan_t):
+        hp["blocks"] = len(blocks)
         features: set = set()
         per_block = []
         gemma = self.arch == "gemma3"
-        for i in range(0, len(subs), 2):
-            (a_add, a_res, a_branch), (m_add, m_res, m_branch) = subs[i], subs[i + 1]
-            blk = i // 2
+        hp["parallel"] = bool(blocks) and len(blocks[0]) == 4
+        for blk, block in enumerate(blocks):
+            (a_add, a_res, a_branch), (m_add, m_res, m_branch) = \
+                self.side_by_side(block) if hp["parallel"] else block
             tensors: list = []
             a_post = m_post = None
             if gemma:
@@ -353,7 +432,8 @@ class ArchMatcher(Projections, Sublayers):
             if a_post is not None:
                 self.norm(a_post, "attn_post_norm", hp, tensors, blk)
             h2 = self.norm_of(m_branch, m_res)
-            self.norm(h2, "ffn_norm", hp, tensors, blk)  # gemma's "pre" norm too (roles.py)
+            if not (hp["parallel"] and FAMILIES[self.arch].one_norm):  # phi2's MLP reads the attention's norm
+                self.norm(h2, "ffn_norm", hp, tensors, blk)  # gemma's "pre" norm too (roles.py)
             self.mlp(m_branch, h2, hp, tensors, blk)
             if m_post is not None:
                 self.norm(m_post, "ffn_post_norm", hp, tensors, blk)

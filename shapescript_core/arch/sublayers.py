@@ -95,6 +95,7 @@ class Sublayers:
         """Adds the block's attention tensors; the features that tell the llama family's
         members apart: "bias" (q/k/v biases: qwen2), "qk_norm" (per-head norms: qwen3)."""
         gpt2 = self.arch == "gpt2"
+        fused = FAMILIES[self.arch].fused_qkv  # gpt2's and gptneox's one attn_qkv
         gemma = self.arch == "gemma3"  # gemma2 too: told apart when every block is read
         wo = branch
         if not is_projection(wo):
@@ -201,10 +202,13 @@ class Sublayers:
         if q.norm is not None and any(biases):
             raise Depart(q.norm, f"the queries are normalized per head{line_of(q.norm)} and q, k, v have "
                                  f"biases: qwen2 has the biases, qwen3 the norms, none both")
-        if gpt2:
+        if fused:
+            if q.rope is not None and hp["rope_style"] != FAMILIES[self.arch].rope_style:
+                raise Depart(q.rope, f"rope rotates {hp['rope_style']} pairs{line_of(q.rope)}, where {self.arch} "
+                                     f"rotates halves")
             self.fused_qkv(q, k, v, D, tensors, blk)
         else:
-            if out.b is not None:
+            if out.b is not None and not FAMILIES[self.arch].biased:
                 raise Depart(wo, f"the attention's output projection has a bias{line_of(wo)}, where "
                                   f"{self.arch} has {has(self.arch, 'bias')}")
             style = hp.get("rope_style", "half")
@@ -214,7 +218,7 @@ class Sublayers:
                 rows = p.steps + (regroup if p is q else ()) + (folded if p is q and q.norm is None else ())
                 tp = TensorPlan(name, blk, "weight", self.param(p.W, "weight"), tuple(p.W.shape), rows)
                 tensors.append((tp, heads, style) if name != "attn_v" else tp)
-                if any(biases):  # qwen2: zeros where the source has no bias
+                if any(biases) or FAMILIES[self.arch].biased:  # qwen2, phi2: zeros where the source has none
                     b = (TensorPlan(name, blk, "bias", self.param(p.b, "bias"), tuple(p.b.shape), rows,
                                     kind="vector") if p.b is not None
                          else TensorPlan(name, blk, "bias", None, (heads * Dh,), kind="vector"))
@@ -229,7 +233,7 @@ class Sublayers:
         cols += tuple(Gather(1, g.shape, None, g.perm) for g in regroup)
         tensors.append(TensorPlan("attn_out", blk, "weight", self.param(out.W, "weight"), tuple(out.W.shape),
                                   out.steps + cols))
-        if gpt2:
+        if FAMILIES[self.arch].biased:
             self.bias(wo, "attn_out", (D,), tensors, blk)
         return ({"bias"} if any(biases) else set()) | ({"qk_norm"} if q.norm is not None else set())
 
@@ -260,7 +264,7 @@ class Sublayers:
         """gpt2's one attn_qkv: rows [q; k; v], each head-major, from one fused projection
         (re-ordered when its pattern laid the rows out another way) or from separate ones."""
         if q.groups != 1:
-            raise Depart(k.repeat, f"keys and values are repeated{line_of(k.repeat)}: gpt2 has as many "
+            raise Depart(k.repeat, f"keys and values are repeated{line_of(k.repeat)}: {self.arch} has as many "
                                     f"key/value heads as query heads")
         rows = 3 * q.heads * q.width
         fused = q.lin is k.lin is v.lin and [p.gather.take[1] for p in (q, k, v)] == [0, 1, 2]
@@ -299,10 +303,12 @@ class Sublayers:
         dp = Proj(down, None)
         act = input_of(down)
         D = hp["embedding_length"]
-        if self.arch == "gpt2":
-            if act.op != "gelu_tanh":
+        if FAMILIES[self.arch].biased:  # gpt2, phi2, gptneox: proj(gelu_tanh(fc(h))), biases
+            if act.op not in FAMILIES[self.arch].mlp_gelu:
                 what = "gelu (exact, erf)" if act.op == "gelu" else act.op
                 self.depart(act, "mlp", f"the MLP's activation is {what}")
+            if act.op == "gelu" and "exact gelu" not in self.notes:
+                self.notes.append("exact gelu")
             up = self.proj(act.inputs[0], h, "MLP's inputs", heads=False)
             F = self.width(act)
             self._ffn(hp, F, act)

@@ -49,6 +49,8 @@ HPARAM_KEYS = {
     "key_length": ("Attention", "KEY_LENGTH", "add_uint32"),
     "value_length": ("Attention", "VALUE_LENGTH", "add_uint32"),
     "rope_dim": ("Rope", "DIMENSION_COUNT", "add_uint32"),
+    # gptneox: its blocks side by side (x + attn(ln(x)) + mlp(ln2(x))) or in turn
+    "parallel_residual": ("LLM", "USE_PARALLEL_RESIDUAL", "add_bool"),
     "freq_base": ("Rope", "FREQ_BASE", "add_float32"),
     # v0.3's rope scaling (linear, yarn): llama.cpp's freq_scale = 1/factor
     "rope_scaling_type": ("Rope", "SCALING_TYPE", "add_string"),

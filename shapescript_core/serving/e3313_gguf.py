@@ -23,6 +23,7 @@ import os
 from ..compile.graph import CompileError, trace
 from ..diagnostics import error
 from ..targets import asked_for
+from ..arch.archs import names_in_words
 from ..arch.match import match
 from ..arch.plan import Departure
 
@@ -33,7 +34,7 @@ def message(reason: str) -> str:
     return f"no llama.cpp architecture runs this model: {reason}"
 
 
-HELP = ("Make the model one of llama.cpp's architectures (llama, qwen2, qwen3, gpt2, gemma2, gemma3), or export it "
+HELP = (f"Make the model one of llama.cpp's architectures ({names_in_words(', ')}), or export it "
         "with --hf or --vllm, which run any model the checker accepts.")
 
 

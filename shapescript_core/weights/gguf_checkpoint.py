@@ -114,6 +114,12 @@ class GGUFCheckpoint:
         original = self.field(f"{self.arch}.rope.scaling.original_context_length")
         return out + (f", original context {original}" if kind == "yarn" and isinstance(original, int) else "")
 
+    def rotary_dims(self) -> tuple | None:
+        """(the features of each head the rope rotates, where the file says so)."""
+        k = meta_key("rope_dim", self.arch)
+        v = self.field(k)
+        return (v, f"`{k}`") if isinstance(v, int) and v > 0 else None
+
     def rope_scaling_kind(self) -> str:
         """"none", "linear", "yarn" (rope.scaling.type), or "llama3" where the file has a
         `rope_freqs` tensor that divides some frequency."""

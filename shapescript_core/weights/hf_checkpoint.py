@@ -24,11 +24,13 @@ import re
 
 from ..files import ReadRefused, read_bytes
 from ..arch.archs import FAMILIES, HF_MODEL_TYPES
-from ..arch.plan import Offset, RopePermute, Scale, Transpose
+from ..arch.layout import gather_index
+from ..arch.plan import Gather, Offset, RopePermute, Scale, Transpose
 from ..arch.sublayers import llama_cpp_scale
 from ..check import rope_scaling
 from ..export_errors import ExportError
 from ..gguf_format.names import hf_role_map
+from .recipe import Take
 from .source import WeightSource
 
 CONFIG = "config.json"
@@ -121,6 +123,23 @@ class HFCheckpoint:
                 return None
             values[k] = float(v)
         return kind, values
+
+    def rotary_dims(self) -> tuple | None:
+        """(the features of each head the rope rotates, where the config says so): the head
+        width times `partial_rotary_factor` (in rope_parameters, or at the top as older
+        configs and GPT-NeoX's `rotary_pct` write it); None when the config gives no widths."""
+        c = self.config
+        D, H = c.get("hidden_size"), c.get("num_attention_heads")
+        Dh = c.get("head_dim") if isinstance(c.get("head_dim"), int) else (D // H if isinstance(D, int) and
+                                                                            isinstance(H, int) and H else None)
+        if not Dh:
+            return None
+        rope = c.get("rope_parameters") if isinstance(c.get("rope_parameters"), dict) else {}
+        for where, v in (("rope_parameters.partial_rotary_factor", rope.get("partial_rotary_factor")),
+                         ("partial_rotary_factor", c.get("partial_rotary_factor")), ("rotary_pct", c.get("rotary_pct"))):
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1:
+                return int(Dh * v), f"config.json {where}"
+        return Dh, "config.json (no partial_rotary_factor)"
 
     def rope_scaling(self) -> str | None:
         """The config's rope scaling ("linear, factor 8" for Gemma 3's global layers from
@@ -222,6 +241,10 @@ class HFCheckpoint:
                 steps = self._query_scale(arch)
             elif role in fam.hf_transposed and len(shape) == 2:
                 steps = (Transpose(),)
+            elif role == "attn_qkv" and fam.hf_qkv_by_head and shape[0] % (3 * heads) == 0:
+                # GPT-NeoX's rows head by head (H, 3, Dh); llama.cpp's converter regroups them (3, H, Dh)
+                order = gather_index(Gather(0, (heads, 3, shape[0] // (3 * heads)), None, (1, 0, 2)))
+                steps = (Take(0, tuple(int(i) for i in order)),)
             self.names[name] = (key, steps)
 
     def _query_scale(self, arch: str) -> tuple:

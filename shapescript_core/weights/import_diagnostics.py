@@ -171,8 +171,19 @@ def constant_warnings(plan, ckpt, resolved) -> list:
             out.append(e3316(words[k], none, _num(v), where[k], _fn_span(resolved)))
         elif o is not None and not math.isclose(float(o), v, rel_tol=1e-6):
             out.append(e3316(words[k], _num(o), _num(v), where[k], _fn_span(resolved)))
-    d = _rope_scaling_warning(plan, ckpt, resolved)
-    return out + ([d] if d is not None else [])
+    found = [_rope_scaling_warning(plan, ckpt, resolved), _rotary_dims_warning(plan, ckpt, resolved)]
+    return out + [d for d in found if d is not None]
+
+
+def _rotary_dims_warning(plan, ckpt, resolved):
+    """E3316 where the source's rope rotates another number of each head's features than
+    the checkpoint's (v0.3's rotary_dims; transformers' partial_rotary_factor)."""
+    _, _, dims = plan.rope
+    ours = dims if dims is not None else plan.hparams.get("rope_dim")
+    theirs = ckpt.rotary_dims()
+    if ours is None or theirs is None or int(ours) == int(theirs[0]):
+        return None
+    return e3316("rotated head width (rotary_dims)", int(ours), int(theirs[0]), theirs[1], _fn_span(resolved))
 
 
 def _rope_scaling_warning(plan, ckpt, resolved):

@@ -44,7 +44,7 @@ def run_steps(arr: np.ndarray, steps) -> np.ndarray:
         if isinstance(s, Transpose):
             arr = arr.T
         elif isinstance(s, RopePermute):
-            arr = rope_permute(arr, s.heads, s.to)
+            arr = rope_permute(arr, s.heads, s.to, s.dims)
         elif isinstance(s, Take):
             arr = np.take(arr, np.asarray(s.index, dtype=np.int64), axis=s.axis)
         elif isinstance(s, Rows):
@@ -77,7 +77,7 @@ def inverse(step):
     if isinstance(step, Transpose):
         return step
     if isinstance(step, RopePermute):
-        return RopePermute(step.heads, "half" if step.to == "interleaved" else "interleaved")
+        return RopePermute(step.heads, "half" if step.to == "interleaved" else "interleaved", step.dims)
     if isinstance(step, Offset):
         return Offset(-step.value)
     if isinstance(step, Scale):
@@ -106,7 +106,8 @@ def _undoes(a, b) -> bool:
         return a.value + b.value == 0
     if isinstance(a, Scale) and isinstance(b, Scale):
         return math.isclose(a.factor * b.factor, 1.0, rel_tol=1e-9)
-    return isinstance(a, RopePermute) and isinstance(b, RopePermute) and a.heads == b.heads and a.to != b.to
+    return isinstance(a, RopePermute) and isinstance(b, RopePermute) and (a.heads, a.dims) == (b.heads, b.dims) \
+        and a.to != b.to
 
 
 @dataclass
