@@ -82,6 +82,17 @@ def test_keyword_arguments_of_the_call():
     assert items["over"].kind == "argument" and items["over"].insert == "over="
 
 
+def test_v03_keywords_are_offered_in_rope_and_the_attention():
+    """rope's rotary_dims, scaling and each scaling's keywords; the attention's softcap."""
+    items = complete("y = rope(x, pos, $0)")
+    assert {"theta", "style", "rotary_dims", "scaling", "factor", "low_freq_factor", "high_freq_factor",
+            "original_positions", "beta_fast", "beta_slow", "attention_factor"} <= set(items)
+    assert items["rotary_dims"].kind == "argument" and items["scaling"].insert == "scaling="
+    ws, path, m = workspace(HEAD.replace("LINE", "y = scaled_dot_product_attention(x, x, x, softc$0)"), lib=LIB)
+    found = [(c.kind, c.insert) for c in completions(ws, path, m[0]) if c.label == "softcap"]
+    assert ("argument", "softcap=") in found  # beside the builtin softcap(x, c)
+
+
 def test_item_keywords_at_the_start_of_a_line():
     ws, path, m = workspace("dim D = 4\n$0")
     assert {c.label for c in completions(ws, path, m[0])} == {"dim", "model", "fn", "import"}

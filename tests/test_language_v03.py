@@ -91,7 +91,8 @@ def test_the_v03_examples_and_keywords_check_clean():
         '    k = scaled_dot_product_attention(e, e, e, attn_mask=causal[n n], softcap=50.0)\n'
         '    return softcap(k, 30.0)\n')
     assert _check(text) == []
-    for example in (LLAMA3, os.path.join(ROOT, "examples", "gemma2.ss")):  # gemma2: every target, gguf too
+    for example in (LLAMA3, os.path.join(ROOT, "examples", "gemma2.ss"), os.path.join(ROOT, "examples", "pythia.ss")):
+        # each @export(hf, vllm, gguf): every target's checks, E3313 too
         r = run_cli("check", example)
         assert r.returncode == 0 and "error" not in r.stdout and "warning" not in r.stdout, r.stdout
 
