@@ -78,11 +78,33 @@ CONDITIONED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "programs
 
 @pytest.mark.parametrize("name", sorted(os.listdir(CONDITIONED)))
 def test_a_program_that_amplifies_rounding_is_told_from_a_miscompile(name, tmp):
-    """Shrunk from the long run's disagreements (issue 32): a quantity that is 0 exactly
-    (a centered sum) times the output, so f32 rounding is all there is. The export in f64
-    computes the evaluator's f64 function, and a nudge of a few rounding units moves the
-    evaluator as far: "conditioned", not "disagree" (nor "agree": f32 can't tell)."""
+    """Shrunk from the long runs' disagreements (issue 32): a quantity that is 0 exactly
+    (a centered sum: in one order of additions exactly 0, in another not) times the
+    output, a `where`/`argmax` that flips behind the program's own cast to f32, a rope
+    whose theta is computed at run time in a program that amplifies its table's rounding
+    10^4 times. The export in f64 computes the evaluator's f64 function (or differs only
+    where the program's own casts round), and a nudge of a few rounding units of the inputs
+    or of each operation's result moves the evaluator as far: "conditioned", not
+    "disagree" (nor "agree": f32 can't tell)."""
     case = case_from_text(open(os.path.join(CONDITIONED, name)).read())
     status, why = run_case(case, tmp)["hf"]
     assert status == "conditioned", why
     assert "in f64" in why
+
+
+def test_a_different_function_is_never_called_conditioned(tmp):
+    """The teeth of the above: the export of a program that computes another function
+    (a constant added where the original's sum cancels, as a miscompile would) is not
+    explained away by the same program's sensitivity, however large."""
+    import dataclasses
+    from differential_support import conditioned, evaluator_outputs, export, f64_outputs, hf_outputs, rel_error
+    case = case_from_text(open(os.path.join(CONDITIONED, "cancellation_exact_in_one_order.ss")).read())
+    other = dataclasses.replace(case, source=case.source.replace("tanh(sum(x))", "tanh(sum(x) + 0.001)"))
+    assert other.source != case.source
+    prog, weights, inputs, want = evaluator_outputs(case)
+    out = os.path.join(tmp, "miscompiled")
+    assert export(other, weights, out).ok
+    got = hf_outputs(other, out, inputs)["full"]
+    bad = {"full": rel_error(got, want)}
+    assert bad["full"] > 1e-5
+    assert conditioned(case, prog, weights, inputs, want, f64_outputs(case, prog, weights, inputs), out, bad) == {}

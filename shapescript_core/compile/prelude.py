@@ -46,13 +46,14 @@ def layer_norm(x, weight, bias, dims, eps):
     return (x - mean) * torch.rsqrt(var + eps) * weight + bias
 ''',
     "rope": '''
-def inv_frequencies(theta, width, device, scaling=None):
+def inv_frequencies(theta, width, device, scaling=None, work=torch.float32):
     """The inverse frequencies of `width` rotated features, changed as `scaling` says (a
     `rope_parameters` dict: `rope_type` "linear", "llama3" or "yarn" and its fields, with
     transformers' meaning), and the factor cos and sin are multiplied by (yarn's
-    attention_factor; else 1)."""
+    attention_factor; else 1). Computed in `work`: float32 as transformers does, float64
+    for a model run in float64."""
     kind = (scaling or {}).get("rope_type", "default")
-    powers = theta ** (torch.arange(0, width, 2, dtype=torch.int64, device=device).float() / width)
+    powers = theta ** (torch.arange(0, width, 2, dtype=torch.int64, device=device).to(work) / width)
     inv_freq = 1.0 / powers
     if kind == "linear":
         return inv_freq / scaling["factor"], 1.0
@@ -74,7 +75,7 @@ def inv_frequencies(theta, width, device, scaling=None):
         high = min(math.ceil(dim_of(scaling["beta_slow"])), width - 1)
         if low == high:
             high += 0.001
-        ramp = ((torch.arange(width // 2, dtype=torch.float32, device=device) - low) / (high - low)).clamp(0, 1)
+        ramp = ((torch.arange(width // 2, dtype=work, device=device) - low) / (high - low)).clamp(0, 1)
         kept = 1 - ramp
         return (1.0 / (factor * powers)) * (1 - kept) + inv_freq * kept, scaling["attention_factor"]
     return inv_freq, 1.0
@@ -84,8 +85,9 @@ def rotary_table(pos, theta, width, style, dtype, scaling=None):
     """The rotary table of the positions `pos`: cos and sin, each [*pos.shape, width], laid
     out as `style` rotates: "half" rotates the two halves (Hugging Face Llama),
     "interleaved" pairs of neighbours (GPT-J); frequencies scaled as `scaling` says."""
-    inv_freq, attention = inv_frequencies(theta, width, pos.device, scaling)
-    angles = pos[..., None].float() * inv_freq
+    work = torch.float64 if dtype == torch.float64 else torch.float32
+    inv_freq, attention = inv_frequencies(theta, width, pos.device, scaling, work)
+    angles = pos[..., None].to(work) * inv_freq
     if style == "half":
         angles = torch.cat((angles, angles), -1)
     else:

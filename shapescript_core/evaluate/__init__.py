@@ -106,13 +106,14 @@ class Program:
             out[path] = t.to(torch_dtype(dtype))
         return out
 
-    def run(self, fn: str, weights: Optional[dict] = None, *, float64: bool = False, **inputs):
+    def run(self, fn: str, weights: Optional[dict] = None, *, float64: bool = False, noise=None, **inputs):
         """Call `fn` with the model's `weights` (param path -> tensor) and its other
         parameters by name (tensors, or numbers for scalar parameters). Returns what it
         returns: a tensor whose axes are in the order of its return type, or a tuple.
         `float64`: compute every f32 value in float64 (give float64 weights and inputs),
-        the value f32 computations approximate."""
-        ev = Evaluator(self.ws, dict(weights or {}), float64)
+        the value f32 computations approximate. `noise` (relative size, torch.Generator):
+        a rounding probe, every float result of an operation moved by about that much."""
+        ev = Evaluator(self.ws, dict(weights or {}), float64, noise)
         f = ev.function(self._item(fn))
         args = dict(inputs)
         model = self.model_of(fn)

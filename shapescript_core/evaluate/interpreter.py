@@ -134,10 +134,11 @@ class Call:
 
 
 class Evaluator:
-    def __init__(self, ws, weights: dict, float64: bool = False):
+    def __init__(self, ws, weights: dict, float64: bool = False, noise=None):
         self.ws = ws
         self.weights = weights
         self.float64 = float64  # f32 values computed in float64: a reference for rounding
+        self.noise = noise  # (relative size, torch.Generator): every float result moved that much (`rounded`)
         self.semantics = semantics()
         self.after_pattern: list = []
 
@@ -287,7 +288,17 @@ class Evaluator:
             shape = [frame.size(a.size) for a in out.axes]
             if list(r.shape) != shape:
                 r = r.expand(shape)
-        return r
+        return self.rounded(r)
+
+    def rounded(self, v):
+        """A float tensor as computed, or (a rounding probe, `noise`) each value moved by a
+        random few units of its last place: how far another order of the same operations
+        could move it."""
+        if self.noise is None or not hasattr(v, "is_floating_point") or not v.is_floating_point():
+            return v
+        eps, g = self.noise
+        import torch  # torch is not a dependency of the core: imported only when evaluating
+        return v * (1 + eps * torch.randn(v.shape, generator=g, dtype=v.dtype))
 
     def if_expr(self, frame: Frame, e: A.IfExpr):
         """`A if C else B`: C is a compile-time value (a number, or a scalar parameter's
@@ -336,6 +347,7 @@ class Evaluator:
             else:
                 values[p] = self.expr(frame, a.value)
         out = self.semantics[b.name](Call(self, frame, e, info, values, rest))
+        out = tuple(self.rounded(o) for o in out) if isinstance(out, tuple) else self.rounded(out)
         while self.after_pattern:  # names a pattern binds are size variables from here on
             f, run = self.after_pattern.pop()
             for name, n in run.sizes.items():
