@@ -199,3 +199,44 @@ for name, text in runs.items():
 if len(set(runs.values())) != 1:
     sys.exit("demo: the engines disagree")
 EOF
+
+# The same model quantized as llama.cpp users run it: --dtype takes llama-quantize's types
+# (q8_0, q6_k, q5_k_m, q4_k_m, ...), written by llama.cpp's own quantizer (q8_0 by ours,
+# bit for bit the same): a quarter of the f32 file's size, the same greedy text.
+echo
+echo "\$ shapescript export examples/llama.ss --gguf --dtype q8_0 --weights $story ${story_dims[*]} --force -o out/tiny-story-q8_0.gguf"
+.venv/bin/shapescript export examples/llama.ss --gguf --dtype q8_0 --weights "$story" "${story_dims[@]}" --force \
+    -o out/tiny-story-q8_0.gguf
+.venv/bin/python - out/tiny-story.gguf out/tiny-story-q8_0.gguf <<'EOF'
+import os
+import sys
+
+import llama_cpp
+
+# llama.cpp's AMX buffer type traps on q8_0 weights on some VMs: the plain CPU kernels
+# (docs/serving-engines.md, "On these machines")
+default_params = llama_cpp.llama_cpp.llama_model_default_params
+
+
+def plain_cpu_params():
+    p = default_params()
+    p.use_extra_bufts = False
+    return p
+
+
+llama_cpp.llama_cpp.llama_model_default_params = plain_cpu_params
+texts = {}
+for path in sys.argv[1:]:
+    llm = llama_cpp.Llama(model_path=path, n_ctx=64, verbose=False, n_threads=2)
+    got = llm.tokenize(b"Pip closed the", add_bos=False, special=False)
+    n = len(got) + 16
+    for t in llm.generate(got, top_k=1, temp=0.0, reset=True):
+        got.append(t)
+        if len(got) == n:
+            break
+    texts[path] = llm.detokenize(got).decode()
+    llm.close()
+    print(f"{os.path.basename(path):24} {os.path.getsize(path) / 1e6:6.2f} MB  llama.cpp: {texts[path]!r}")
+if len(set(texts.values())) != 1:
+    sys.exit("demo: the quantized file tells another story")
+EOF

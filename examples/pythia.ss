@@ -39,8 +39,12 @@ model Pythia:
     head: [V D]
 
 fn attention(p: Block, h: [b n D], pos: [b n] i64) -> [b n D]:
-    q = linear(h, p.wq, p.bq) |> rearrange(b n (H Dh) -> b H n Dh) |> rope(pos, theta=10000.0, rotary_dims=16)
-    k = linear(h, p.wk, p.bk) |> rearrange(b n (H Dh) -> b H n Dh) |> rope(pos, theta=10000.0, rotary_dims=16)
+    q = linear(h, p.wq, p.bq)
+        |> rearrange(b n (H Dh) -> b H n Dh)
+        |> rope(pos, theta=10000.0, rotary_dims=16)
+    k = linear(h, p.wk, p.bk)
+        |> rearrange(b n (H Dh) -> b H n Dh)
+        |> rope(pos, theta=10000.0, rotary_dims=16)
     v = linear(h, p.wv, p.bv) |> rearrange(b n (H Dh) -> b H n Dh)
     o = scaled_dot_product_attention(q, k, v, attn_mask=causal[n n])
     return o |> rearrange(b H n Dh -> b n (H Dh)) |> linear(p.w_o, p.b_o)

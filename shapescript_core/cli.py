@@ -350,8 +350,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "[export.vllm] tensor_parallel)")
     x.add_argument("--seed", type=int, default=None, metavar="N",
                    help="the seed of --random-weights (default 0): the same seed gives the same weights")
-    x.add_argument("--dtype", choices=DTYPES["gguf"], default=None,
-                   help="the dtype the float weights are stored in (default f32; q8_0 for --gguf only)")
+    x.add_argument("--dtype", type=str.lower, choices=DTYPES["gguf"], default=None, metavar="DTYPE",
+                   help="the dtype the float weights are stored in (default f32); --gguf also takes llama.cpp's "
+                        "quantized types, as llama-quantize names them: q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, "
+                        "q3_k_s/m/l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k")
     x.add_argument("--force", action="store_true", help="replace the output if it exists")
     x.add_argument("--tokenizer", metavar="DIR",
                    help="a Hugging Face tokenizer directory to ship with the export")

@@ -47,8 +47,18 @@ LANGUAGE_FLOATS = tuple(d.name for d in TABLE if d.language and d.float)   # f16
 LANGUAGE_INTS = tuple(d.name for d in TABLE if d.language and not d.float and d.name != "bool")
 FLOATS = LANGUAGE_FLOATS
 STORED = ("f32", "f16", "bf16")   # the dtypes an export stores floats in (`--dtype`); gguf adds q8_0
-QUANTIZED = {"q8_0": "MOSTLY_Q8_0"}  # gguf's quantized file types: no dtype of a tensor we read
-QUANT_BLOCKS = {"q8_0": (32, 34)}  # a quantized type's block: (values, bytes) (q8_0: an f16 scale + 32 int8)
+# gguf's quantized file types (`--dtype`, as llama-quantize names them, lowercase): their
+# gguf.LlamaFileType / llama_cpp LLAMA_FTYPE_ names. No dtype of a tensor we read.
+QUANTIZED = {"q8_0": "MOSTLY_Q8_0", "q4_0": "MOSTLY_Q4_0", "q4_1": "MOSTLY_Q4_1", "q5_0": "MOSTLY_Q5_0",
+             "q5_1": "MOSTLY_Q5_1", "q2_k": "MOSTLY_Q2_K", "q3_k_s": "MOSTLY_Q3_K_S", "q3_k_m": "MOSTLY_Q3_K_M",
+             "q3_k_l": "MOSTLY_Q3_K_L", "q4_k_s": "MOSTLY_Q4_K_S", "q4_k_m": "MOSTLY_Q4_K_M",
+             "q5_k_s": "MOSTLY_Q5_K_S", "q5_k_m": "MOSTLY_Q5_K_M", "q6_k": "MOSTLY_Q6_K"}
+# a quantized type's block, (values, bytes), for the size estimate (export/sizes.py): q8_0 is
+# an f16 scale and 32 int8; a K-quant mix is estimated at its main type's block
+QUANT_BLOCKS = {"q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24),
+                "q2_k": (256, 84), "q3_k_s": (256, 110), "q3_k_m": (256, 110), "q3_k_l": (256, 110),
+                "q4_k_s": (256, 144), "q4_k_m": (256, 144), "q5_k_s": (256, 176), "q5_k_m": (256, 176),
+                "q6_k": (256, 210)}
 
 
 def stored_dtype(source: str, requested: str) -> str:

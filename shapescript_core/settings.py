@@ -11,6 +11,8 @@
     cache_length = 1024
     [export.vllm]                      # vLLM's splits, checked by E3307 (docs/serving-engines.md)
     tensor_parallel = 2                # the ranks vLLM splits each layer across
+    [export.gguf]
+    dtype = "q4_k_m"                   # --gguf's own: llama.cpp's quantized types, or "keep"
     exclude = ["build", "generated/*.ss"]  # what `shapescript check` skips in folders
     [limits]                           # what the tools read and write (docs/security.md)
     max_file_size = "32 MiB"           # the largest source, import or settings file read
@@ -27,12 +29,13 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from .check.env import dim_value_problem
-from .dtypes import STORED
+from .dtypes import QUANTIZED, STORED
 from .files import Access, ReadRefused, parse_size, read_bytes
 from .targets import TARGETS
 
 FILE_NAME = "shapescript.toml"
-DTYPES = STORED
+DTYPES = STORED  # `[export] dtype`: every target's
+GGUF_DTYPES = STORED + tuple(QUANTIZED) + ("keep",)  # `[export.gguf] dtype`: --gguf's own
 
 
 @dataclass
@@ -124,6 +127,7 @@ def parse_settings(data, source: str = "settings") -> Config:
                 else:
                     cfg.problems.append(f"{source}: `export.{key}` can't be `{v}`")
             _vllm_settings(export.get("vllm"), cfg, source)
+            _gguf_settings(export.get("gguf"), cfg, source)
     exclude = data.get("exclude")
     if exclude is not None:
         if isinstance(exclude, list) and all(isinstance(p, str) and p.strip() for p in exclude):
@@ -164,6 +168,23 @@ def _vllm_settings(vllm, cfg: Config, source: str):
     else:
         cfg.problems.append(f"{source}: `export.vllm.tensor_parallel` takes a number of ranks (1 or more), "
                             f"got `{v!s:.40}`")
+
+
+def _gguf_settings(gguf, cfg: Config, source: str):
+    """`[export.gguf]`: `dtype`, the GGUF export's own (llama.cpp's quantized types, `keep`),
+    over `[export] dtype` (editor: `export.gguf.dtype`)."""
+    if gguf is None:
+        return
+    if not isinstance(gguf, dict):
+        cfg.problems.append(f"{source}: `export.gguf` takes a table")
+        return
+    v = _get(gguf, "dtype")
+    if v is None:
+        return
+    if isinstance(v, str) and v.lower() in GGUF_DTYPES:
+        cfg.export["gguf_dtype"] = v.lower()
+    else:
+        cfg.problems.append(f"{source}: `export.gguf.dtype` takes one of {', '.join(GGUF_DTYPES)}, got `{v!s:.40}`")
 
 
 def settings_dir(start: str) -> Optional[str]:

@@ -186,14 +186,17 @@ def _tokens_and_comments(text: str) -> tuple:
 def _diagnostics(path: str, text: str) -> list:
     """(code, severity, message, the text under the span without its spaces) of every diagnostic; the
     files it imports are read from disk. A message naming a line (`(line 44)`) may name
-    another after blank lines are collapsed: the number is left out."""
+    another after blank lines are collapsed: the number is left out; source text it quotes
+    (`V = 10*00`) is compared without its spaces, which formatting changes."""
     ws = Workspace()
     ws.set_text(path, text)
     f = ws.file(path)
     out = []
     for d in ws.diagnostics(path):
         under = f.text[d.span.abs_start:d.span.abs_end] if d.path == ws.norm(path) else ""
-        out.append((d.code, str(d.severity), re.sub(r"\bline \d+", "line N", d.message), "".join(under.split())))
+        message = re.sub(r"\bline \d+", "line N", d.message)
+        message = re.sub(r"`[^`]*`", lambda m: "".join(m.group(0).split()), message)  # quoted source, spaced anew
+        out.append((d.code, str(d.severity), message, "".join(under.split())))
     return sorted(out)
 
 

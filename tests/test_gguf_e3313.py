@@ -117,7 +117,7 @@ EDITS = [  # conformance/ok/llama.ss changed in one place -> the words of its de
     return x + mlp(blk.mlp, rms_norm(x, blk.mlp_norm, over=D, eps=1e-5))""",
      """    h = rms_norm(x, blk.attn_norm, over=D, eps=1e-5)
     return x + attention(blk.attn, h, pos) + mlp(blk.mlp, h)""",
-     "this `+` (line 50) joins sublayers that don't feed one another (a parallel block)"),
+     "this `+` (line 50) joins two sublayers side by side (a parallel block)"),
     ("return rms_norm(x, m.norm, over=D, eps=1e-5) |> linear(m.lm_head)", "return x |> linear(m.lm_head)",
      "the output layer reads the residual stream directly (line 57), where every llama.cpp architecture "
      "has a norm before it"),

@@ -10,7 +10,8 @@ workspace root); paths from `shapescript.toml` resolve against the directory hol
 - output: `<file stem>-<target>` beside the source (`<stem>.gguf` for gguf);
 - weights: `--weights`, else the settings' `weights`, else random weights from the
   fields' initializers, which the request says (`random_reason`) so the user is told;
-- dtype: f32; q8_0 only for gguf; litert converts in f32 (the settings' dtype does not
+- dtype: f32; the quantized types (q8_0, q4_0, q4_k_m, ..., llama-quantize's names in any
+  case) only for gguf; litert converts in f32 (the settings' dtype does not
   apply to it; `quantize="int8"` asks for int8 weights);
 - litert's prefill and cache lengths: `litert.options` (its documented defaults).
 """
@@ -38,7 +39,7 @@ class ExportRequest:
     random_weights: bool = False
     random_reason: str = ""         # why random weights are used when nobody asked for them
     seed: int = 0
-    dtype: str = "f32"              # the stored dtype: f32 f16 bf16 (gguf also q8_0)
+    dtype: str = "f32"              # the stored dtype: f32 f16 bf16 (gguf also dtypes.QUANTIZED)
     force: bool = False             # replace an existing output
     dims: dict = field(default_factory=dict)  # NAME -> value, overriding the source
     tokenizer: Optional[str] = None  # a Hugging Face tokenizer directory, absolute
@@ -148,12 +149,16 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
     s = seed if seed is not None else defaults.get("seed", 0)
     if isinstance(s, bool) or not isinstance(s, int) or s < 0:
         raise RequestError(f"the seed takes a non-negative integer, got `{s}`")
-    dt = dtype or (None if target == "litert" else defaults.get("dtype")) or "f32"
+    dt = dtype or (defaults.get("gguf_dtype") if target == "gguf" else None) \
+        or (None if target == "litert" else defaults.get("dtype")) or "f32"
+    if not isinstance(dt, str):
+        raise RequestError(f"the dtype takes a name (f32, f16, bf16, q8_0, q4_k_m...), got `{dt}`")
+    dt = dt.lower()  # llama-quantize's spelling, Q4_K_M, is fine
     if target == "litert" and dt != "f32":
         raise RequestError(f"--litert converts in float32, not {dt}: pass --quantize int8 for int8 weights")
     if dt not in DTYPES[target]:
-        if dt == "q8_0":
-            raise RequestError("--dtype q8_0 is for gguf only: use f32, f16 or bf16")
+        if dt in DTYPES["gguf"]:
+            raise RequestError(f"--dtype {dt} is for gguf only: use f32, f16 or bf16")
         raise RequestError(f"--dtype takes one of {', '.join(DTYPES[target])}, got `{dt}`")
 
     wmap = _resolve(weights_map, base)

@@ -32,7 +32,8 @@ EXPORT_EXTRA = ("safetensors", "numpy", "gguf", "rich", "transformers", "acceler
 LIBRARIES = EXPORT_EXTRA + ("torch",)
 INSTALL_EXTRA = "pip install 'shapescript[export]'"
 # litert converts in float32 (its weights' precision is `--quantize`, not the dtype)
-DTYPES = {"hf": STORED, "vllm": STORED, "gguf": STORED + tuple(QUANTIZED), "litert": ("f32",)}
+# gguf: llama.cpp's quantized types too, and `keep` (a quantized .gguf in: its tensors as they came)
+DTYPES = {"hf": STORED, "vllm": STORED, "gguf": STORED + tuple(QUANTIZED) + ("keep",), "litert": ("f32",)}
 # A target whose writer runs in an environment of its own: "module:function" that raises
 # WriterUnavailable (a one-line message saying how to install it) when it is missing.
 REQUIRES = {"litert": "shapescript_core.export.litert.env:require"}

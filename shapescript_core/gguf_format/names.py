@@ -81,10 +81,11 @@ def arch_name(arch: str) -> str:
     return gguf.MODEL_ARCH_NAMES[getattr(gguf.MODEL_ARCH, arch.upper())]
 
 
-def add_hparams(w: "gguf.GGUFWriter", plan, name: str, dtype: str) -> None:
+def add_hparams(w: "gguf.GGUFWriter", plan, name: str, dtype: str, file_type=None) -> None:
+    """The plan's metadata; `general.file_type` the dtype's, or `file_type` (a kept file's own)."""
     arch = arch_name(plan.arch)
     w.add_name(name)
-    w.add_file_type(int(FILE_TYPE[dtype]))
+    w.add_file_type(int(file_type) if isinstance(file_type, int) else int(FILE_TYPE.get(dtype, FILE_TYPE["f32"])))
     w.add_quantization_version(gguf.GGML_QUANT_VERSION)
     for short, value in plan.hparams.items():
         _, _, method = HPARAM_KEYS[short]

@@ -262,3 +262,14 @@ class GGUFCheckpoint:
 
     def can_copy(self, name: str) -> bool:
         return False
+
+    def quantized(self, names) -> dict:
+        """{GGML type: how many} of the named tensors (by role) stored quantized, which an
+        import dequantizes to float32."""
+        out: dict = {}
+        for name in names:
+            q = self.tensors[self.key_of(name)].tensor_type
+            if q not in (gguf.GGMLQuantizationType.F32, gguf.GGMLQuantizationType.F16,
+                         gguf.GGMLQuantizationType.BF16):
+                out[q.name] = out.get(q.name, 0) + 1
+        return out

@@ -296,6 +296,10 @@ class HFCheckpoint:
     def can_copy(self, name: str) -> bool:
         return True
 
+    def quantized(self, names) -> dict:
+        """No tensor of a Hugging Face checkpoint is read as quantized (GGUFCheckpoint's is)."""
+        return {}
+
 
 def _token_id(v) -> bool:
     """An id, or a list of ids (several eos tokens)."""

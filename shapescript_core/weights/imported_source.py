@@ -70,6 +70,15 @@ class ImportedSource:
         checkpoint tensor with its rows re-ordered or selected and its bytes otherwise
         unchanged (Q/K rows of another rotary layout, a slice of a stacked tensor); None
         otherwise."""
+        found = self.rows_of(path)
+        if found is None or not self.ckpt.can_copy(found[0]) or self.ckpt.dtype(found[0]) != self.specs[path].dtype:
+            return None
+        return found
+
+    def rows_of(self, path: str):
+        """(checkpoint tensor, its rows in the param's order) when the param is one
+        checkpoint tensor with its rows at most re-ordered, whatever its stored type
+        (`--dtype keep` copies a quantized tensor's rows); None otherwise."""
         r = self.recipes[path]
         if len(r.parts) != 1 or r.post or r.buffer is not None:
             return None
@@ -77,8 +86,6 @@ class ImportedSource:
         if p.scatter is not None or not all(row_step(s) for s in p.steps):
             return None
         if any(isinstance(s, Transpose) for s in self.ckpt.to_gguf(p.tensor)):
-            return None  # a transpose undone on the way: the stored rows are not the shape's
-        if not self.ckpt.can_copy(p.tensor) or self.ckpt.dtype(p.tensor) != self.specs[path].dtype:
             return None
         return p.tensor, run_steps(np.arange(self.ckpt.shape(p.tensor)[0]), p.steps)
 
@@ -124,3 +131,13 @@ def _write(out, arr) -> int:
     while view:
         view = view[out.write(view):]
     return n
+
+
+def dequantized_note(ckpt, names) -> list:
+    """What an import of quantized tensors says: they are dequantized to float32."""
+    q = ckpt.quantized(names)
+    if not q:
+        return []
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(q.items()))
+    return [f"{sum(q.values())} of the checkpoint's tensors are quantized ({kinds}): dequantized to float32, "
+            f"so the export holds the file's values, not the original model's"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..export_errors import ExportError
 from .import_diagnostics import map_gaps, map_shape_mismatch
-from .imported_source import ImportedSource, refuse_unreadable
+from .imported_source import ImportedSource, dequantized_note, refuse_unreadable
 from .weights_map import keys_for, read_map, recipe_for, rule_for
 
 
@@ -42,4 +42,5 @@ def import_mapped(db, request, resolved, ckpt, map_file: str):
     if unused:
         warnings.append(f"{len(unused)} tensor{'s' if len(unused) != 1 else ''} of the checkpoint no param maps "
                         f"to (`{unused[0]}`...): left out")
-    return ImportedSource(ckpt, recipes, resolved.specs), [], warnings
+    notes = dequantized_note(ckpt, used) if request.dtype != "keep" else []  # keep copies them as they are
+    return ImportedSource(ckpt, recipes, resolved.specs), notes, warnings

@@ -11,7 +11,7 @@ from ..arch.roles import tensor_key
 from .checkpoint_axes import forward_shape
 from .import_diagnostics import (block_mismatch, constant_warnings, role_mismatch, scale_warnings,
                                  shape_mismatch)
-from .imported_source import ImportedSource, refuse_unreadable
+from .imported_source import ImportedSource, dequantized_note, refuse_unreadable
 from .recipe import Rows, add_part
 from .role_plan import plan_for_import
 from .e3315 import e3315_heads
@@ -73,6 +73,8 @@ def import_checkpoint(db, request, resolved, ckpt):
             shaped.add(t.source)
             continue
         add_part(recipes, t.source, t.shape, got, ckpt.to_gguf(got), t.steps)
+    if request.dtype != "keep":  # keep copies them as they are (export/gguf/keep.py)
+        notes += dequantized_note(ckpt, consumed)
     extra = [n for n in ckpt.names if n not in consumed]
     zeros = [n for n in extra if _all_zeros(ckpt, n)]  # a bias of zeros the source doesn't have
     if zeros:

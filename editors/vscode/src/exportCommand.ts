@@ -24,6 +24,19 @@ const TARGET_LABELS: Record<string, string> = {
   litert: 'LiteRT (.tflite, .litertlm)',
 };
 
+/** The GGUF file's types the dialog offers (`--dtype`; docs/serving-engines.md says which to choose). */
+const GGUF_TYPES: vscode.QuickPickItem[] = [
+  { label: 'f32', description: 'full precision' },
+  { label: 'f16', description: 'half the size' },
+  { label: 'bf16', description: 'half the size, f32\'s range' },
+  { label: 'q8_0', description: '8 bits: about a quarter of f32, nearly lossless' },
+  { label: 'q6_k', description: 'llama.cpp\'s 6-bit K-quant' },
+  { label: 'q5_k_m', description: 'llama.cpp\'s 5-bit K-quant mix' },
+  { label: 'q4_k_m', description: 'llama.cpp\'s 4-bit K-quant mix: the common choice' },
+  { label: 'q4_0', description: '4 bits, the plain kind' },
+  { label: 'keep', description: 'the .gguf\'s own types, tensor for tensor' },
+];
+
 /** What the code lens or a caller may already say; the dialog asks for the rest. */
 export interface ExportArgs {
   uri?: string;
@@ -228,6 +241,23 @@ export async function exportFunction(server: ServerManager, args: ExportArgs = {
     weightsMap = path.join(root, weightsMap);
   }
 
+  // the GGUF file's type (llama.cpp's quantized types; keep: a quantized .gguf's as they came)
+  let ggufDtype = args.dtype ?? cfg.get<string | null>('export.gguf.dtype') ?? project.gguf_dtype
+    ?? cfg.get<string | null>('export.dtype') ?? project.dtype;
+  if (targets.includes('gguf') && args.dtype === undefined) {
+    const fromGguf = !random && !!weights && weights.toLowerCase().endsWith('.gguf');
+    const items = GGUF_TYPES.filter((t) => t.label !== 'keep' || fromGguf)
+      .map((t) => ({ ...t, picked: t.label === (ggufDtype ?? 'f32') }));
+    items.sort((a, b) => (a.picked === b.picked ? 0 : a.picked ? -1 : 1));
+    const chosen = await vscode.window.showQuickPick(items, {
+      title: `ShapeScript: Export ${fn}: the GGUF file's type`, placeHolder: 'llama-quantize\'s types, or f32',
+    });
+    if (!chosen) {
+      return undefined;
+    }
+    ggufDtype = chosen.label;
+  }
+
   const outputs = targets.map((t) => (targets!.length === 1 ? base : path.join(base, t)));
   let force = args.force;
   if (force === undefined) {
@@ -270,7 +300,7 @@ export async function exportFunction(server: ServerManager, args: ExportArgs = {
         uri: uri.toString(), fn, target, output: outputs[i], random: !!random, weights: random ? undefined : weights,
         weightsMap: random ? undefined : weightsMap,
         seed: args.seed ?? cfg.get<number | null>('export.seed') ?? undefined,
-        dtype: args.dtype ?? cfg.get<string | null>('export.dtype') ?? undefined,
+        dtype: target === 'gguf' ? ggufDtype ?? undefined : args.dtype ?? cfg.get<string | null>('export.dtype') ?? undefined,
         force: !!force,
       };
       server.log.info(`export: ${JSON.stringify(argument)}`);

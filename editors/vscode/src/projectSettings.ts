@@ -1,4 +1,4 @@
-// The `[export]` table of the workspace's `shapescript.toml`: only to show the server's
+// The `[export]` (and `[export.gguf]`) table of the workspace's `shapescript.toml`: only to show the server's
 // own defaults in the Export… dialog (the server reads the file itself). A line-based
 // read of `key = "string" | number | true | false`, which is all that table holds.
 import * as fs from 'fs';
@@ -11,6 +11,7 @@ export interface ExportDefaults {
   random_weights?: boolean;
   seed?: number;
   dtype?: string;
+  gguf_dtype?: string;  // [export.gguf] dtype
 }
 
 export function readExportTable(root: string | undefined): ExportDefaults {
@@ -32,14 +33,15 @@ export function readExportTable(root: string | undefined): ExportDefaults {
       table = header[1];
       continue;
     }
-    if (table !== 'export') {
+    if (table !== 'export' && table !== 'export.gguf') {
       continue;
     }
     const kv = /^([A-Za-z_][A-Za-z0-9_]*)\s*=\s*("(?:[^"\\]|\\.)*"|'[^']*'|-?\d+|true|false)\s*(#.*)?$/.exec(line);
     if (!kv) {
       continue;
     }
-    const [, key, value] = kv;
+    const [, name, value] = kv;
+    const key = table === 'export.gguf' ? `gguf_${name}` : name;
     if (value.startsWith('"')) {
       try {
         out[key] = JSON.parse(value);
@@ -61,5 +63,6 @@ export function readExportTable(root: string | undefined): ExportDefaults {
   if (typeof out.random_weights === 'boolean') { d.random_weights = out.random_weights; }
   if (typeof out.seed === 'number') { d.seed = out.seed; }
   if (typeof out.dtype === 'string') { d.dtype = out.dtype; }
+  if (typeof out.gguf_dtype === 'string') { d.gguf_dtype = out.gguf_dtype.toLowerCase(); }
   return d;
 }

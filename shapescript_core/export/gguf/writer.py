@@ -5,7 +5,9 @@ every tensor's name, shape and type) is written, then the tensors one at a time:
 layout changes (`layout.apply`), converted to the stored type, written, dropped. Peak
 memory stays near one tensor. Matrices take `--dtype` (f32, f16, bf16, q8_0); norms and
 biases stay f32, as llama.cpp's converters store them. A matrix whose rows can't be cut
-into q8_0's blocks of 32 is stored f16, and the summary says so.
+into q8_0's blocks of 32 is stored f16, and the summary says so. The other quantized
+types (q4_0, q4_k_m, …) are llama.cpp's own quantizer's, run on the f32 file
+(llama_quantize.py).
 """
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ from ...arch.archs import FAMILIES
 from ...arch.match import match
 from ...serving.e3313_gguf import export_error_text as e3313_refusal
 from ...arch.plan import Departure, Gather, Transpose
+from . import keep, llama_quantize
 from .tokenizer import TokenizerError, add_tokenizer, copy_tokenizer
 
 Q = gguf.GGMLQuantizationType
@@ -127,8 +130,33 @@ def _copy_unchanged(ctx, t, qtype, fout) -> bool:
 
 
 def write(ctx) -> str:
-    plan = plan_for(ctx)
     dtype = ctx.request.dtype
+    if not llama_quantize.by_llama_cpp(dtype):
+        arch, count = _write(ctx, ctx.tmp, dtype)
+        return _summary(ctx, arch, count, dtype)
+    llama_quantize.require(dtype)  # before anything is written
+    f32 = ctx.tmp + ".f32"
+    try:
+        arch, count = _write(ctx, f32, "f32")
+        f32_size = os.path.getsize(f32)
+        ctx.check_cancelled()
+        ctx.progress(f"quantizing {os.path.basename(ctx.request.output)} to {dtype} with llama.cpp", 0, 1)
+        llama_quantize.quantize(f32, ctx.tmp, dtype)
+    finally:
+        if os.path.exists(f32):
+            os.remove(f32)
+    ctx.notes.append(f"quantized to {dtype} by llama.cpp's own quantizer (llama_model_quantize) from the f32 file")
+    return _summary(ctx, arch, count, dtype, f"; f32: {_human(f32_size)}")
+
+
+def _summary(ctx, arch: str, count: int, dtype: str, more: str = "") -> str:
+    return (f"wrote {ctx.request.output} (gguf: {arch}, {count} tensors, {dtype}, "
+            f"{_human(os.path.getsize(ctx.tmp))}{more})")
+
+
+def _write(ctx, out: str, dtype: str) -> tuple:
+    """Write the model into `out` stored as `dtype`: (its architecture, its number of tensors)."""
+    plan = plan_for(ctx)
     arch = metadata.arch_name(plan.arch)
     for t in plan.tensors:
         for path, shape, _ in ((t.source, t.shape, ()),) + t.parts:
@@ -138,10 +166,13 @@ def write(ctx) -> str:
     context = ctx.imported.get("context_length")
     if context and "position_embedding" not in FAMILIES[plan.arch].roles:  # gpt2's is its position table's size
         plan.hparams["context_length"] = int(context)
-    w = gguf.GGUFWriter(ctx.tmp, arch)
+    ckpt = keep.checkpoint(ctx) if dtype == "keep" else None
+    w = gguf.GGUFWriter(out, arch)
     rows = []
+    kept_types, computed = {}, []
     try:
-        metadata.add_hparams(w, plan, ctx.model, dtype)
+        metadata.add_hparams(w, plan, ctx.model, dtype,
+                             ckpt.field("general.file_type") if ckpt is not None else None)
         if ctx.request.tokenizer is None and ctx.imported_tokenizer:
             note = copy_tokenizer(w, ctx.imported_tokenizer)  # a GGUF input's own vocabulary
         else:
@@ -153,14 +184,23 @@ def write(ctx) -> str:
         fallback = []
         for t in plan.tensors:
             shape = out_shape(t)
-            qtype, npdt, header_shape = stored_type(t, shape, dtype)
-            if dtype not in ("f32", "f16") and t.kind == "matrix" and qtype == Q.F16:
+            name = metadata.tensor_name(plan.arch, t)
+            copy = keep.kept(ctx, t, shape) if ckpt is not None else None
+            if copy is not None:
+                qtype, npdt, header_shape = copy.qtype, np.uint8, copy.byte_shape
+                kept_types[qtype.name] = kept_types.get(qtype.name, 0) + 1
+            else:
+                qtype, npdt, header_shape = stored_type(t, shape, keep.computed_type(ctx, t) if ckpt else dtype)
+                if ckpt is not None:
+                    computed.append((name, qtype.name))
+            if dtype not in ("f32", "f16", "keep") and t.kind == "matrix" and qtype == Q.F16:
                 fallback.append(t)
             nbytes = int(np.prod(header_shape)) * np.dtype(npdt).itemsize
-            name = metadata.tensor_name(plan.arch, t)
             w.add_tensor_info(name, header_shape, np.dtype(npdt), nbytes,
                               raw_dtype=qtype if npdt == np.uint8 else None)
-            rows.append((t, name, shape, qtype, nbytes))
+            rows.append((t, name, shape, qtype, nbytes, copy))
+        if ckpt is not None:
+            notes.append(keep.summary(kept_types, computed))
         if fallback:
             notes.append(f"{len(fallback)} tensor(s) stored f16: rows not a multiple of 32 for {dtype}")
         ctx.check_cancelled()
@@ -170,12 +210,14 @@ def write(ctx) -> str:
         fout = w.fout[0]
         total = sum(r[4] for r in rows)
         done = 0
-        for t, name, shape, qtype, nbytes in rows:
+        for t, name, shape, qtype, nbytes, copy in rows:
             ctx.check_cancelled()
             ctx.progress(f"writing {os.path.basename(ctx.request.output)}: {name}", done, total)
             w.write_padding(fout, fout.tell())
             start = fout.tell()
-            if not _copy_unchanged(ctx, t, qtype, fout):
+            if copy is not None:
+                copy.write(fout)
+            elif not _copy_unchanged(ctx, t, qtype, fout):
                 arr = _values(ctx, t, shape)
                 out = convert(arr, qtype)
                 del arr
@@ -189,9 +231,7 @@ def write(ctx) -> str:
     finally:
         w.close()
     ctx.notes.extend(notes)
-    size = os.path.getsize(ctx.tmp)
-    return (f"wrote {ctx.request.output} (gguf: {plan.arch}, {len(rows)} tensors, {dtype}, "
-            f"{_human(size)})")
+    return plan.arch, len(rows)
 
 
 def _human(n: int) -> str:

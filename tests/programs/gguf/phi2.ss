@@ -36,8 +36,12 @@ model Phi:
     lm_head: [V D]
 
 fn attention(a: Attention, h: [b n D], pos: [b n] i64) -> [b n D]:
-    q = linear(h, a.q_proj, a.q_bias) |> rearrange(b n (H Dh) -> b H n Dh) |> rope(pos, theta=10000.0, rotary_dims=32)
-    k = linear(h, a.k_proj, a.k_bias) |> rearrange(b n (H Dh) -> b H n Dh) |> rope(pos, theta=10000.0, rotary_dims=32)
+    q = linear(h, a.q_proj, a.q_bias)
+        |> rearrange(b n (H Dh) -> b H n Dh)
+        |> rope(pos, theta=10000.0, rotary_dims=32)
+    k = linear(h, a.k_proj, a.k_bias)
+        |> rearrange(b n (H Dh) -> b H n Dh)
+        |> rope(pos, theta=10000.0, rotary_dims=32)
     v = linear(h, a.v_proj, a.v_bias) |> rearrange(b n (H Dh) -> b H n Dh)
     o = scaled_dot_product_attention(q, k, v, attn_mask=causal[n n])
     return o |> rearrange(b H n Dh -> b n (H Dh)) |> linear(a.dense, a.dense_bias)
