@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 
 import pytest
 
@@ -390,14 +389,11 @@ def test_vllm_serves_the_v03_features_as_the_evaluator_computes(tmp_path):
         assert got[out] == want[out], f"{out}: vLLM {got[out]}, the evaluator {want[out]}"
     # the native model of each export's plugin: its own rotary code, vLLM's attention with
     # logits_soft_cap, the LogitsProcessor's soft_cap
-    from test_partial_rotary import VLLM_GREEDY
+    from test_partial_rotary import VLLM_GREEDY, install_plugin
     for k, out in enumerate(outs):
-        site = tmp_path / f"site_{k}"
-        subprocess.run([require_vllm(), "-m", "pip", "--disable-pip-version-check", "-q", "install", "--no-deps",
-                        "--no-build-isolation", "--target", str(site), os.path.join(out, "vllm_plugin")],
-                       check=True, capture_output=True, text=True, timeout=300)
+        site = install_plugin(require_vllm(), out, tmp_path / f"site_{k}")
         r = run_in_env(require_vllm(), VLLM_GREEDY, out, "native", json.dumps(prompts), NEW_TOKENS, timeout=480,
-                       env={"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "PYTHONPATH": str(site)}).result
+                       env={"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "PYTHONPATH": site}).result
         assert r["classes"][0].startswith("shapescript_vllm_"), r
         assert r["got"] == want[out], f"{out} (native): vLLM {r['got']}, the evaluator {want[out]}"
 

@@ -171,6 +171,15 @@ if __name__ == "__main__":
 '''
 
 
+def install_plugin(python: str, export_dir: str, site) -> str:
+    """pip installs a --vllm export's vllm_plugin/ into `site` (a folder of its own, put on
+    the script's path: the shared environment stays as it was); the PYTHONPATH to run with."""
+    subprocess.run([python, "-m", "pip", "--disable-pip-version-check", "-q", "install", "--no-deps",
+                    "--no-build-isolation", "--target", str(site), os.path.join(export_dir, "vllm_plugin")],
+                   check=True, capture_output=True, text=True, timeout=300)
+    return str(site)
+
+
 def test_vllm_serves_pythia_on_both_paths(tmp_path):
     from envs import require_vllm, run_in_env
     python = require_vllm()
@@ -183,11 +192,8 @@ def test_vllm_serves_pythia_on_both_paths(tmp_path):
     env = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
     r = run_in_env(python, VLLM_GREEDY, out, "transformers", json.dumps(prompts), 8, timeout=480, env=env).result
     assert r["got"] == want, r
-    site = tmp_path / "site"  # the native model, from the export's plugin
-    subprocess.run([python, "-m", "pip", "--disable-pip-version-check", "-q", "install", "--no-deps",
-                    "--no-build-isolation", "--target", str(site), os.path.join(out, "vllm_plugin")],
-                   check=True, capture_output=True, text=True, timeout=300)
+    site = install_plugin(python, out, tmp_path / "site")  # the native model, from the export's plugin
     r = run_in_env(python, VLLM_GREEDY, out, "native", json.dumps(prompts), 8, timeout=480,
-                   env={**env, "PYTHONPATH": str(site)}).result
+                   env={**env, "PYTHONPATH": site}).result
     assert r["classes"][0].startswith("shapescript_vllm_") and r["classes"][0].endswith("ForCausalLM"), r
     assert r["got"] == want, r
