@@ -40,6 +40,10 @@ class Gen:
         # v0.3's features (rope scaling, rotary_dims, softcaps) draw from a stream of their own,
         # so that the programs of every seed keep the rest of what they were before
         self.r3 = random.Random(seed + 1_000_003)
+        # mixtures of experts and attention sinks (v0.3, §6.2) likewise: a stream of their own
+        self.r33 = random.Random(seed + 2_000_003)
+        self.moe = v03 and self.r33.random() < 0.3
+        self.sinks = v03 and self.r33.random() < 0.2
         self.lm = lm
         self.fns: list = []  # helpers, callable by the ones defined before them
         self.lines: list = []
@@ -80,6 +84,8 @@ class Gen:
                 "where", "dot", "repeat", "to", "orders", "subset", "logic", "power"]
         if blk:
             opts += ["linear", "mlp", "matmul", "lnorm", "bias", "einsum_w", "argmax", "norm_inner"]
+            if self.moe:  # v0.3: appended, so that programs without it draw as before
+                opts += ["experts", "take"]
         if not self.lm:
             opts += ["over_n", "softmax_n", "total", "mix_n", "pool", "shift"]
         callable_fns = [g for g in self.fns if g.name != f.name and self.fns.index(g) > self.fns.index(f)] \
@@ -182,6 +188,10 @@ class Gen:
         if k == "argmax":  # ids computed from values: a row of the table per position
             # values that can't tie (a tie's argmax is any of them): through a weight, plus a bias
             return f"embedding(argmax(linear({e()}, {blk}.sq) + {blk}.b1, over=D), {blk}.sq)"
+        if k == "experts":  # a mixture of experts (the helper `experts`, one routing per program)
+            return f"experts({blk}, {e()})"
+        if k == "take":  # rows picked by a computed index, as embedding does
+            return f"take({blk}.sq, argmax(linear({e()}, {blk}.sq) + {blk}.b1, over=D), over=D)"
         if k == "bias":
             return self.pick(f"({e()} + {blk}.b1)", f"({blk}.b1 * {e()})")
         if k == "einsum_w":
@@ -254,9 +264,30 @@ class Gen:
                 return lines + [f"o = o |> rearrange({B} H {N} Dh -> {B} {N} (H Dh)) |> linear({a}.wo)"]
         scale = f", scale={self.scalar('scale', s)}" if self.chance(0.6) else ""
         cap = self.r3.choice(["", "", "", ", softcap=3.0", ", softcap=Dh"]) if self.v03 else ""  # v0.3
+        cap += f", sinks={a}.sinks" if self.sinks else ""
         lines.append(f"o = scaled_dot_product_attention(q, k, v, attn_mask=causal[{N} {N}]{scale}{cap})")
         lines.append(f"o = o |> rearrange({B} H {N} Dh -> {B} {N} (H Dh)) |> linear({a}.wo)")
         return lines
+
+    def experts(self) -> str:
+        """`fn experts`: a mixture of X experts, K per token, routed as Mixtral, Qwen3-MoE
+        (with or without the renormalisation) or gpt-oss (a router bias, softmax after)."""
+        r = self.r33
+        route = r.choice(["mixtral", "qwen3", "qwen3_raw", "gptoss"])
+        if route == "mixtral":
+            lines = ["w, e = linear(x, p.router) |> topk(k=K, over=X)", "w = softmax(w, over=K)"]
+        elif route == "gptoss":
+            lines = ["w, e = linear(x, p.router, p.rbias) |> topk(k=K, over=X)", "w = softmax(w, over=K)"]
+        else:
+            lines = ["w, e = linear(x, p.router) |> softmax(over=X) |> topk(k=K, over=X)"]
+            if route == "qwen3":
+                lines.append("w = w / sum(w, over=K)")
+        act = r.choice(["silu(g) * u", "gelu(g) * u", "relu(g)"])
+        lines += ["g = einsum(x, take(p.ex_gate, e, over=X): b n D, b n K F D -> b n K F)",
+                  "u = einsum(x, take(p.ex_up, e, over=X): b n D, b n K F D -> b n K F)",
+                  f"y = einsum({act}, take(p.ex_down, e, over=X): b n K F, b n K D F -> b n K D)",
+                  "return sum(y * w, over=K)"]
+        return "\n".join(["fn experts(p: Block, x: [b n D]) -> [b n D]:"] + ["    " + x for x in lines])
 
     # ------------------------------------------------------------ the program
     def program(self) -> Case:
@@ -290,8 +321,14 @@ model Root:
     top: Block
     lm_head: [V D]
 """.strip("\n")
+        if self.moe:
+            dims += ["dim X = 4", "dim K = 2"]
+            models = models.replace("    w_down: [D F]\n", "    w_down: [D F]\n    router: [X D]\n    rbias: [X]\n"
+                                    "    ex_gate: [X F D]\n    ex_up: [X F D]\n    ex_down: [X D F]\n")
+        if self.sinks:
+            models = models.replace("    wo: [D H*Dh]\n", "    wo: [D H*Dh]\n    sinks: [H]\n")
         # helpers: generic over their size variables, some on a Block, some with a scalar
-        helpers = []
+        helpers = [self.experts()] if self.moe else []
         n_helpers = r.choice([0, 1, 2, 3])
         for i in range(n_helpers):
             b, n = r.choice([("b", "n"), ("p", "q"), ("bb", "t")])
@@ -317,6 +354,8 @@ model Root:
         blines = [f"h = {self.expr(['x'], blk_f, 2, 'p')}"]
         blines += self.attention(blk_f, "p.attn", "h", pos, "s")
         blines.append("x = x + o")
+        if self.moe:  # the block's feed-forward as a mixture (Mixtral's place for it)
+            blines.append(f"x = x + experts(p, rms_norm(x, p.n1, over=D))")
         blines += self.body(blk_f, ["x", "h", "o"], "p", r.choice([1, 2]))[:-1]
         blines.append(f"return x + {self.expr(['x'], blk_f, 2, 'p')}")
         block = "\n".join(["fn block(p: Block, x: [b n D], pos: [b n] i64, s: []) -> [b n D]:"]

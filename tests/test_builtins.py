@@ -47,6 +47,10 @@ CASES = [(u, f"{u}(x)", "[b n D]", f"{u}(ids)", "E0303") for u in UNARY] + [
     ("rope", "rope(q, pos, theta=500000.0)", "[b H n Dh]", "rope(q, x)", "E0304"),
     ("scaled_dot_product_attention", "scaled_dot_product_attention(q, k, v, attn_mask=causal[n n])",
      "[b H n Dh]", "scaled_dot_product_attention(q, k, v, attn_mask=causal[n D])", "E0412"),
+    # v0.3: topk's tuple destructured first (the failing statement is the first line)
+    ("topk", "a, i = topk(x, k=F, over=D)\nsum(a, over=F) + sum(to(i, f32), over=F)", "[b n]",
+     "a, i = topk(x, k=V, over=D)\nsum(a, over=F)", "E0304"),
+    ("take", "take(m.e, ids, over=V)", "[b n D]", "take(m.e, pos, over=V)", "E0304"),
     ("masked_fill", "masked_fill(s, !causal[n n], -inf)", "[b H n n]", "masked_fill(s, causal[n D], 0.0)", "E0412"),
     ("scale", "scale(x, 1 / sqrt(Dh))", "[b n D]", "scale(x, y)", "E0402"),
     ("softcap", "softcap(x, 30.0)", "[b n D]", "softcap(x, x)", "E0304"),
@@ -62,7 +66,10 @@ CASES = [(u, f"{u}(x)", "[b n D]", f"{u}(ids)", "E0303") for u in UNARY] + [
 
 
 def _fn(expr: str, ret: str) -> str:
-    return PRELUDE + f"fn f({PARAMS}) -> {ret}:\n    return {expr}\n"
+    """f returning expr; lines before expr's last are statements (a tuple destructured)."""
+    *stmts, last = expr.split("\n")
+    body = "".join(f"    {x}\n" for x in stmts)
+    return PRELUDE + f"fn f({PARAMS}) -> {ret}:\n{body}    return {last}\n"
 
 
 def test_every_builtin_has_a_case():

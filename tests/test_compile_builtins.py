@@ -50,6 +50,15 @@ def rope_ref(x, pos, theta, style):
     return out
 
 
+def sinks_ref(q, k, v, z, mask, groups=1):
+    """attention_ref with one more logit per head, z[h], whose probability is dropped."""
+    k = k.repeat_interleave(groups, dim=-3)
+    v = v.repeat_interleave(groups, dim=-3)
+    scores = (q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5).masked_fill(~mask, float("-inf"))
+    sink = z[:, None, None].expand(scores.shape[:-1] + (1,))
+    return torch.cat([scores, sink], -1).softmax(-1)[..., :-1] @ v
+
+
 def attention_ref(q, k, v, mask=None, scale=None, groups=1):
     """softmax(q kᵀ · scale, masked) v, keys and values repeated per query-head group."""
     k = k.repeat_interleave(groups, dim=-3)
@@ -235,6 +244,27 @@ CASES = [
     ("sdpa_scale_dims", "q: [b H n Dh], k: [b H m Dh], v: [b H m Dv] -> [b H n Dv]",
      "scaled_dot_product_attention(q, k, v, scale=1 / sqrt(Dv))",
      lambda t: attention_ref(t["q"], t["k"], t["v"], scale=1 / 3)),
+    ("sdpa_sinks", "q: [b H n Dh], k: [b Hkv m Dh], v: [b Hkv m Dv], z: [H] -> [b H n Dv]",  # v0.3 (gpt-oss)
+     "scaled_dot_product_attention(q, k, v, attn_mask=causal[n m], sinks=z)",
+     lambda t: sinks_ref(t["q"], t["k"], t["v"], t["z"], causal(5, 7), groups=4)),
+    # ---- v0.3: topk and take (a mixture of experts' parts)
+    ("topk_values", "x: [b n D] -> [b n G]", "a, i = topk(x, k=G, over=D)\na",
+     lambda t: t["x"].topk(4, dim=2).values),
+    ("topk_indices_over_n", "x: [b n D] -> [b G D] Index[n]", "a, i = topk(x, k=G, over=n)\ni",
+     lambda t: t["x"].topk(4, dim=1).indices),
+    ("topk_ties_lower_index_first", "x: [b n D] -> [b n G] Index[D]", "a, i = topk(x * 0.0, k=G, over=D)\ni",
+     lambda t: torch.arange(4).expand(2, 5, 4)),
+    ("take_gather", "x: [b n D], T: [F D] -> [b n F]", "take(T, argmax(x, over=D), over=D)",
+     lambda t: t["T"].T[t["x"].argmax(2)]),
+    ("take_experts_einsum", "x: [b n D], W: [V F D], s: [b n V] -> [b n G F]",
+     "a, i = topk(s, k=G, over=V)\neinsum(x, take(W, i, over=V): b n D, b n G F D -> b n G F)",
+     lambda t: torch.einsum("bnd,bngfd->bngf", t["x"], t["W"][t["s"].topk(4, dim=2).indices])),
+    ("take_experts_einsum_middle_axis_reordered", "x: [b n D], W: [F V D], s: [b n V] -> [F b G n]",
+     "a, i = topk(s, k=G, over=V)\neinsum(x, take(W, i, over=V): b n D, b n G F D -> F b G n)",
+     lambda t: torch.einsum("bnd,bngfd->fbgn", t["x"], t["W"].movedim(1, 0)[t["s"].topk(4, dim=2).indices])),
+    ("take_experts_einsum_weights_by_slot", "h: [b n G F], W: [V D F], s: [b n V] -> [b n G D]",
+     "a, i = topk(s, k=G, over=V)\neinsum(h, take(W, i, over=V): b n G F, b n G D F -> b n G D)",
+     lambda t: torch.einsum("bngf,bngdf->bngd", t["h"], t["W"][t["s"].topk(4, dim=2).indices])),
     ("sdpa_two_batch_axes", "q: [s b H n Dh], k: [s b Hkv m Dh], v: [s b Hkv m Dv], mk: [b n m] bool -> [s b H n Dv]",
      "scaled_dot_product_attention(q, k, v, attn_mask=mk or causal[n m])",
      lambda t: attention_ref(t["q"], t["k"], t["v"], (t["mk"] | causal(5, 7))[:, None], groups=4)),

@@ -81,6 +81,9 @@ class Emitter(Protocol):
     def pattern(self, n):
         """The call's pattern lowering (`compile/layout.py`'s PatternLowering)."""
 
+    def expert_einsum(self, n) -> Optional[str]:
+        """An einsum over one `take`'s gather, computing only the chosen experts, else None."""
+
     def error(self, message: str, where) -> Exception:
         """The compile error to raise."""
 
@@ -243,11 +246,32 @@ def scaled_dot_product_attention(e: Emitter, n) -> str:
         parts.append(f"scale={e.scalar(n, 'scale', number=True)}")
     if q.type.axes[-3].size != k.type.axes[-3].size:
         parts.append("enable_gqa=True")
-    if e.arg(n, "softcap") is not None:  # PyTorch's has no softcap: the prelude's, written out
-        e.use_helper("softcap_attention")
+    written = False  # PyTorch's has no softcap and no sinks: the prelude's, written out
+    if e.arg(n, "softcap") is not None:
         parts.append(f"softcap={e.scalar(n, 'softcap', number=True)}")
-        return f"softcap_attention({', '.join(parts)})"
+        written = True
+    if e.arg(n, "sinks") is not None:
+        parts.append(f"sinks={e.ex(e.arg(n, 'sinks'))}")
+        written = True
+    if written:
+        e.use_helper("written_attention")
+        return f"written_attention({', '.join(parts)})"
     return f"nn.functional.scaled_dot_product_attention({', '.join(parts)})"
+
+
+def topk(e: Emitter, n) -> str:
+    """The prelude's stable topk: ties keep the lower index first, as the language says."""
+    x = e.arg(n, "x")
+    e.use_helper("topk")
+    return f"topk({e.ex(x)}, {e.need_size(n.type.items[0].axes[e.over(n)[0]].size, n.where)}, {e.over(n)[0]})"
+
+
+def take(e: Emitter, n) -> str:
+    """`t[idx]` with `over` moved first: idx's axes, then t's others in order."""
+    t, idx = e.arg(n, "t"), e.arg(n, "idx")
+    d = t.type.index_of(n.attrs["over"][0])
+    code = e.atom(e.ex(t))
+    return f"{code}[{e.ex(idx)}]" if d == 0 else f"{code}.movedim({d}, 0)[{e.ex(idx)}]"
 
 
 def masked_fill(e: Emitter, n) -> str:
@@ -308,4 +332,7 @@ def split(e: Emitter, n) -> str:
 
 
 def einsum(e: Emitter, n) -> str:
+    sparse = e.expert_einsum(n)  # over a `take`'s gather: only the chosen experts (compile/experts.py)
+    if sparse is not None:
+        return sparse
     return e.pattern(n).einsum([e.atom(e.ex(r)) for r in n.attrs["rest"]])

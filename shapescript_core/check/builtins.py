@@ -16,7 +16,7 @@ from .keyword_rules import rotary_dims_ok, scalar_keyword_ok, scaling_ok
 from .patterns import check_pattern_call
 from .sizes import Size
 from .static import value as static_value
-from .types import (BOOL, F32, I64, UNKNOWN, Axis, DType, DTypeValue, ScalarT, TensorT,
+from .types import (BOOL, F32, I64, UNKNOWN, Axis, DType, DTypeValue, ScalarT, TensorT, TupleT,
                     is_unknown)
 
 REQUIRED = object()
@@ -278,6 +278,68 @@ def _softcap(ck, call, b: Bound):
     return t
 
 
+def _topk(ck, call, b: Bound):
+    """`topk(x, k=K, over=A)` (v0.3): `(values, indices)`, x's shape with A replaced by K;
+    K a dim, at most A's size; the indices `Index[size of A]`."""
+    x = _tensor(ck, b, "x")
+    if x is None or is_unknown(b.t("k")):
+        return UNKNOWN
+    names = ck.over_axes(call, b, x)
+    if names is None:
+        return UNKNOWN
+    if len(names) != 1:
+        ck.add(e0404.one_axis(ck.span(b.n("over").pos if b.n("over") else A.op_pos(call)), "topk", "chooses along"))
+        return UNKNOWN
+    if not ops.arithmetic_ok(ck, b.n("x"), x):
+        return UNKNOWN
+    node, kt = b.n("k"), b.t("k")
+    dim = ck.env.dim(node.id) if isinstance(node, A.Name) else None
+    if dim is None:
+        found = f"`{ck.src(node.pos)}`" if isinstance(kt, ScalarT) else ck.kind_word(kt)
+        ck.add(e0304.must_be(ck.span(node.pos), "k", "a dim (`dim K = 2`)", found,
+                             "the chosen values' axis is named by a dim"))
+        return UNKNOWN
+    i = x.index_of(names[0])
+    a = x.axes[i]
+    kv, av = ck.evaluate(dim), ck.evaluate(a.size)
+    if kv is not None and av is not None and kv > av:
+        ck.add(e0304.must_be(ck.span(node.pos), "k", f"at most the size of `{ck.name(names[0])}` "
+                             f"({ck.size_text(a.size, numeric=True)})", f"{ck.size_text(dim, numeric=True)}",
+                             "topk chooses K of the axis' values"))
+        return UNKNOWN
+    axes = list(x.axes)
+    axes[i] = Axis(dim, dim)
+    return TupleT((TensorT(tuple(axes), x.dtype), TensorT(tuple(axes), DType("Index", a.size))))
+
+
+def _take(ck, call, b: Bound):
+    """`take(t, idx, over=A)` (v0.3): `[idx's axes…, t's other axes in order]`, idx an
+    `Index[size of A]` tensor."""
+    t = _tensor(ck, b, "t")
+    if t is None or is_unknown(b.t("idx")):
+        return UNKNOWN
+    names = ck.over_axes(call, b, t)
+    if names is None:
+        return UNKNOWN
+    if len(names) != 1:
+        ck.add(e0404.one_axis(ck.span(b.n("over").pos if b.n("over") else A.op_pos(call)), "take", "gathers along"))
+        return UNKNOWN
+    a = t.axes[t.index_of(names[0])]
+    idx = b.t("idx")
+    want = f"Index[{ck.name(a.size)}]"
+    if not isinstance(idx, TensorT) or idx.dtype.name != "Index":
+        found = ck.dtype_text(idx.dtype) if isinstance(idx, TensorT) else ck.kind_word(idx)
+        ck.add(e0304.must_be(ck.span(b.n("idx").pos), ops.operand_text(ck, b.n("idx")), want, found,
+                             f"take's indices pick along `{ck.name(names[0])}`"))
+        return UNKNOWN
+    if idx.dtype.index != a.size:
+        ck.add(e0304.must_be(ck.span(b.n("idx").pos), ops.operand_text(ck, b.n("idx")), want,
+                             ck.dtype_text(idx.dtype), f"take's indices pick along `{ck.name(names[0])}`"))
+        return UNKNOWN
+    rest = tuple(ax for j, ax in enumerate(t.axes) if j != t.index_of(names[0]))
+    return TensorT(idx.axes + rest, t.dtype)
+
+
 def _sdpa(ck, call, b: Bound):
     q, k, v = _tensor(ck, b, "q"), _tensor(ck, b, "k"), _tensor(ck, b, "v")
     if q is None or k is None or v is None:
@@ -324,7 +386,22 @@ def _sdpa(ck, call, b: Bound):
         return UNKNOWN
     if b.has("softcap") and not scalar_keyword_ok(ck, b, "softcap", "a positive compile-time number", positive=True):
         return UNKNOWN
+    if b.has("sinks") and not _sinks_ok(ck, b, q):
+        return UNKNOWN
     return TensorT(q.axes[:-1] + (v.axes[-1],), q.dtype)
+
+
+def _sinks_ok(ck, b: Bound, q: TensorT) -> bool:
+    """`sinks=Z` (v0.3, gpt-oss): `Z: [Hq]`, one more logit per query head."""
+    z = _tensor(ck, b, "sinks")
+    if z is None:
+        return False
+    hq = q.axes[-3]
+    if len(z.axes) != 1 or z.axes[0].size != hq.size:
+        ck.add(e0401.shape(ck.span(b.n("sinks").pos), f"[{ck.name(hq.name)}]", ck.render(z),
+                           "one sink logit per query head"))
+        return False
+    return True
 
 
 def _window_ok(ck, call, b: Bound) -> bool:
@@ -526,16 +603,24 @@ def _build_table() -> dict:
                 keyword_only=("rotary_dims", "scaling") + rope_scaling.KEYWORDS, lower=L.rope))
     add(Builtin("scaled_dot_product_attention",
                 [("q", REQUIRED), ("k", REQUIRED), ("v", REQUIRED), ("attn_mask", None), ("scale", None),
-                 ("window", None), ("softcap", None)], _sdpa,
+                 ("window", None), ("softcap", None), ("sinks", None)], _sdpa,
                 "`q: [… Hq n Dh]`, `k: [… Hk m Dh]`, `v: [… Hk m Dv]` → `[… Hq n Dv]`; Hk may divide Hq "
                 "(grouped-query); `attn_mask` a bool mask over n and m; default scale 1/sqrt(Dh); "
                 "`window=W` with `attn_mask=causal[n n]`: a query at i sees the keys at i-W < j <= i; "
-                "`softcap=C`: each score s becomes C·tanh(s/C) after scaling, before the mask (Gemma 2).",
-                "F.scaled_dot_product_attention", keyword_only=("softcap",),
+                "`softcap=C`: each score s becomes C·tanh(s/C) after scaling, before the mask (Gemma 2); "
+                "`sinks=Z`, `Z: [Hq]`: one more logit per head whose probability is dropped (gpt-oss).",
+                "F.scaled_dot_product_attention", keyword_only=("softcap", "sinks"),
                 lower=L.scaled_dot_product_attention))
     add(Builtin("softcap", [("x", REQUIRED), ("c", REQUIRED)], _softcap,
                 "`c·tanh(x/c)`, elementwise; shape and dtype kept; c a positive compile-time number "
                 "(Gemma 2's final logits).", "{c} * torch.tanh({x} / {c})", lower=L.softcap))
+    add(Builtin("topk", [("x", REQUIRED), ("k", REQUIRED), ("over", REQUIRED)], _topk,
+                "`(values, indices)`: the K largest values along `over` (largest first; equal values: the "
+                "lower index first), x's shape with `over` replaced by K; indices `Index[size of over]`. "
+                "K a dim.", "torch.topk", keyword_only=("k",), lower=L.topk))
+    add(Builtin("take", [("t", REQUIRED), ("idx", REQUIRED), ("over", REQUIRED)], _take,
+                "Gathers along `over`: `t: [… A R…]`, `idx: [I…] Index[A]` → `[I… R…]` (t's other axes "
+                "in order).", "t[idx]", lower=L.take))
     add(Builtin("masked_fill", [("x", REQUIRED), ("mask", REQUIRED), ("value", REQUIRED)], _masked_fill,
                 "`value` where `mask` (bool, axes ⊆ x's) is true.", "{x}.masked_fill({mask}, {value})",
                 lower=L.masked_fill))

@@ -27,6 +27,7 @@ from ..check.sizes import Size
 from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
 from ..dtypes import TABLE, torch_name
 from ..escape import py_comment, py_str
+from .experts import expert_einsum
 from .graph import Bind, CompileError, Loop, Ret, trace_program
 from .layout import PatternLowering, align, dims_arg, match_positions, permute_code, positions
 from .names import Scope, py_ident
@@ -795,6 +796,11 @@ class MethodGen:
         if self.gen.arg_scale(n) is not None and self.gen.site_scale(n) is None:
             # not one number at export: this call's scale, set before the statement runs
             self.pending.append(f"self.{attr}.scaling = {self.scalar(n, 'scale', number=True)}")
+        sinks = self.arg(n, "sinks")
+        if sinks is not None:  # v0.3 (gpt-oss): transformers' attention functions call them s_aux
+            if self.gen.flavor == "vllm":
+                raise CompileError("the vLLM export can't run attention sinks yet (`sinks=`)", n.where)
+            return f"self.{attr}({self.ex(q)}, {ks}, {vs}, s_aux={self.ex(sinks)}, {ATTENTION_KWARGS})"
         return f"self.{attr}({self.ex(q)}, {ks}, {vs}, {ATTENTION_KWARGS})"
 
     def scalar(self, n, name: str, number: bool = False) -> str:
@@ -817,6 +823,9 @@ class MethodGen:
         others = [k for k in range(len(t.axes)) if k != j]
         perm = others[:i] + [j] + others[i:]
         return permute_code(atom(self.ex(r)), perm)
+
+    def expert_einsum(self, n):
+        return expert_einsum(self, n)
 
     def pattern(self, n) -> PatternLowering:
         pat = n.attrs["pattern"]

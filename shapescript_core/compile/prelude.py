@@ -133,18 +133,67 @@ class RotaryEmbedding(nn.Module):
     def forward(self, x, position_ids):
         return rotary_table(position_ids, self.theta, self.width, self.style, x.dtype, self.scaling)
 ''',
-    "softcap_attention": '''
-def softcap_attention(query, key, value, attn_mask=None, scale=None, enable_gqa=False, softcap=None):
-    """scaled_dot_product_attention whose scores s become softcap * tanh(s / softcap) after
-    scaling and before the mask (Gemma 2), written out: PyTorch's has no softcap."""
+    "written_attention": '''
+def written_attention(query, key, value, attn_mask=None, scale=None, enable_gqa=False, softcap=None, sinks=None):
+    """scaled_dot_product_attention written out, for what PyTorch's lacks: scores s become
+    softcap * tanh(s / softcap) after scaling and before the mask (Gemma 2); `sinks` [H]
+    gives each head's softmax one more logit whose probability is dropped (gpt-oss)."""
     if enable_gqa:
         key = key.repeat_interleave(query.shape[-3] // key.shape[-3], -3)
         value = value.repeat_interleave(query.shape[-3] // value.shape[-3], -3)
     scores = torch.matmul(query, key.transpose(-1, -2)) * (query.shape[-1] ** -0.5 if scale is None else scale)
-    scores = softcap * torch.tanh(scores / softcap)
+    if softcap is not None:
+        scores = softcap * torch.tanh(scores / softcap)
     if attn_mask is not None:
         scores = scores.masked_fill(~attn_mask, float("-inf"))
-    return torch.matmul(scores.softmax(-1), value)
+    if sinks is None:
+        return torch.matmul(scores.softmax(-1), value)
+    sink = sinks.to(scores.dtype).reshape(-1, 1, 1).expand(scores.shape[:-1] + (1,))
+    weights = torch.cat([scores, sink], dim=-1).softmax(-1)[..., :-1]
+    return torch.matmul(weights, value)
+''',
+    "expert_einsum": '''
+def expert_einsum(equation, idx, weight, dim, operands):
+    """torch.einsum(equation) of the operands and `weight` gathered by idx along `dim`
+    (`take(weight, idx, over=…)`, one weight per slot of idx), computing only the chosen
+    experts: the slots grouped by expert, one einsum per expert that has slots, never the
+    dense gather. Each operand comes as (tensor, the order putting its slot axes first,
+    which of idx's axes it has); the result is [idx's axes…, the equation's other axes]."""
+    rows_of = []
+    for o, perm, keep in operands:
+        if not any(keep):  # no slot axis: the same for every slot
+            rows_of.append((o, False))
+            continue
+        o = o.permute(perm)
+        for i, has in enumerate(keep):
+            if not has:
+                o = o.unsqueeze(i)
+        o = o.expand(tuple(idx.shape) + tuple(o.shape[len(keep):]))
+        rows_of.append((o.reshape((-1,) + tuple(o.shape[len(keep):])), True))
+    weight = weight.movedim(dim, 0)
+    slots = idx.reshape(-1)
+    order = torch.argsort(slots, stable=True)
+    counts = torch.bincount(slots, minlength=weight.shape[0]).tolist()
+    out, start = None, 0
+    for expert, count in enumerate(counts):
+        if count == 0:
+            continue
+        rows = order[start:start + count]
+        start += count
+        part = torch.einsum(equation, *[o[rows] if sliced else o for o, sliced in rows_of], weight[expert])
+        if out is None:
+            out = part.new_empty((slots.numel(),) + tuple(part.shape[1:]))
+        out[rows] = part
+    if out is None:  # no slots at all (an empty batch)
+        out = torch.einsum(equation, *[o[:0] if sliced else o for o, sliced in rows_of], weight[0])
+    return out.reshape(tuple(idx.shape) + tuple(out.shape[1:]))
+''',
+    "topk": '''
+def topk(x, k, dim):
+    """The k largest values along dim and their indices, largest first; equal values: the
+    lower index first (a stable sort: torch.topk leaves ties' order unspecified)."""
+    values, indices = torch.sort(x, dim=dim, descending=True, stable=True)
+    return values.narrow(dim, 0, k), indices.narrow(dim, 0, k)
 ''',
     "causal": '''
 def causal(rows, cols, device):
@@ -178,7 +227,12 @@ def eager_attention(module, query, key, value, attention_mask, scaling=None, dro
         if getattr(module, "sliding_window", None):  # a query sees the last `sliding_window` keys
             keep = keep & ~torch.ones(q, k, dtype=torch.bool, device=query.device).tril(k - q - module.sliding_window)
         scores = scores.masked_fill(~keep, float("-inf"))
-    weights = scores.float().softmax(-1).to(query.dtype)
+    sinks = kwargs.get("s_aux")
+    if sinks is None:
+        weights = scores.float().softmax(-1).to(query.dtype)
+    else:  # one more logit per head whose probability is dropped (gpt-oss's sinks)
+        sink = sinks.to(scores.dtype).reshape(1, -1, 1, 1).expand(scores.shape[:-1] + (1,))
+        weights = torch.cat([scores, sink], dim=-1).float().softmax(-1)[..., :-1].to(query.dtype)
     return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
 
 
@@ -214,8 +268,9 @@ class CausalAttention(nn.Module):
         attention_interface = eager_attention
         if self.softcap is not None:  # flash and flex attention cap too; sdpa would drop it
             kwargs["softcap"] = self.softcap
+        written = self.softcap is not None or kwargs.get("s_aux") is not None  # sdpa has neither
         if self.config._attn_implementation not in (None, "eager") and (
-                self.softcap is None or self.config._attn_implementation not in ("sdpa", "paged|sdpa")):
+                not written or self.config._attn_implementation not in ("sdpa", "paged|sdpa")):
             # get_interface: transformers reads this call in the source to let
             # set_attn_implementation() switch the function (LiteRT-Torch's export_hf does)
             attention_interface = ALL_ATTENTION_FUNCTIONS.get_interface(self.config._attn_implementation,

@@ -128,6 +128,21 @@ def _argmax(c):
     return c.v("x").argmax(dim=_one_axis(c))
 
 
+def _topk(c):
+    """The K largest along `over`, largest first, ties by the lower index: a stable sort."""
+    x, d = c.v("x"), _one_axis(c)
+    k = int(c.v("k"))
+    values, indices = _torch().sort(x, dim=d, descending=True, stable=True)
+    return values.narrow(d, 0, k), indices.narrow(d, 0, k)
+
+
+def _take(c):
+    """`[idx's axes…, t's other axes]`: t's `over` axis moved first, indexed by idx."""
+    t = c.v("t")
+    d = _names(c.t("t")).index(c.over()[0])
+    return t.movedim(d, 0)[c.v("idx")]
+
+
 def _softmax(c):
     x = c.v("x")
     d = _one_axis(c)
@@ -297,7 +312,12 @@ def _sdpa(c):
             j = t.arange(cols).unsqueeze(0)
             mask = mask & (j > i - w)
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.softmax(-1)
+    sinks = c.v("sinks")
+    if sinks is None:
+        return scores.softmax(-1) @ v
+    # v0.3 sinks: one more logit per head, Z[h], in the softmax; its probability dropped
+    sink = sinks.to(scores.dtype).reshape(-1, 1, 1).expand(scores.shape[:-1] + (1,))
+    weights = t.cat([scores, sink], dim=-1).softmax(-1)[..., :-1]
     return weights @ v
 
 
@@ -357,7 +377,7 @@ def semantics() -> dict:
     """name -> function(Call): every builtin of the table."""
     table = dict(_unaries())
     table.update({"maximum": _maximum, "minimum": _minimum, "where": _where, "argmax": _argmax,
-                  "softmax": _softmax, "log_softmax": _log_softmax, "rms_norm": _rms_norm,
+                  "softmax": _softmax, "topk": _topk, "take": _take, "log_softmax": _log_softmax, "rms_norm": _rms_norm,
                   "layer_norm": _layer_norm, "linear": _linear, "matmul": _matmul, "embedding": _embedding,
                   "one_hot": _one_hot, "rope": _rope, "softcap": _softcap, "scaled_dot_product_attention": _sdpa,
                   "masked_fill": _masked_fill, "scale": _scale, "to": _to, "concat": _concat,

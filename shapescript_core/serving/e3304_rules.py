@@ -13,7 +13,7 @@ from ..syntax.ast import op_pos
 from .e3304_values import NONE, Origin, Val, tag_at
 
 REDUCERS = ("sum", "mean", "max", "min", "logsumexp", "argmax", "softmax", "log_softmax",
-            "rms_norm", "layer_norm")
+            "rms_norm", "layer_norm", "topk")
 PATTERNS = ("rearrange", "split", "repeat", "einsum")
 SDPA = "scaled_dot_product_attention"
 
@@ -101,6 +101,18 @@ class TokenRules:
         tags = tag_at(v0, i) if i >= 0 else NONE
         if tags:
             self.report(ctx, op_pos(e), tags, over.value.id, f"concatenates along `{over.value.id}`")
+            return True
+        return False
+
+    def _take(self, ctx, e, over, targ, typ, val) -> bool:
+        """`take(t, idx, over=n)` (v0.3) gathers along the token axis: a token reads others."""
+        if over is None or targ is None or not isinstance(over.value, A.Name):
+            return False
+        t = typ(targ)
+        i = t.index_of(ctx.key(over.value.id)) if isinstance(t, TensorT) else -1
+        tags = tag_at(val(targ), i) if i >= 0 else NONE
+        if tags:
+            self.report(ctx, op_pos(e), tags, over.value.id, f"gathers along `{over.value.id}`")
             return True
         return False
 

@@ -208,6 +208,8 @@ class TokenFlow(TokenRules):
                 reported = self._sdpa(ctx, e, info, typ, val)
             elif name == "concat":
                 reported = self._concat(ctx, e, over, inputs)
+            elif name == "take":
+                reported = self._take(ctx, e, over, arg("t"), typ, val)
             elif name == "einsum":
                 reported = self._einsum(ctx, e, inputs)
             if name in PATTERNS and not reported:

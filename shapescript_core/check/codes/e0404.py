@@ -16,8 +16,9 @@ def axis_names_only(span, what: str, found: str) -> Diagnostic:
     return error("E0404", f"`{what}` takes axis names, found `{found}`", span, "not an axis name")
 
 
-def one_axis(span, fname: str) -> Diagnostic:
-    return error("E0404", f"`{fname}` joins along one axis", span, "name one axis")
+def one_axis(span, fname: str, verb: str = "joins along") -> Diagnostic:
+    """"`concat` joins along one axis" (`topk` chooses along, `take` gathers along)."""
+    return error("E0404", f"`{fname}` {verb} one axis", span, "name one axis")
 
 
 NAME_ONE_OF_ITS_AXES = "name one of the tensor's axes"
