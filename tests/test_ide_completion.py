@@ -91,6 +91,16 @@ def test_v03_keywords_are_offered_in_rope_and_the_attention():
     ws, path, m = workspace(HEAD.replace("LINE", "y = scaled_dot_product_attention(x, x, x, softc$0)"), lib=LIB)
     found = [(c.kind, c.insert) for c in completions(ws, path, m[0]) if c.label == "softcap"]
     assert ("argument", "softcap=") in found  # beside the builtin softcap(x, c)
+    assert complete("y = scaled_dot_product_attention(x, x, x, $0)")["sinks"].insert == "sinks="
+
+
+def test_v03_mixture_builtins_and_their_keywords_are_offered():
+    """topk and take (§6.2) by name; topk's k= and over=, take's over=."""
+    items = complete("y = t$0")
+    assert items["topk"].kind == "builtin" and items["take"].kind == "builtin"
+    items = complete("w, e = topk(x, $0)")
+    assert items["k"].insert == "k=" and items["over"].insert == "over="
+    assert complete("y = take(x, i, $0)")["over"].insert == "over="
 
 
 def test_item_keywords_at_the_start_of_a_line():

@@ -131,3 +131,45 @@ def test_hover_on_a_decorator_says_what_the_one_rule_says(deco, says, targets):
     assert "exported for nothing" not in text
     exported = {it.name: [t for t in ALL if t in ts] for it, ts in ws.exported(ws.analyze(path))}
     assert exported.get("f") == targets  # what the checks, the lens and `export` take
+
+
+MOE = """\
+    dim D = 16
+    dim F = 32
+    dim E = 8
+    dim K = 2
+
+    model Moe:
+        router: [E D]
+        bias: [E]
+        w_up: [E F D]
+        w_down: [E D F]
+
+    fn moe(p: Moe, x: [b n D]) -> [b n D]:
+        ROUTE
+        u = einsum(x, take(p.w_up, e, over=E): b n D, b n K F D -> b n K F)
+        y = einsum(silu(u), take(p.w_down, e, over=E): b n K F, b n K D F -> b n K D)
+        return sum(y * w, over=K)
+    """
+
+
+@pytest.mark.parametrize("route,words", [
+    ("w, e = linear(x, p.router) |> topk(k=K, over=E)\n        w = softmax(w, over=K)",
+     "routing: the softmax of the K chosen router logits (Mixtral; Qwen3-MoE with norm_topk_prob)"),
+    ("w, e = linear(x, p.router) |> softmax(over=E) |> topk(k=K, over=E)\n        w = w / sum(w, over=K)",
+     "routing: the softmax of the K chosen router logits (Mixtral; Qwen3-MoE with norm_topk_prob)"),
+    ("w, e = linear(x, p.router) |> softmax(over=E) |> topk(k=K, over=E)",
+     "routing: the softmax over all E router logits, the K largest kept as they are (Qwen3-MoE with "
+     "norm_topk_prob=False)"),
+    ("w, e = linear(x, p.router, p.bias) |> topk(k=K, over=E)\n        w = softmax(w, over=K)",
+     "routing: a router with a bias, then the softmax of the K chosen logits (gpt-oss)"),
+    ("w, e = linear(x, p.router) |> topk(k=K, over=E)\n        w = sigmoid(w)",
+     "routing: as written (no fused routing an engine runs)"),
+])
+def test_hover_on_topk_shows_the_mixture_as_one(route, words):
+    """§6.2: E experts, K per token, the routing named by what the function computes."""
+    src = MOE.replace("ROUTE", route).replace("topk(k=K", "to$0pk(k=K")
+    ws, path, m = workspace(src)
+    text = hover(ws, path, m[0]).markdown
+    assert "topk(x, k=K, over=A)" in text
+    assert f"a mixture of `E` = 8 experts, `K` = 2 per token; {words}" in text

@@ -49,7 +49,9 @@ class Builtin:
         if self.variadic:
             parts.append(("*", "a, b, …"))
         for n, d in self.params:
-            if d is REQUIRED:
+            if d is REQUIRED and n in self.keyword_only:  # named where used: `k=K`
+                parts.append((n, f"{n}={n.upper()}"))
+            elif d is REQUIRED:
                 parts.append((n, f"{n}=A" if n in self.axis_params else n))
             elif d is None and n in self.keyword_only:  # named where used, never defaulted
                 parts.append((n, f"{n}=…"))

@@ -10,6 +10,7 @@ from typing import Optional
 from .. import explain
 from ..check import rope_scaling
 from ..check.builtins import BUILTINS
+from ..check.mixture_routing import RoutingFacts, describe, routing
 from ..check.static import loop_values, value as static_value
 from ..check.types import DTYPE_NAMES, ModelT, TensorT, is_unknown
 from ..diagnostics import doc_url
@@ -375,6 +376,54 @@ def _rope_rotation(a, call: A.Call) -> str:
     return out
 
 
+def _call_named(e, name: str) -> bool:
+    return isinstance(e, A.Call) and isinstance(e.func, A.Name) and e.func.id == name
+
+
+def _arg(call: A.Call, name: str, position: int):
+    for k, x in enumerate(call.args):
+        if x.name == name or (x.name is None and k == position):
+            return x.value
+    return None
+
+
+def _over_name(call: A.Call):
+    over = _arg(call, "over", -1)
+    return over.id if isinstance(over, A.Name) else None
+
+
+def _mixture_note(env, res, call: A.Call) -> str:
+    """A `topk` that routes a mixture of experts, as one: E experts, K per token, the
+    routing (check/mixture_routing.py's rule, on what the function writes around it)."""
+    e_name, k_node = _over_name(call), _arg(call, "k", 1)
+    if e_name is None or not isinstance(k_node, A.Name):
+        return ""
+    scores = _arg(call, "x", 0)
+    softmax_e = _call_named(scores, "softmax") and _over_name(scores) == e_name
+    lin = _arg(scores, "x", 0) if softmax_e else scores
+    router = _call_named(lin, "linear") and isinstance(_arg(lin, "W", 1), A.FieldRead)
+    bias = router and _arg(lin, "b", 2) is not None
+    values = next((s.targets[0][0] for s in A.walk_stmts(res.item.body)
+                   if isinstance(s, A.TupleAssign) and s.value is call and s.targets), None)
+    k_name = k_node.id
+    softmax_k = renorm = False
+    for st in A.walk_stmts(res.item.body):
+        for x in (A.walk_expr(st.value) if isinstance(getattr(st, "value", None), A.Node) else ()):
+            if _call_named(x, "softmax") and _over_name(x) == k_name and \
+                    isinstance(_arg(x, "x", 0), A.Name) and _arg(x, "x", 0).id == values:
+                softmax_k = True
+            if isinstance(x, A.Binop) and x.op == "/" and isinstance(x.left, A.Name) and x.left.id == values \
+                    and _call_named(x.right, "sum") and _over_name(x.right) == k_name:
+                renorm = True
+    key = routing(RoutingFacts(router, softmax_e, bias, softmax_k, renorm))
+
+    def shown(n: str) -> str:
+        d = env.dim(n)
+        v = d.evaluate(env.dims.values) if d is not None else None
+        return f"`{n}`" + (f" = {int(v)}" if v is not None and v.denominator == 1 else "")
+    return describe(shown(e_name), shown(k_name), key)
+
+
 def decorator_markdown(item, d: A.Decorator) -> str:
     """What a decorator does, as the one rule (targets.py) says."""
     targets = decorator_targets(d)
@@ -403,6 +452,10 @@ def _name_hover(a, env, here, res, node: A.Name, parent, types):
             text += f"\n\nhere: `{render_type(env, t)}`"
         if name == "rope" and name in BUILTINS:
             text += "\n\n" + _rope_rotation(a, parent)
+        if name == "topk" and name in BUILTINS and res is not None:
+            note = _mixture_note(env, res, parent)
+            if note:
+                text += "\n\n" + note
         return text, node.pos
     t = types.get(id(node))
     b = binding_of(res, name, node.pos[0])

@@ -9,7 +9,10 @@ conventional names engines read where they apply (`vocab_size`, `hidden_size`,
 from __future__ import annotations
 
 from ...check.types import TensorT
+from ...check.mixture_routing import ROUTINGS
 from ...compile.codegen import MethodGen
+from ...compile.graph import trace_program
+from ...compile.mixtures import mixtures
 from ...compile.names import py_ident
 from ...compile.plan import walk_nodes
 from ...dtypes import BY_NAME, STORED
@@ -22,7 +25,7 @@ CONFIG_ATTRS = {"dtype", "torch_dtype", "architectures", "auto_map", "model_type
                 "transformers_version", "is_encoder_decoder", "pad_token_id", "bos_token_id",
                 "eos_token_id", "return_dict", "output_attentions", "output_hidden_states",
                 "sliding_window", "layer_types", "rope_parameters", "rope_scaling", "rope_theta",
-                "partial_rotary_factor"}
+                "partial_rotary_factor", "num_local_experts", "num_experts_per_tok", "norm_topk_prob"}
 
 TORCH_DTYPE_NAMES = {n: BY_NAME[n].torch for n in STORED}
 
@@ -83,7 +86,23 @@ def conventional(gen) -> dict:
     caps = {gen.site_softcap(n) for c in gen.classes.values() for n in c.sites}
     if len(caps) == 1 and None not in caps:  # every attention caps its scores alike (Gemma 2)
         out["attn_logit_softcapping"] = caps.pop()
+    out.update(mixture_keys(gen))
     return out
+
+
+def mixture_keys(gen) -> dict:
+    """v0.3: a model whose mixtures of experts (compile/mixtures.py) all have the same E, K
+    and a fused routing gets transformers' names for them (Mixtral's, Qwen3-MoE's
+    `norm_topk_prob`); they describe, the generated code computes what the source says."""
+    if not any(n.op == "topk" for f in gen.prog.fns.values() for n in walk_nodes(f.body)[0]):
+        return {}
+    found = {(m.experts, m.used, m.routing) for m in mixtures(trace_program(gen.prog, unroll=1))}
+    if len(found) != 1:
+        return {}
+    experts, used, key = found.pop()
+    if key == "written" or experts is None or used is None:
+        return {}
+    return {"num_local_experts": experts, "num_experts_per_tok": used, "norm_topk_prob": ROUTINGS[key][1]}
 
 
 def _ropes(rope_parameters: dict) -> list:

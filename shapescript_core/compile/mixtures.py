@@ -1,0 +1,60 @@
+"""The mixtures of experts of a trace (v0.3, §6.2), recognised around each `topk`: the
+experts (E, the topk's axis), the experts used per token (K), the routing
+(check/mixture_routing.py) and the router and expert weights where the mixture has the
+usual shape (the exporters' configs, fused engines). Reads the trace only."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+from ..check.mixture_routing import RoutingFacts, routing
+
+
+@dataclass
+class Mixture:
+    topk: object  # the topk node
+    experts: Optional[int]  # E
+    used: Optional[int]  # K
+    routing: str  # a key of ROUTINGS
+    router: Optional[str] = None  # the router weight's param path
+    weights: tuple = ()  # the param paths `take` gathers from, in the order they run
+
+
+def mixtures(tr) -> list:
+    users = tr.users()
+    out = []
+    for n in tr.nodes:
+        if n.op == "topk":
+            out.append(_mixture(tr, n, users))
+    return out
+
+
+def _mixture(tr, t, users) -> Mixture:
+    scores = t.attrs["args"]["x"]
+    x_t = scores.type
+    over = t.attrs["over"][0]
+    e_size = x_t.axes[x_t.index_of(over)].size
+    k_size = t.type.items[0].axes[x_t.index_of(over)].size
+    softmax_e = scores.op == "softmax" and scores.attrs.get("over") == [over]
+    lin = scores.attrs["args"]["x"] if softmax_e else scores
+    router = lin.op == "linear" and lin.attrs["args"]["W"].op == "param"
+    bias = router and lin.attrs["args"].get("b") is not None
+    values = [u for u in users.get(id(t), []) if u.op == "getitem" and u.attrs["index"] == 0]
+    indices = [u for u in users.get(id(t), []) if u.op == "getitem" and u.attrs["index"] == 1]
+    k_axis = t.type.items[0].axes[x_t.index_of(over)].name
+    softmax_k = renorm = False
+    for v in values:
+        for u in users.get(id(v), []):
+            if u.op == "softmax" and u.attrs.get("over") == [k_axis]:
+                softmax_k = True
+            if u.op == "div" and u.inputs[0] is v and u.inputs[1].op == "sum" \
+                    and u.inputs[1].attrs.get("over") == [k_axis] and u.inputs[1].inputs[0] is v:
+                renorm = True
+    key = routing(RoutingFacts(router, softmax_e, bias, softmax_k, renorm))
+    weights = []
+    for i in indices:
+        for u in users.get(id(i), []):
+            if u.op == "take" and u.attrs["args"]["t"].op == "param":
+                weights.append(u.attrs["args"]["t"].attrs["path"])
+    return Mixture(t, tr.program.value_of(e_size), tr.program.value_of(k_size), key,
+                   lin.attrs["args"]["W"].attrs["path"] if router else None, tuple(weights))
