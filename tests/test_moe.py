@@ -1,0 +1,139 @@
+"""Mixtures of experts (v0.3, LANGUAGE.md §6.2; issue 33) against transformers' own classes.
+
+`examples/mixtral.ss` and `examples/qwen3_moe.ss` with the weights of a tiny random
+MixtralForCausalLM / Qwen3MoeForCausalLM (E = 4 experts, K = 2 per token; every tensor
+random, the router's choices spread over the experts), exported --hf: the logits of a
+40-token prompt, batch 2, within 1e-4 of transformers', and the same greedy tokens with
+and without the KV cache. The weights reach the export under the source's param paths
+(transformers holds each block's experts stacked: `gate_up_proj [E 2F D]`, gate first).
+"""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+torch = pytest.importorskip("torch")
+tf = pytest.importorskip("transformers")
+
+from checkout import ROOT  # noqa: E402
+from import_support import load_export, max_diff, run_cli  # noqa: E402
+
+MIXTRAL = os.path.join(ROOT, "examples", "mixtral.ss")
+QWEN3_MOE = os.path.join(ROOT, "examples", "qwen3_moe.ss")
+E, K, F, L = 4, 2, 128, 2
+DIMS = {"V": 256, "D": 256, "H": 4, "Hkv": 2, "Dh": 64, "F": F, "L": L, "E": E, "K": K}
+BATCH = torch.randint(0, 256, (2, 40), generator=torch.Generator().manual_seed(5))
+
+
+def _randomize(model, seed: int):
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(1 + 0.1 * torch.randn_like(p) if name.endswith("norm.weight") else 0.08 * torch.randn_like(p))
+    return model.eval()
+
+
+def mixtral(seed: int = 0):
+    cfg = tf.MixtralConfig(vocab_size=256, hidden_size=256, intermediate_size=F, num_hidden_layers=L,
+                           num_attention_heads=4, num_key_value_heads=2, head_dim=64, num_local_experts=E,
+                           num_experts_per_tok=K, rms_norm_eps=1e-5, sliding_window=None,
+                           rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                           tie_word_embeddings=False)
+    return _randomize(tf.MixtralForCausalLM(cfg), seed)
+
+
+def qwen3_moe(norm_topk_prob: bool = True, seed: int = 1):
+    cfg = tf.Qwen3MoeConfig(vocab_size=256, hidden_size=256, intermediate_size=512, moe_intermediate_size=F,
+                            num_hidden_layers=L, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                            num_experts=E, num_experts_per_tok=K, norm_topk_prob=norm_topk_prob,
+                            decoder_sparse_step=1, mlp_only_layers=[], rms_norm_eps=1e-6,
+                            rope_parameters={"rope_type": "default", "rope_theta": 1000000.0},
+                            use_sliding_window=False, tie_word_embeddings=False)
+    return _randomize(tf.Qwen3MoeForCausalLM(cfg), seed)
+
+
+def our_weights(model) -> dict:
+    """The model's tensors under the examples' param paths."""
+    sd = model.state_dict()
+    out = {"embed": sd["model.embed_tokens.weight"], "norm": sd["model.norm.weight"], "lm_head": sd["lm_head.weight"]}
+    for i in range(L):
+        p, q = f"model.layers.{i}.", f"layers.{i}."
+        out[q + "attn_norm"] = sd[p + "input_layernorm.weight"]
+        out[q + "mlp_norm"] = sd[p + "post_attention_layernorm.weight"]
+        for ours, theirs in (("wq", "q_proj"), ("wk", "k_proj"), ("wv", "v_proj"), ("wo", "o_proj")):
+            out[q + f"attn.{ours}"] = sd[p + f"self_attn.{theirs}.weight"]
+        for n in ("q_norm", "k_norm"):
+            if p + f"self_attn.{n}.weight" in sd:
+                out[q + f"attn.{n}"] = sd[p + f"self_attn.{n}.weight"]
+        gate_up = sd[p + "mlp.experts.gate_up_proj"]  # [E 2F D]: each expert's gate rows, then its up rows
+        out[q + "moe.router"] = sd[p + "mlp.gate.weight"]
+        out[q + "moe.w_gate"], out[q + "moe.w_up"] = gate_up[:, :F], gate_up[:, F:]
+        out[q + "moe.w_down"] = sd[p + "mlp.experts.down_proj"]
+    return {k: v.contiguous() for k, v in out.items()}
+
+
+def export(source: str, model, tmp_path, name: str) -> str:
+    from safetensors.torch import save_file
+    weights = str(tmp_path / f"{name}.safetensors")
+    save_file(our_weights(model), weights)
+    out = str(tmp_path / name)
+    dims = [x for k, v in DIMS.items() for x in ("--dim", f"{k}={v}")]
+    r = run_cli("export", source, "--hf", "-o", out, "--weights", weights, "--force", *dims)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out
+
+
+def experts_chosen(model) -> set:
+    """The experts transformers' router picks in layer 0 over the batch (non-degenerate routing)."""
+    with torch.no_grad():
+        routers = model(BATCH, output_router_logits=True).router_logits
+    return set(routers[0].topk(K, dim=-1).indices.flatten().tolist())
+
+
+def generate(model, use_cache: bool) -> list:
+    with torch.no_grad():
+        out = model.generate(BATCH[:, :8], max_new_tokens=12, do_sample=False, use_cache=use_cache, pad_token_id=0)
+    return out.tolist()
+
+
+@pytest.mark.parametrize("family", ["mixtral", "qwen3_moe", "qwen3_moe_unnormalised"])
+def test_an_exported_mixture_computes_what_transformers_does(family, tmp_path):
+    if family == "mixtral":
+        theirs, source = mixtral(), MIXTRAL
+    else:
+        theirs, source = qwen3_moe(norm_topk_prob=family == "qwen3_moe"), QWEN3_MOE
+    if family == "qwen3_moe_unnormalised":  # norm_topk_prob=False: another function, written so
+        text = open(QWEN3_MOE, encoding="utf-8").read()
+        line = "    w = w / sum(w, over=K)  # norm_topk_prob: the K weights sum to 1\n"
+        assert line in text
+        source = str(tmp_path / "qwen3_moe_unnormalised.ss")
+        open(source, "w", encoding="utf-8").write(text.replace(line, ""))
+    assert len(experts_chosen(theirs)) == E  # every expert has tokens: a wrong gather would show
+    out = export(source, theirs, tmp_path, family)
+    cfg = json.load(open(os.path.join(out, "config.json"), encoding="utf-8"))
+    assert (cfg["num_local_experts"], cfg["num_experts_per_tok"], cfg["norm_topk_prob"]) == \
+        (E, K, family != "qwen3_moe_unnormalised")
+    modeling = open(os.path.join(out, next(f for f in os.listdir(out) if f.startswith("modeling_"))),
+                    encoding="utf-8").read()
+    assert modeling.count("expert_einsum(") == 4  # the three einsums (and the helper): no dense gather
+    ours = load_export(out)
+    with torch.no_grad():
+        diff = max_diff(ours(BATCH).logits.numpy(), theirs(BATCH).logits.numpy())
+    assert diff < 1e-4, diff
+    want = generate(theirs, True)
+    assert generate(ours, True) == want
+    assert generate(ours, False) == want
+
+
+def test_a_mixture_written_another_way_is_another_function(tmp_path):
+    """Teeth: the Qwen3-MoE source without its renormalisation is not transformers'
+    norm_topk_prob=True model (the test above would see a routing mix-up)."""
+    theirs = qwen3_moe(norm_topk_prob=True)
+    text = open(QWEN3_MOE, encoding="utf-8").read().replace("    w = w / sum(w, over=K)", "    w = w")
+    source = str(tmp_path / "raw.ss")
+    open(source, "w", encoding="utf-8").write(text)
+    ours = load_export(export(source, theirs, tmp_path, "raw"))
+    with torch.no_grad():
+        assert max_diff(ours(BATCH).logits.numpy(), theirs(BATCH).logits.numpy()) > 1e-2
