@@ -2,14 +2,14 @@
 # Each token's router logits pick its K experts (`topk`), their softmax weighs the
 # experts' SwiGLU outputs. Its sizes are left open: an export reads them from the
 # checkpoint it imports (--weights); otherwise give them with --dim
-# (Mixtral-8x7B: V=32000 D=4096 H=32 Hkv=8 Dh=128 F=14336 L=32 E=8 K=2).
+# (Mixtral-8x7B: V=32000 D=4096 H=32 Hkv=8 F=14336 L=32 E=8 K=2).
 
 dim V
 dim D
 dim H
 dim Hkv
 dim G = H / Hkv
-dim Dh
+dim Dh = D / H
 dim F
 dim L
 dim E  # experts
@@ -60,7 +60,7 @@ fn block(blk: Block, x: [b n D], pos: [b n] i64) -> [b n D]:
     x = x + attention(blk.attn, rms_norm(x, blk.attn_norm, over=D, eps=1e-5), pos)
     return x + experts(blk.moe, rms_norm(x, blk.mlp_norm, over=D, eps=1e-5))
 
-@export(hf, vllm)
+@export(hf, vllm, gguf)
 fn forward(m: Mixtral, ids: [b n] Index[V], pos: [b n] i64) -> [b n V]:
     x = embedding(ids, m.embed)
     for layer in m.layers:

@@ -69,7 +69,7 @@ fn block(blk: Block, x: [b n D], pos: [b n] i64) -> [b n D]:
     x = x + attention(blk.attn, rms_norm(x, blk.attn_norm, over=D, eps=1e-6), pos)
     return x + experts(blk.moe, rms_norm(x, blk.mlp_norm, over=D, eps=1e-6))
 
-@export(hf, vllm)
+@export(hf, vllm, gguf)
 fn forward(m: Qwen3Moe, ids: [b n] Index[V], pos: [b n] i64) -> [b n V]:
     x = embedding(ids, m.embed)
     for layer in m.layers:

@@ -79,7 +79,7 @@ def export(source: str, model, tmp_path, name: str) -> str:
     weights = str(tmp_path / f"{name}.safetensors")
     save_file(our_weights(model), weights)
     out = str(tmp_path / name)
-    dims = [x for k, v in DIMS.items() for x in ("--dim", f"{k}={v}")]
+    dims = [x for k, v in DIMS.items() for x in ("--dim", f"{k}={v}") if not (k == "Dh" and source == MIXTRAL)]
     r = run_cli("export", source, "--hf", "-o", out, "--weights", weights, "--force", *dims)
     assert r.returncode == 0, r.stdout + r.stderr
     return out
@@ -137,3 +137,92 @@ def test_a_mixture_written_another_way_is_another_function(tmp_path):
     ours = load_export(export(source, theirs, tmp_path, "raw"))
     with torch.no_grad():
         assert max_diff(ours(BATCH).logits.numpy(), theirs(BATCH).logits.numpy()) > 1e-2
+
+
+# ---------------------------------------------------------------- checkpoints by role, every engine
+def llama_cpp_run(path: str, prompt: list, steps: int = 12):
+    """(llama.cpp's logits over the prompt, its greedy continuation)."""
+    import numpy as np
+    from gguf_support import llama_cpp_model
+    llm = llama_cpp_model(path, n_ctx=len(prompt) + steps + 4)
+    try:
+        llm.eval(prompt)
+        scores = np.array(llm.scores[:len(prompt)], dtype=np.float32)
+        tokens = []
+        for _ in range(steps):
+            tok = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+            tokens.append(tok)
+            llm.eval([tok])
+        return scores, tokens
+    finally:
+        llm.close()
+
+
+@pytest.mark.parametrize("family", ["mixtral", "qwen3_moe"])
+def test_a_checkpoint_imports_by_role_and_runs_in_transformers_and_llama_cpp(family, tmp_path):
+    """save_pretrained's per-expert tensors (`block_sparse_moe.experts.{i}.w1`, `mlp.experts.{i}.gate_proj`)
+    stacked by role; the sizes and K read from the checkpoint; --hf and --gguf compute what
+    transformers does; the .gguf's stacked `ffn_*_exps` import back by role too."""
+    pytest.importorskip("llama_cpp")
+    theirs, source = (mixtral(), MIXTRAL) if family == "mixtral" else (qwen3_moe(), QWEN3_MOE)
+    ckpt = str(tmp_path / "ckpt")
+    theirs.save_pretrained(ckpt)
+    from safetensors import safe_open
+    with safe_open(os.path.join(ckpt, "model.safetensors"), "pt") as f:
+        assert sum(".experts.3." in k for k in f.keys()) == 3 * L  # one tensor per expert, as transformers saves them
+    said = {}
+    for target in ("hf", "gguf"):
+        out = str(tmp_path / (family + (".gguf" if target == "gguf" else "")))
+        r = run_cli("export", source, f"--{target}", "-o", out, "--weights", ckpt, "--force")
+        assert r.returncode == 0, r.stdout + r.stderr
+        said[target] = (out, r.stdout + r.stderr)
+    assert "E=4" in said["hf"][1] and "K=2" in said["hf"][1]  # read from the checkpoint, K from its config
+    assert f"gguf: {'llama' if family == 'mixtral' else 'qwen3moe'}, " in said["gguf"][1]
+    ours = load_export(said["hf"][0])
+    with torch.no_grad():
+        assert max_diff(ours(BATCH).logits.numpy(), theirs(BATCH).logits.numpy()) < 1e-4
+    want = generate(theirs, True)
+    assert generate(ours, True) == want and generate(ours, False) == want
+    prompt = BATCH[0].tolist()
+    scores, tokens = llama_cpp_run(said["gguf"][0], prompt)
+    with torch.no_grad():
+        assert max_diff(scores, theirs(BATCH[:1]).logits[0].numpy()) < 1e-3
+        greedy = theirs.generate(BATCH[:1], max_new_tokens=12, do_sample=False, pad_token_id=0)[0, 40:].tolist()
+    assert tokens == greedy
+    back = str(tmp_path / "from_gguf")
+    r = run_cli("export", source, "--hf", "-o", back, "--weights", said["gguf"][0], "--force")
+    assert r.returncode == 0, r.stdout + r.stderr
+    with torch.no_grad():
+        assert max_diff(load_export(back)(BATCH).logits.numpy(), theirs(BATCH).logits.numpy()) < 1e-4
+
+
+def test_llama_cpp_refuses_a_routing_it_does_not_run_at_the_topk(tmp_path):
+    """Qwen3-MoE with norm_topk_prob=False: llama.cpp's qwen3moe always renormalises (measured:
+    its converter's file is 2.08 off transformers); E3313 at the topk, naming the routing."""
+    text = open(QWEN3_MOE, encoding="utf-8").read().replace(
+        "    w = w / sum(w, over=K)  # norm_topk_prob: the K weights sum to 1\n", "")
+    source = tmp_path / "raw.ss"
+    source.write_text(text, encoding="utf-8")
+    dims = [x for k, v in DIMS.items() for x in ("--dim", f"{k}={v}")]
+    r = run_cli("check", str(source), *dims)
+    line = next(i for i, x in enumerate(text.splitlines(), 1) if "topk(k=K" in x)
+    assert r.stdout.count("error[") == 1, r.stdout
+    assert (f"error[E3313]: no llama.cpp architecture runs this model: the router's weights are the softmax over all "
+            f"E router logits, the K largest kept as they are (line {line}), where llama.cpp's qwen3moe routes by the "
+            f"softmax of the K chosen router logits") in r.stdout
+    assert f"raw.ss:{line}:12" in r.stdout
+
+
+def test_a_checkpoint_missing_an_expert_is_one_clear_error(tmp_path):
+    from safetensors.torch import load_file, save_file
+    ckpt = tmp_path / "ckpt"
+    mixtral().save_pretrained(str(ckpt))
+    tensors = load_file(str(ckpt / "model.safetensors"))
+    for k in [k for k in tensors if ".experts.2." in k]:
+        del tensors[k]
+    save_file(tensors, str(ckpt / "model.safetensors"), metadata={"format": "pt"})
+    r = run_cli("export", MIXTRAL, "--hf", "-o", str(tmp_path / "out"), "--weights", str(ckpt), "--force")
+    assert r.returncode == 1
+    assert "the checkpoint's experts of `model.layers.0.block_sparse_moe.experts.w1.weight` are numbered 0, 1, 3: " \
+           "experts 0 to 2 expected" in r.stderr, r.stderr
+    assert "Traceback" not in r.stdout + r.stderr and not (tmp_path / "out").exists()

@@ -81,6 +81,8 @@ class Family:
     output_bias: bool = False       # the output layer has a bias (zeros: E3302 allows the source none)
     rope_freqs: bool = False        # llama.cpp loads per-frequency rope divisors (llama3 scaling); its
                                     # qwen2 and qwen3 refuse a file that has them
+    experts: bool = False           # v0.3: llama.cpp runs a mixture of experts in the MLP's place
+                                    # (ffn_gate_inp, ffn_{gate,up,down}_exps: llama, qwen3moe)
     partial_rotary: bool = False    # llama.cpp rotates the first rope.dimension_count features of a
                                     # head (its llama, qwen2, qwen3 and gemmas insist on all of them)
     # llama.cpp's query scale is 1/sqrt(Dh), or 1/sqrt(D / H) at this many blocks (its 27B)
@@ -110,7 +112,10 @@ _LLAMA_SHAPE = {
     "output": "rms_norm(x) into the output layer",
     "scale": "the default 1/sqrt(Dh)",
     "window": "full attention (llama.cpp runs a sliding window only as gemma2 or gemma3)",
+    "experts": "a mixture of experts routed by the softmax of the K chosen router logits, each expert "
+               "silu(gate(h)) * up(h) into its down projection (Mixtral), or a dense MLP",
 }
+_NO_EXPERTS = "a dense MLP (llama.cpp runs a mixture of experts as llama or qwen3moe)"
 _GPT2_SHAPE = {
     "stream": "adds each sublayer's output to the residual stream and nothing else",
     "embedding": "token plus position embeddings at the start of the residual stream",
@@ -124,6 +129,7 @@ _GPT2_SHAPE = {
     "output": "layer_norm(x) into the output layer",
     "scale": "the default 1/sqrt(Dh)",
     "window": "full attention (llama.cpp runs a sliding window only as gemma2 or gemma3)",
+    "experts": _NO_EXPERTS,
 }
 _PHI2_SHAPE = dict(
     _GPT2_SHAPE,
@@ -156,17 +162,27 @@ _GEMMA3_SHAPE = {
     "output": "rms_norm(x) into the output layer",
     "scale": "one number per layer",
     "window": "one sliding window for the windowed layers",
+    "experts": _NO_EXPERTS,
 }
 
 _LLAMA_ROLES = frozenset({"token_embedding", "output_norm", "output", "attn_norm", "attn_q", "attn_k",
                           "attn_v", "attn_out", "ffn_norm", "ffn_gate", "ffn_up", "ffn_down"})
 _GEMMA2_ROLES = (_LLAMA_ROLES - {"output"}) | {"attn_post_norm", "ffn_post_norm"}  # tied output
+_EXPERT_ROLES = frozenset({"ffn_gate_inp", "ffn_gate_exps", "ffn_up_exps", "ffn_down_exps"})  # v0.3
 
 FAMILIES = {f.name: f for f in (
-    Family("llama", _LLAMA_SHAPE, _LLAMA_ROLES, "interleaved", rope_freqs=True, hf_model_types=("llama", "mistral")),
-    Family("qwen2", _LLAMA_SHAPE, _LLAMA_ROLES, "half", hf_model_types=("qwen2",)),
-    Family("qwen3", dict(_LLAMA_SHAPE, bias="no biases", v="linear(h) split into heads, not normalized"),
+    Family("llama", _LLAMA_SHAPE, _LLAMA_ROLES | _EXPERT_ROLES, "interleaved", rope_freqs=True, experts=True,
+           hf_model_types=("llama", "mistral", "mixtral")),
+    Family("qwen2", dict(_LLAMA_SHAPE, experts=_NO_EXPERTS), _LLAMA_ROLES, "half", hf_model_types=("qwen2",)),
+    Family("qwen3", dict(_LLAMA_SHAPE, bias="no biases", v="linear(h) split into heads, not normalized",
+                         experts=_NO_EXPERTS + " (qwen3moe: with experts)"),
            _LLAMA_ROLES | {"attn_q_norm", "attn_k_norm"}, "half", hf_model_types=("qwen3",)),
+    Family("qwen3moe", dict(_LLAMA_SHAPE, bias="no biases", v="linear(h) split into heads, not normalized",
+                            mlp="a mixture of experts in every block",
+                            experts="a mixture of experts in every block, routed by the softmax of the K chosen "
+                                    "router logits (Qwen3-MoE's with norm_topk_prob)"),
+           (_LLAMA_ROLES - {"ffn_gate", "ffn_up", "ffn_down"}) | _EXPERT_ROLES | {"attn_q_norm", "attn_k_norm"},
+           "half", experts=True, hf_model_types=("qwen3_moe",)),
     Family("gpt2", _GPT2_SHAPE,
            frozenset({"token_embedding", "position_embedding", "output_norm", "output", "attn_norm",
                       "attn_qkv", "attn_out", "ffn_norm", "ffn_up", "ffn_down"}), None, norm="layer_norm",

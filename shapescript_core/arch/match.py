@@ -23,6 +23,7 @@ import math
 from ..compile.graph import fold
 from .archs import FAMILIES, has
 from .departure import Depart, line_of
+from .experts import Experts, is_mixture
 from .plan import Departure, GGUFPlan, Offset, RopePermute, TensorPlan
 from .projections import UNARY, Projections
 from .sublayers import Sublayers
@@ -33,7 +34,7 @@ DEFAULT_CONTEXT = 4096  # llama-family sources take positions as a tensor; see d
 NO_CAP = 1e30
 
 
-class ArchMatcher(Projections, Sublayers):
+class ArchMatcher(Projections, Sublayers, Experts):
     def __init__(self, tr, any_window: bool = False):
         self.tr = tr
         # the importer's roles: a window (and v0.3's rope scaling, rotary_dims, softcaps) is no
@@ -50,6 +51,7 @@ class ArchMatcher(Projections, Sublayers):
         self.attn_caps: list = []
         self.final_cap = None
         self.notes: list = []  # what the export's summary says about the match ("exact gelu")
+        self.first_mixture = None  # v0.3: the first block's mixture of experts (its `sum`), if any
 
     # ------------------------------------------------------------ helpers
     def depart(self, node, place: str, what: str):
@@ -306,6 +308,10 @@ class ArchMatcher(Projections, Sublayers):
                "embedding_length": hp["embedding_length"], "block_count": hp["blocks"],
                "feed_forward_length": hp["ffn"], "head_count": hp["heads"],
                "head_count_kv": hp["kv_heads"]}
+        if "experts" in hp:  # v0.3: each block's mixture (experts.py)
+            out["expert_count"], out["expert_used_count"] = hp["experts"]
+            if self.arch == "qwen3moe":  # its experts' width has a key of its own
+                out["expert_feed_forward_length"] = hp["ffn"]
         fam = FAMILIES[self.arch]
         out["ln_eps" if fam.norm == "layer_norm" else "rms_eps"] = hp["eps"]
         if fam.rope_style is not None:
@@ -434,12 +440,24 @@ class ArchMatcher(Projections, Sublayers):
             h2 = self.norm_of(m_branch, m_res)
             if not (hp["parallel"] and FAMILIES[self.arch].one_norm):  # phi2's MLP reads the attention's norm
                 self.norm(h2, "ffn_norm", hp, tensors, blk)  # gemma's "pre" norm too (roles.py)
-            self.mlp(m_branch, h2, hp, tensors, blk)
+            if is_mixture(m_branch):  # v0.3: a mixture of experts in the MLP's place (experts.py)
+                if blk and "experts" not in features:
+                    self.depart(m_branch, "experts", "this block's MLP is a mixture of experts, block 0's dense")
+                features |= self.experts(m_branch, h2, hp, tensors, blk, features)
+            else:
+                if "experts" in features:
+                    self.depart(m_branch, "experts", "this block's MLP is dense, block 0's a mixture of experts")
+                self.mlp(m_branch, h2, hp, tensors, blk)
             if m_post is not None:
                 self.norm(m_post, "ffn_post_norm", hp, tensors, blk)
             per_block.append(tensors)
-        if self.arch == "llama" and features:
+        if self.arch == "llama" and features - {"experts"}:
             self.arch = "qwen3" if "qk_norm" in features else "qwen2"
+        if "experts" in features:  # Mixtral is llama's; Qwen3-MoE has its own
+            self.arch = {"llama": "llama", "qwen3": "qwen3moe"}.get(self.arch, self.arch)
+            if not FAMILIES[self.arch].experts:
+                raise Depart(self.first_mixture, f"the MLP is a mixture of experts{line_of(self.first_mixture)}, "
+                                                 f"where {self.arch} has {has(self.arch, 'experts')}") from None
         if gemma and "qk_norm" not in features:
             self.arch = "gemma2"  # no per-head norms
         self.rope_fits(hp)

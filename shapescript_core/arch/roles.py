@@ -23,6 +23,9 @@ ROLE_WORDS = {
     "attn_k_norm": "the per-head key norm", "attn_post_norm": "the norm after attention",
     "ffn_norm": "the MLP norm", "ffn_post_norm": "the norm after the MLP",
     "ffn_gate": "the MLP gate", "ffn_up": "the MLP up projection", "ffn_down": "the MLP down projection",
+    # v0.3: a mixture of experts, each expert's weights stacked along the first axis
+    "ffn_gate_inp": "the experts' router", "ffn_gate_exps": "the experts' gates",
+    "ffn_up_exps": "the experts' up projections", "ffn_down_exps": "the experts' down projections",
 }
 
 ROLES = tuple(ROLE_WORDS)

@@ -29,6 +29,14 @@ def mixtures(tr) -> list:
     return out
 
 
+def mixture_at(tr, topk) -> Mixture:
+    """The mixture routed by this topk node of the trace."""
+    users = tr.__dict__.get("_users")
+    if users is None:  # asked once per block by the matcher: the users index, made once
+        users = tr.__dict__["_users"] = tr.users()
+    return _mixture(tr, topk, users)
+
+
 def _mixture(tr, t, users) -> Mixture:
     scores = t.attrs["args"]["x"]
     x_t = scores.type

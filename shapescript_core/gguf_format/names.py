@@ -27,6 +27,8 @@ ROLE_TENSORS = {
     "attn_k_norm": ("ATTN_K_NORM",), "attn_post_norm": ("ATTN_POST_NORM",),
     "ffn_norm": ("FFN_NORM", "FFN_PRE_NORM"), "ffn_post_norm": ("FFN_POST_NORM",),
     "ffn_gate": ("FFN_GATE",), "ffn_up": ("FFN_UP",), "ffn_down": ("FFN_DOWN",),
+    "ffn_gate_inp": ("FFN_GATE_INP",), "ffn_gate_exps": ("FFN_GATE_EXP",), "ffn_up_exps": ("FFN_UP_EXP",),
+    "ffn_down_exps": ("FFN_DOWN_EXP",),
 }
 assert set(ROLE_TENSORS) == set(ROLES)  # every role has its GGUF name
 # tensors no param is read into: numbers the matcher computed (TensorPlan.values)
@@ -65,6 +67,10 @@ HPARAM_KEYS = {
     # gemma2's caps c * tanh(x / c) on the attention's scores and on the logits
     "attn_softcap": ("LLM", "ATTN_LOGIT_SOFTCAPPING", "add_float32"),
     "final_softcap": ("LLM", "FINAL_LOGIT_SOFTCAPPING", "add_float32"),
+    # v0.3's mixtures of experts: how many, how many per token, each one's width (qwen3moe)
+    "expert_count": ("LLM", "EXPERT_COUNT", "add_uint32"),
+    "expert_used_count": ("LLM", "EXPERT_USED_COUNT", "add_uint32"),
+    "expert_feed_forward_length": ("LLM", "EXPERT_FEED_FORWARD_LENGTH", "add_uint32"),
 }
 
 FILE_TYPE = {**{n: getattr(gguf.LlamaFileType, BY_NAME[n].gguf_file_type) for n in STORED},

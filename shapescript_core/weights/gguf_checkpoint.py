@@ -158,7 +158,7 @@ class GGUFCheckpoint:
 
     def heads(self) -> dict:
         out = {}
-        for short in ("head_count", "head_count_kv"):
+        for short in ("head_count", "head_count_kv", "expert_used_count"):
             k = meta_key(short, self.arch)
             v = self.field(k)
             if isinstance(v, int):

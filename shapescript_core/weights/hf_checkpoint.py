@@ -35,6 +35,7 @@ from .source import WeightSource
 
 CONFIG = "config.json"
 _BLOCK = re.compile(r"(?:layers|h|blocks|blk)\.(\d+)\.")
+_EXPERT = re.compile(r"\.experts\.(\d+)\.")  # one expert's tensor (Mixtral, Qwen3-MoE)
 GENERATION = "generation_config.json"
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json")  # any one makes a tokenizer
 SPECIAL_IDS = ("bos_token_id", "eos_token_id", "pad_token_id")
@@ -175,7 +176,8 @@ class HFCheckpoint:
         """{"head_count": (value, where)...} as the config says."""
         out = {}
         for short, keys in (("head_count", ("num_attention_heads", "n_head")),
-                            ("head_count_kv", ("num_key_value_heads",))):
+                            ("head_count_kv", ("num_key_value_heads",)),
+                            ("expert_used_count", ("num_experts_per_tok", "experts_per_token"))):
             for k in keys:
                 v = self.config.get(k)
                 if isinstance(v, int) and not isinstance(v, bool):
@@ -220,6 +222,7 @@ class HFCheckpoint:
         gguf-py's table gives it)."""
         lookup = hf_role_map(arch, blocks)
         fam = FAMILIES[arch]
+        self._stack_experts(lookup)
         for key in self.source.keys():
             found = lookup(key)
             if found is None and not key.startswith("transformer."):  # GPT-2 saved without its prefix
@@ -246,6 +249,25 @@ class HFCheckpoint:
                 order = gather_index(Gather(0, (heads, 3, shape[0] // (3 * heads)), None, (1, 0, 2)))
                 steps = (Take(0, tuple(int(i) for i in order)),)
             self.names[name] = (key, steps)
+
+    def _stack_experts(self, lookup):
+        """v0.3: one tensor per expert (Mixtral's `block_sparse_moe.experts.{i}.w1.weight`,
+        Qwen3-MoE's `mlp.experts.{i}.gate_proj.weight`) read as the experts stacked along a
+        new first axis, under the name gguf-py's table gives the stack (`…experts.w1.weight`),
+        as llama.cpp's converter stacks them; copied expert by expert, never held whole."""
+        groups: dict = {}
+        for key in self.source.keys():
+            m = _EXPERT.search(key)
+            if m:
+                groups.setdefault(key[:m.start()] + ".experts." + key[m.end():], {})[int(m.group(1))] = key
+        for stacked, by_id in groups.items():
+            if lookup(stacked) is None:
+                continue  # no role's tensor: the keys stay, to be reported
+            ids = sorted(by_id)
+            if ids != list(range(len(ids))):
+                raise ExportError(f"the checkpoint's experts of `{stacked}` are numbered {', '.join(map(str, ids[:6]))}"
+                                  f"{'…' if len(ids) > 6 else ''}: experts 0 to {len(ids) - 1} expected")
+            self.source.stack(stacked, [by_id[i] for i in ids])
 
     def _query_scale(self, arch: str) -> tuple:
         """(Scale(r),) for the role the family folds its query_pre_attn_scalar into (Gemma

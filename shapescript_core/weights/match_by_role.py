@@ -16,7 +16,8 @@ from .recipe import Rows, add_part
 from .role_plan import plan_for_import
 from .e3315 import e3315_heads
 
-_HEAD_WORDS = {"head_count": "query heads", "head_count_kv": "key/value heads"}
+_HEAD_WORDS = {"head_count": "query heads", "head_count_kv": "key/value heads",
+               "expert_used_count": "experts per token"}
 
 
 def import_checkpoint(db, request, resolved, ckpt):

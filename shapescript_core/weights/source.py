@@ -50,6 +50,7 @@ class WeightSource:
         self.where: dict = {}             # key -> HeaderInfo
         self.file_key: dict = {}          # key -> the file's key, where a mapping renames it
         self.joined: dict = {}            # key -> [(file key, HeaderInfo)]: a param stored as parts
+        self.stacked: set = set()         # joined keys whose parts stack along a new first axis (experts)
         if os.path.isdir(path):
             if os.path.lexists(os.path.join(path, INDEX)):
                 self._index(within(path, INDEX, "the index"))
@@ -106,6 +107,22 @@ class WeightSource:
             raise ExportError(f"{MAPPING} in `{self.path}` gives `{param}` as parts that don't stack by rows: {shown}")
         self.joined[param] = parts
 
+    def stack(self, key: str, keys: list):
+        """Read `keys` (one tensor per expert, `…experts.{i}.w1.weight`) as one tensor
+        `key`, them stacked along a new first axis: the bytes are theirs one after another,
+        copied as they are (the per-expert keys are no longer listed)."""
+        parts = [(self.file_key.get(k, k), self.where[k]) for k in keys]
+        infos = [h.tensors[k] for k, h in parts]
+        first = infos[0]
+        if any(t.dtype != first.dtype or tuple(t.shape) != tuple(first.shape) for t in infos):
+            shown = ", ".join(f"`{k}` {t.dtype} {list(t.shape)}" for (k, _), t in zip(parts, infos))
+            raise ExportError(f"the experts of `{key}` differ in shape or dtype: {shown}")
+        self.joined[key] = parts
+        self.stacked.add(key)
+        self.where[key] = self.where[keys[0]]
+        for k in keys:
+            del self.where[k]
+
     def _pieces(self, key: str) -> list:
         """[(file key, TensorInfo, HeaderInfo)]: the tensor, or the parts a param is stored as."""
         parts = self.joined.get(key)
@@ -157,6 +174,10 @@ class WeightSource:
         if len(pieces) == 1:
             return pieces[0][1]
         infos = [t for _, t, _ in pieces]
+        if key in self.stacked:
+            first = infos[0]
+            return TensorInfo(key, first.dtype, (len(infos),) + tuple(first.shape), first.start,
+                              first.start + sum(t.nbytes for t in infos))
         rows = sum(t.shape[0] for t in infos)
         first = infos[0]  # start and end: the span's length, for the byte counts
         return TensorInfo(key, first.dtype, (rows,) + tuple(first.shape[1:]), first.start,
@@ -171,7 +192,8 @@ class WeightSource:
         pieces = self._pieces(key)
         if len(pieces) > 1:
             import numpy as np  # deferred: reading headers needs no numpy
-            return np.concatenate([self._read_one(k, t, h) for k, t, h in pieces])
+            join = np.stack if key in self.stacked else np.concatenate
+            return join([self._read_one(k, t, h) for k, t, h in pieces])
         return self._read_one(*pieces[0])
 
     def _read_one(self, key: str, t: TensorInfo, h):
@@ -236,6 +258,9 @@ class WeightSource:
         order = list(order)
         if not rows or any(not 0 <= i < rows for i in order):
             raise ValueError(f"rows {order[:4]}... of `{key}` {list(t.shape)}")  # a caller's bug
+        if key in self.stacked:  # a row is one expert's tensor
+            pieces = self._pieces(key)
+            return sum(self._copy_one(*pieces[i], out, check_cancelled) for i in order)
         pieces, firsts, at = self._pieces(key), [], 0
         for _, p, _ in pieces:
             firsts.append(at)
