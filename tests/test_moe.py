@@ -226,3 +226,42 @@ def test_a_checkpoint_missing_an_expert_is_one_clear_error(tmp_path):
     assert "the checkpoint's experts of `model.layers.0.block_sparse_moe.experts.w1.weight` are numbered 0, 1, 3: " \
            "experts 0 to 2 expected" in r.stderr, r.stderr
     assert "Traceback" not in r.stdout + r.stderr and not (tmp_path / "out").exists()
+
+
+# ---------------------------------------------------------------- vLLM, LiteRT
+def test_vllm_serves_a_mixtral_checkpoint_on_both_paths(tmp_path):
+    """The --vllm export of a Mixtral imported by role: vLLM's Transformers backend (its MoE
+    class: config.json names the experts) and the native plugin give transformers' greedy tokens."""
+    from envs import require_vllm, run_in_env
+    from test_partial_rotary import VLLM_GREEDY, install_plugin
+    python = require_vllm()
+    theirs = mixtral()
+    ckpt = str(tmp_path / "ckpt")
+    theirs.save_pretrained(ckpt)
+    out = str(tmp_path / "mixtral_vllm")
+    r = run_cli("export", MIXTRAL, "--vllm", "-o", out, "--weights", ckpt, "--force")
+    assert r.returncode == 0, r.stdout + r.stderr
+    prompts = [BATCH[0, :12].tolist(), BATCH[1, :5].tolist()]
+    with torch.no_grad():
+        want = [theirs.generate(torch.tensor([p]), max_new_tokens=8, do_sample=False, pad_token_id=0)[0, len(p):]
+                .tolist() for p in prompts]
+    env = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+    r = run_in_env(python, VLLM_GREEDY, out, "transformers", json.dumps(prompts), 8, timeout=480, env=env).result
+    assert r["classes"][0].endswith("TransformersMoEForCausalLM"), r
+    assert r["got"] == want, r
+    site = install_plugin(python, out, tmp_path / "site")
+    r = run_in_env(python, VLLM_GREEDY, out, "native", json.dumps(prompts), 8, timeout=480,
+                   env={**env, "PYTHONPATH": site}).result
+    assert r["classes"][0].startswith("shapescript_vllm_"), r
+    assert r["got"] == want, r
+
+
+def test_litert_refuses_a_mixture_it_would_not_keep(tmp_path):
+    from envs import require_litert
+    require_litert()
+    dims = [x for k, v in DIMS.items() for x in ("--dim", f"{k}={v}") if k != "Dh"]
+    r = run_cli("export", MIXTRAL, "--litert", "-o", str(tmp_path / "litert"), *dims)
+    assert r.returncode == 1
+    line = next(i for i, x in enumerate(open(MIXTRAL, encoding="utf-8").read().splitlines(), 1) if "topk(" in x)
+    assert (f"`forward` uses `topk` (line {line}), which the LiteRT export doesn't keep yet") in r.stderr, r.stderr
+    assert not (tmp_path / "litert").exists()

@@ -95,3 +95,18 @@ def test_no_generated_name_is_reserved():
     assert len(set(got.values())) == len(got)  # no two source names share one Python name
     assert py_ident("class") == "class_" and py_ident("D") == "D" and py_ident("num_labels") == "num_labels_"
     assert module_stem("Llama") == "llama" and module_stem("Ωmega").isascii()
+
+
+def test_every_name_the_prelude_defines_is_reserved():
+    """A source name never shadows a helper of the generated file (a local `topk` or
+    `window_mask` in a method would call itself instead)."""
+    import re
+    from shapescript_core.compile import prelude
+    texts = list(prelude.HELPERS.values()) + [v for k, v in vars(prelude).items()
+                                              if k.startswith("VLLM_") and isinstance(v, str)]
+    defined = set()
+    for t in texts:
+        defined |= set(re.findall(r"^(?:def|class) (\w+)", t, re.M)) | set(re.findall(r"^(\w+) = ", t, re.M))
+    assert {"topk", "expert_einsum", "written_attention", "window_mask"} <= defined
+    assert [n for n in sorted(defined) if not reserved(n)] == []
+    assert py_ident("experts") == "experts_"  # vLLM's Transformers backend would swap such a module

@@ -18,6 +18,7 @@ class Mixture:
     routing: str  # a key of ROUTINGS
     router: Optional[str] = None  # the router weight's param path
     weights: tuple = ()  # the param paths `take` gathers from, in the order they run
+    width: Optional[int] = None  # each expert's width F: the gathered weights' middle axis, where one
 
 
 def mixtures(tr) -> list:
@@ -59,10 +60,18 @@ def _mixture(tr, t, users) -> Mixture:
                     and u.inputs[1].attrs.get("over") == [k_axis] and u.inputs[1].inputs[0] is v:
                 renorm = True
     key = routing(RoutingFacts(router, softmax_e, bias, softmax_k, renorm))
-    weights = []
+    weights, widths = [], set()
     for i in indices:
         for u in users.get(id(i), []):
-            if u.op == "take" and u.attrs["args"]["t"].op == "param":
-                weights.append(u.attrs["args"]["t"].attrs["path"])
+            p = u.attrs["args"]["t"] if u.op == "take" else None
+            if p is not None and p.op == "param":
+                weights.append(p.attrs["path"])
+                if len(p.type.axes) == 3:  # [E F D] and [E D F]: F is the one that isn't the model's width
+                    widths.add(frozenset(tr.program.value_of(a.size) for a in p.type.axes[1:]))
+    width = None
+    if len(widths) == 1 and len(next(iter(widths))) == 2:
+        d = tr.program.value_of(lin.attrs["args"]["W"].type.axes[1].size) if router else None
+        rest = [v for v in next(iter(widths)) if v != d]
+        width = rest[0] if len(rest) == 1 else None
     return Mixture(t, tr.program.value_of(e_size), tr.program.value_of(k_size), key,
-                   lin.attrs["args"]["W"].attrs["path"] if router else None, tuple(weights))
+                   lin.attrs["args"]["W"].attrs["path"] if router else None, tuple(weights), width)

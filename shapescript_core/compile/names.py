@@ -89,7 +89,12 @@ GENERATED_NAMES = frozenset("""
     get_current_vllm_config positions intermediate_tensors prefix vllm_config weights loaded
     params name loaded_weight param weight_loader register ARCHITECTURE MODEL ModelRegistry
     scaling num_key_value_groups is_causal head_dim model lm_head
-""".split())
+    Parts inv_frequencies kv_head_shards kv_shard window_mask written_attention topk expert_einsum
+""".split()) | frozenset((
+    # vLLM's Transformers backend replaces a module named so that holds 3-D params by its
+    # own fused mixture, loading weights the export doesn't have: never a source's name
+    "experts",
+))
 
 OWN_PREFIX = "ShapeScript"  # the classes the export names itself: ShapeScriptLlamaConfig ...
 BUILTIN_NAMES = frozenset(dir(builtins))

@@ -259,6 +259,9 @@ class CausalAttention(nn.Module):
     def forward(self, query, key, value, attention_mask=None, past_key_values=None, **kwargs):
         engine = getattr(self, "attn", None)  # vLLM's Attention, where vLLM serves this module
         if engine is not None and ''' + _HEADS_GUARD + '''
+        if engine is not None and kwargs.get("s_aux") is not None:  # its attention functions drop them
+            raise NotImplementedError("vLLM's Transformers backend drops attention sinks (`sinks=`): this "
+                                      "model can't be served by it (ShapeScript's --vllm export refuses it)")
         if isinstance(attention_mask, dict):  # one mask per layer type, as transformers' hybrid models
             attention_mask = attention_mask["sliding_attention" if self.sliding_window else "full_attention"]
         if self.sliding_window:

@@ -25,7 +25,7 @@ CONFIG_ATTRS = {"dtype", "torch_dtype", "architectures", "auto_map", "model_type
                 "transformers_version", "is_encoder_decoder", "pad_token_id", "bos_token_id",
                 "eos_token_id", "return_dict", "output_attentions", "output_hidden_states",
                 "sliding_window", "layer_types", "rope_parameters", "rope_scaling", "rope_theta",
-                "partial_rotary_factor", "num_local_experts", "num_experts_per_tok", "norm_topk_prob"}
+                "partial_rotary_factor", "num_local_experts", "num_experts_per_tok", "norm_topk_prob", "intermediate_size"}
 
 TORCH_DTYPE_NAMES = {n: BY_NAME[n].torch for n in STORED}
 
@@ -96,13 +96,16 @@ def mixture_keys(gen) -> dict:
     `norm_topk_prob`); they describe, the generated code computes what the source says."""
     if not any(n.op == "topk" for f in gen.prog.fns.values() for n in walk_nodes(f.body)[0]):
         return {}
-    found = {(m.experts, m.used, m.routing) for m in mixtures(trace_program(gen.prog, unroll=1))}
+    found = {(m.experts, m.used, m.routing, m.width) for m in mixtures(trace_program(gen.prog, unroll=1))}
     if len(found) != 1:
         return {}
-    experts, used, key = found.pop()
+    experts, used, key, width = found.pop()
     if key == "written" or experts is None or used is None:
         return {}
-    return {"num_local_experts": experts, "num_experts_per_tok": used, "norm_topk_prob": ROUTINGS[key][1]}
+    out = {"num_local_experts": experts, "num_experts_per_tok": used, "norm_topk_prob": ROUTINGS[key][1]}
+    if width is not None:  # each expert's width, as Mixtral's config names it (vLLM reads it)
+        out["intermediate_size"] = width
+    return out
 
 
 def _ropes(rope_parameters: dict) -> list:

@@ -66,8 +66,8 @@ SPLIT_README = """\
 
 
 def _v03_features(art) -> list:
-    """The v0.3 features of the exported model (rope scaling, partial rotary, softcaps),
-    each at the first line that uses it."""
+    """The v0.3 features of the exported model (rope scaling, partial rotary, softcaps,
+    attention sinks, topk and take), each at the first line that uses it."""
     out: dict = {}
     for n in art.generator.trace_nodes():
         args = n.attrs.get("args", {})
@@ -77,6 +77,10 @@ def _v03_features(art) -> list:
             out.setdefault("partial", f"partial rotary (rotary_dims, line {n.where[1]})")
         if n.op == "softcap" or (n.op == "scaled_dot_product_attention" and args.get("softcap") is not None):
             out.setdefault("softcap", f"a softcap (line {n.where[1]})")
+        if n.op == "scaled_dot_product_attention" and args.get("sinks") is not None:
+            out.setdefault("sinks", f"attention sinks (line {n.where[1]})")
+        if n.op in ("topk", "take"):  # §6.2: a mixture of experts, or a gather of its own
+            out.setdefault("experts", f"`{n.op}` (line {n.where[1]})")
     return list(out.values())
 
 
