@@ -265,3 +265,33 @@ def test_litert_refuses_a_mixture_it_would_not_keep(tmp_path):
     line = next(i for i, x in enumerate(open(MIXTRAL, encoding="utf-8").read().splitlines(), 1) if "topk(" in x)
     assert (f"`forward` uses `topk` (line {line}), which the LiteRT export doesn't keep yet") in r.stderr, r.stderr
     assert not (tmp_path / "litert").exists()
+
+
+def test_vllm_splits_every_expert_across_two_ranks(tmp_path):
+    """TP=2 through the native plugin: each rank holds half of every expert's width (gate and
+    up by rows, down by columns: compile/expert_parallel.py) and half the heads, the ranks
+    sum the experts' outputs; greedy tokens equal transformers' on the same export."""
+    from envs import require_vllm, run_in_env
+    from test_vllm_parallel import SCRIPT, install_plugin
+    python = require_vllm()
+    ckpt = str(tmp_path / "ckpt")
+    mixtral().save_pretrained(ckpt)
+    out = tmp_path / "mixtral_tp"
+    r = run_cli("export", MIXTRAL, "--vllm", "-o", str(out), "--weights", ckpt, "--force")
+    assert r.returncode == 0, r.stdout + r.stderr
+    site = install_plugin(python, out, tmp_path / "site")
+    runs = [{"name": "mixtral-tp-native", "kind": "tp", "impl": "auto", "layers": ".layers.", "dir": str(out)}]
+    prompts = [BATCH[0, :9].tolist(), BATCH[1, :2].tolist(), BATCH[0, 20:25].tolist()]
+    results = tmp_path / "results.json"
+    run = run_in_env(python, SCRIPT, json.dumps(runs), json.dumps(prompts), results, timeout=900,
+                     env={"VLLM_CPU_OMP_THREADS_BIND": "0|1", "PYTHONPATH": site}, check=False)
+    assert run.returncode == 0 and results.exists(), (run.stdout + run.stderr)[-6000:]
+    res = json.loads(results.read_text())["mixtral-tp-native"]
+    assert res["got"] == res["want"] and [len(g) for g in res["got"]] == [8, 8, 8], res
+    ranks = res["ranks"]
+    assert [rank["heads"] for rank in ranks] == [[[2, 1], [2, 1]]] * 2
+    experts = 3 * E * F * 256  # gate, up, down per layer
+    for rank in ranks:  # half of everything but the norms and the (replicated) router
+        share = rank["layers"] / res["total"]
+        assert 0.5 < share < 0.52, share
+    assert res["total"] > L * experts  # the experts are most of the layers: a whole copy would show

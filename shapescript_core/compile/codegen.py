@@ -27,6 +27,7 @@ from ..check.sizes import Size
 from ..check.types import ModelT, ScalarT, StackT, TensorT, TupleT
 from ..dtypes import TABLE, torch_name
 from ..escape import py_comment, py_str
+from .expert_parallel import ExpertSplits, expert_splits
 from .experts import expert_einsum
 from .graph import Bind, CompileError, Loop, Ret, trace_program
 from .layout import PatternLowering, align, dims_arg, match_positions, permute_code, positions
@@ -149,6 +150,8 @@ class Generator:
         # how ranks split it (tensor and pipeline parallelism): read by the config's plans,
         # the head counts of reshapes and the pipeline stages of the base model's forward
         self.parallel = plan_parallel(prog, plan, self.attention_count) if self.lm else ParallelPlan()
+        # the native vLLM model's experts, each rank holding a share of every expert's width
+        self.experts = expert_splits(prog) if self.lm and flavor == "vllm" else ExpertSplits()
 
     # ------------------------------------------------------------ naming
     def _dim_names(self) -> dict:
@@ -825,7 +828,10 @@ class MethodGen:
         return permute_code(atom(self.ex(r)), perm)
 
     def expert_einsum(self, n):
-        return expert_einsum(self, n)
+        code = expert_einsum(self, n)
+        if code is not None and id(n) in self.gen.experts.reduced:  # each rank's share of the experts' width
+            return f"tensor_model_parallel_all_reduce({code})"
+        return code
 
     def pattern(self, n) -> PatternLowering:
         pat = n.attrs["pattern"]

@@ -84,6 +84,13 @@ def field_decl(gen: Generator, model: str, fname: str, f, layer_idx: Optional[st
         return ["pp = get_pp_group()", f"self.{fp.attr} = {embed} if {keep} else PPMissingLayer(){comment}"]
     if fp.kind == "embedding":
         return [f"self.{fp.attr} = nn.Embedding({sizes[0]}, {sizes[1]}){comment}"]
+    axis = gen.experts.axes.get((model, fname))
+    if axis is not None:  # v0.3: this rank's share of every expert's width (compile/expert_parallel.py)
+        gen.helpers.add("expert_shard")
+        local = list(sizes)
+        local[axis] = f"({sizes[axis]}) // get_tensor_model_parallel_world_size()"
+        return [f"self.{fp.attr} = nn.Parameter(torch.empty({', '.join(local)})){comment}",
+                f"self.{fp.attr}.weight_loader = expert_shard({axis})"]
     return [f"self.{fp.attr} = nn.Parameter({_init_code(f, sizes)}){comment}"]
 
 

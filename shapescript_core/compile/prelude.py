@@ -343,6 +343,20 @@ def kv_shard(heads):
     return {"tp_rank": shard, "tp_size": shards}
 '''
 
+# the vLLM flavour's experts split across ranks (compile/expert_parallel.py)
+VLLM_EXPERT_SHARD = '''
+def expert_shard(axis):
+    """The weight loader of an expert weight `[E F D]` (axis 1) or `[E D F]` (axis 2) that
+    each tensor-parallel rank holds its contiguous share of the experts' width F of."""
+    def load(param, tensor):
+        ranks, rank = get_tensor_model_parallel_world_size(), get_tensor_model_parallel_rank()
+        if tensor.shape[axis] % ranks:
+            raise ValueError(f"the experts' width {tensor.shape[axis]} can't be split {ranks} ways")
+        share = tensor.shape[axis] // ranks
+        param.data.copy_(tensor.narrow(axis, rank * share, share))
+    return load
+'''
+
 # the vLLM flavour of the attention: vLLM's paged Attention, over its flattened tokens
 VLLM_ATTENTION = '''
 class CausalAttention(nn.Module):
