@@ -295,3 +295,17 @@ def test_vllm_splits_every_expert_across_two_ranks(tmp_path):
         share = rank["layers"] / res["total"]
         assert 0.5 < share < 0.52, share
     assert res["total"] > L * experts  # the experts are most of the layers: a whole copy would show
+
+
+def test_topk_along_the_token_axis_is_e3304_at_the_operation(tmp_path):
+    """Choosing among positions mixes them: a serving engine can't run it (E3304, like a
+    reduction over `n`), reported once, at the `topk`."""
+    source = tmp_path / "tok.ss"
+    source.write_text("dim V = 64\ndim D = 16\ndim K = 2\n\nmodel M:\n    e: [V D]\n    out: [V D]\n\n"
+                      "@export(hf, vllm)\nfn forward(m: M, ids: [b n] Index[V], pos: [b n] i64) -> [b n V]:\n"
+                      "    x = embedding(ids, m.e)\n    w, _i = topk(x, k=K, over=n)\n"
+                      "    return linear(x + sum(w, over=K), m.out)\n", encoding="utf-8")
+    r = run_cli("check", str(source))
+    assert r.stdout.count("error[") == 1, r.stdout
+    assert "error[E3304]: a serving engine can't run this: this works along `n`, which mixes its positions" in r.stdout
+    assert "tok.ss:12:13" in r.stdout and "`topk` over `n`" in r.stdout
