@@ -256,6 +256,9 @@ CASES = [
      lambda t: torch.arange(4).expand(2, 5, 4)),
     ("take_gather", "x: [b n D], T: [F D] -> [b n F]", "take(T, argmax(x, over=D), over=D)",
      lambda t: t["T"].T[t["x"].argmax(2)]),
+    ("take_einsum_with_no_other_slot_input", "x: [b n D], T: [D F], g: [F] -> [b n F]",  # as written
+     "einsum(take(T, argmax(x, over=D), over=D), g: b n F, F -> b n F)",
+     lambda t: t["T"][t["x"].argmax(2)] * t["g"]),
     ("take_experts_einsum", "x: [b n D], W: [V F D], s: [b n V] -> [b n G F]",
      "a, i = topk(s, k=G, over=V)\neinsum(x, take(W, i, over=V): b n D, b n G F D -> b n G F)",
      lambda t: torch.einsum("bnd,bngfd->bngf", t["x"], t["W"][t["s"].topk(4, dim=2).indices])),

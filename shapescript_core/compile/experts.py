@@ -43,6 +43,8 @@ def expert_einsum(e, n) -> Optional[str]:
         return None
     if any(len(set(s)) != len(s) for s in sides):
         return None
+    if not any(a in side for j, side in enumerate(sides) if j != ti for a in slots):
+        return None  # no other input is per slot: each slot's result is its expert's alone (as written)
     letters = {SLOT: "p"}
     specs, operands = [], []
     for j, (side, node) in enumerate(zip(sides, rest)):
