@@ -6,7 +6,9 @@ and a copy of a workspace with a broken .ss file is opened. Through the UI: the 
 diagnostic in the Problems panel with its code and link, the hover's shape, the
 grammar's scopes (Developer: Inspect Editor Tokens and Scopes), the quick fix from the
 light bulb, Explain's docs page, "ShapeScript: Export…" and the "Export ▸ hf" lens writing
-the output folder to disk, Go to References (Shift+F12), F2 rename and Format Document; then a workspace with no server (the notification) and one
+the output folder to disk, Go to References (Shift+F12), F2 rename and Format Document,
+Export… of a small Llama for gguf alone at q8_0 (the targets pick, the GGUF type pick; the
+file's tensor types read back); then a workspace with no server (the notification) and one
 whose server crashes (the restart limit).
 
 The toolchain (npm packages, code-server, Chromium) comes from scripts/setup_vscode.sh,
@@ -38,6 +40,66 @@ fn classify(x: [b D], m: Classifier) -> [b C]:
     y = linear(x, m.w)
     return y
 """
+
+# examples/llama.ss at a few KB: exported by the GGUF step at a quantized type (its rows,
+# 64 and 128 wide, are whole Q8_0 blocks)
+LLAMA_SOURCE = """\
+dim V   = 256
+dim D   = 64
+dim H   = 4
+dim Hkv = 2
+dim G   = H / Hkv
+dim Dh  = D / H
+dim F   = 128
+dim L   = 2
+
+model Attention:
+    wq: [H*Dh D]
+    wk: [Hkv*Dh D]
+    wv: [Hkv*Dh D]
+    wo: [D H*Dh]
+
+model Mlp:
+    w_gate: [F D]
+    w_up: [F D]
+    w_down: [D F]
+
+model Block:
+    attn_norm: [D] = ones
+    attn: Attention
+    mlp_norm: [D] = ones
+    mlp: Mlp
+
+model Llama:
+    embed: [V D]
+    layers: [L] Block
+    norm: [D] = ones
+    lm_head: [V D]
+
+fn attention(a: Attention, x: [b n D], pos: [b n] i64) -> [b n D]:
+    q = linear(x, a.wq) |> rearrange(b n (H Dh) -> b H n Dh) |> rope(pos, theta=500000.0)
+    k = linear(x, a.wk) |> rearrange(b n (Hkv Dh) -> b Hkv n Dh) |> rope(pos, theta=500000.0)
+    v = linear(x, a.wv) |> rearrange(b n (Hkv Dh) -> b Hkv n Dh)
+    k = k |> repeat(b Hkv n Dh -> b (Hkv G) n Dh)
+    v = v |> repeat(b Hkv n Dh -> b (Hkv G) n Dh)
+    o = scaled_dot_product_attention(q, k, v, attn_mask=causal[n n])
+    return o |> rearrange(b H n Dh -> b n (H Dh)) |> linear(a.wo)
+
+fn mlp(p: Mlp, x: [b n D]) -> [b n D]:
+    return (silu(linear(x, p.w_gate)) * linear(x, p.w_up)) |> linear(p.w_down)
+
+fn block(blk: Block, x: [b n D], pos: [b n] i64) -> [b n D]:
+    x = x + attention(blk.attn, rms_norm(x, blk.attn_norm, over=D, eps=1e-5), pos)
+    return x + mlp(blk.mlp, rms_norm(x, blk.mlp_norm, over=D, eps=1e-5))
+
+@export(hf, gguf)
+fn forward(m: Llama, ids: [b n] Index[V], pos: [b n] i64) -> [b n V]:
+    x = embedding(ids, m.embed)
+    for layer in m.layers:
+        x = block(layer, x, pos)
+    return rms_norm(x, m.norm, over=D, eps=1e-5) |> linear(m.lm_head)
+"""
+GGUF_TYPE = "q8_0"
 
 SETTINGS = {
     "security.workspace.trust.enabled": False,
@@ -136,6 +198,8 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     src.write_text(SOURCE, encoding="utf-8")
     ugly = ws / "ugly.ss"
     ugly.write_text("dim D=4\nfn f(x:[D])->[D]:\n  return x|>softmax(over=D)\n", encoding="utf-8")
+    llama = ws / "tiny_llama.ss"
+    llama.write_text(LLAMA_SOURCE, encoding="utf-8")
     server_log = tmp_path / "server.log"
     wrapper = ws / ".venv" / "bin" / "shapescript-lsp"
     wrapper.write_text(f"#!/bin/sh\nexec '{server_command()}' --log-file '{server_log}' --log-level DEBUG \"$@\"\n")
@@ -180,6 +244,7 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
         port = wait_listening(tmp_path / "code-server.log", cs)
         denv = dict(env, SS_URL=f"http://127.0.0.1:{port}/?folder={ws}", SS_OUT=str(out),
                     SS_PROFILE=str(tmp_path / "chromium"), SS_CHROMIUM=chromium_path(), SS_FILE=src.name,
+                    SS_GGUF_FILE=llama.name, SS_GGUF_TYPE=GGUF_TYPE,
                     SS_URL_MISSING=f"http://127.0.0.1:{port}/?folder={ws_missing}",
                     SS_URL_CRASH=f"http://127.0.0.1:{port}/?folder={ws_crash}")
         driver = subprocess.Popen(["node", os.path.join(EXT, "test", "e2e", "run.mjs")], cwd=EXT, env=denv,
@@ -263,6 +328,24 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     assert "    logits = linear(x, m.w)\n    return logits\n" in text, text
     # Format Document, saved
     assert ugly.read_text(encoding="utf-8") == "dim D = 4\n\nfn f(x: [D]) -> [D]:\n    return x |> softmax(over=D)\n"
+    # Export… for gguf alone (hf unticked) at q8_0, from the GGUF type pick: the file's
+    # matrices are Q8_0, its norms f32, and nothing was written for hf
+    assert r["gguf_targets_offered"] == {"hf": "true", "gguf": "true"}, r["gguf_targets_offered"]
+    assert r["gguf_targets"] == {"hf": "false", "gguf": "true"}, r["gguf_targets"]
+    assert r["gguf_output_default"] == "exported/forward-gguf"
+    assert {"f32", "q8_0", "q6_k", "q5_k_m", "q4_k_m", "q4_0"} <= set(r["gguf_types"]), r["gguf_types"]
+    assert "keep" not in r["gguf_types"], r["gguf_types"]  # random weights: no .gguf to keep
+    assert "exported forward for gguf" in r["gguf_export_message"], r["gguf_export_message"]
+    gguf_file = ws / "exported" / "forward-gguf"
+    assert gguf_file.is_file(), sorted(str(p.relative_to(ws)) for p in (ws / "exported").rglob("*"))
+    assert not (ws / "exported" / "forward-hf").exists()
+    import gguf
+    reader = gguf.GGUFReader(str(gguf_file))
+    types = {t.name: t.tensor_type.name for t in reader.tensors}
+    assert types["token_embd.weight"] == "Q8_0" and types["blk.0.attn_q.weight"] == "Q8_0", types
+    assert all(q == "Q8_0" for name, q in types.items() if not name.endswith("norm.weight")), types
+    assert all(types[name] == "F32" for name in types if name.endswith("norm.weight")), types
+    assert reader.get_field("general.file_type").contents() == gguf.LlamaFileType.MOSTLY_Q8_0
     # no server: the notification says where it looked, and "How to install" opens the README
     assert "shapescript-lsp" in r["missing_message"] and "How to install" in r["missing_message"]
     assert str(ws_missing / ".venv" / "bin") in r["missing_message"], r["missing_message"]

@@ -8,9 +8,12 @@ bias of zeros the file lacks, llama3's `rope_freqs`) is dequantized, computed an
 written at the nearest type this writer writes exactly: the input's when it is a float
 (F32, F16, BF16), Q8_0 for a quantized one (gguf-py's Q8_0 is llama.cpp's bit for bit;
 the K-quants it can't write); norms and biases stay F32. The summary says which.
+A kept tensor in the input's row order is copied file to file by the kernel
+(`copy_file_range`, as `cp` does), never through this process's memory.
 """
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import gguf
@@ -30,12 +33,61 @@ class Kept:
     rows: np.ndarray       # its bytes, one row per row of the tensor
     order: np.ndarray      # the input rows in the output's order
     byte_shape: tuple      # the header's shape (uint8, raw_dtype=qtype)
+    file: str | None = None  # the input file whose mapping `rows` is, and where in it they start
+    offset: int = 0
 
     def write(self, out) -> None:
-        data = self.rows if np.array_equal(self.order, np.arange(len(self.order))) else self.rows[self.order]
-        view = memoryview(np.ascontiguousarray(data)).cast("B")
+        """The rows, in the output's order, into `out` (a binary file, at the tensor's
+        start). Rows in the input's order are copied file to file by the kernel
+        (copy_file_range, as `cp` copies: no page faults on the mapping, no copy through
+        this process); re-ordered rows, and what the kernel can't copy, through memory."""
+        in_order = np.array_equal(self.order, np.arange(len(self.order)))
+        done = copy_range(self.file, self.offset, self.rows.nbytes, out) if in_order and self.file else 0
+        data = self.rows if in_order else self.rows[self.order]
+        view = memoryview(np.ascontiguousarray(data)).cast("B")[done:]
         while view:
             view = view[out.write(view):]
+
+
+def copy_range(path: str, offset: int, count: int, out) -> int:
+    """`count` bytes of `path` from `offset` appended to `out` by copy_file_range; the
+    bytes copied: fewer (0 at worst) where the kernel can't (no copy_file_range, a file
+    system that refuses it), the caller writing the rest."""
+    copy = getattr(os, "copy_file_range", None)
+    if copy is None or count <= 0:
+        return 0
+    try:
+        dst = out.fileno()
+        out.flush()
+        start = out.tell()
+        src = os.open(path, os.O_RDONLY)
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError
+        return 0
+    done = 0
+    try:
+        while done < count:
+            n = copy(src, dst, count - done, offset + done, start + done)
+            if n <= 0:
+                break
+            done += n
+    except OSError:  # EXDEV, ENOSYS, EINVAL, EOPNOTSUPP: the rest through memory
+        pass
+    finally:
+        os.close(src)
+    out.seek(start + done)
+    return done
+
+
+def _mapped_at(ckpt, rows: np.ndarray, tensor) -> tuple:
+    """(the input file, the offset of `rows` in it) where `rows` are the bytes of the
+    reader's mapping of the file at the tensor's own offset; (None, 0) otherwise."""
+    mapping = getattr(getattr(ckpt, "reader", None), "data", None)
+    if not isinstance(mapping, np.memmap) or not rows.flags.c_contiguous or rows.nbytes != tensor.n_bytes:
+        return None, 0
+    at = int(mapping.offset) + (rows.ctypes.data - mapping.ctypes.data)
+    if at != tensor.data_offset or not 0 <= at - int(mapping.offset) <= mapping.nbytes - rows.nbytes:
+        return None, 0
+    return getattr(mapping, "filename", None) or ckpt.path, at
 
 
 def checkpoint(ctx):
@@ -71,7 +123,9 @@ def kept(ctx, t, shape) -> Kept | None:
         rows = data.view(np.uint8).reshape(data.shape[0], -1)
         if rows.shape[0] != len(order) or shape[0] != len(order):
             return None
-    return Kept(tensor.tensor_type, rows, order, quant_shape_to_byte_shape(tuple(shape), tensor.tensor_type))
+    file, offset = _mapped_at(source.ckpt, rows, tensor)
+    return Kept(tensor.tensor_type, rows, order, quant_shape_to_byte_shape(tuple(shape), tensor.tensor_type),
+                file, offset)
 
 
 def computed_type(ctx, t) -> str:

@@ -1,19 +1,23 @@
 // Drives code-server's VS Code in headless Chromium (playwright-core) through what a
 // user does with the extension: open a broken .ss file, read the Problems panel, hover,
 // inspect the grammar's scopes, apply the quick fix from the light bulb, export, Go to
-// References, F2 rename, Format Document.
+// References, F2 rename, Format Document, export a small Llama for GGUF alone at a
+// quantized type.
 // tests/test_vscode_e2e.py starts code-server, runs this and checks what it wrote.
 //
 // env: SS_URL (the workbench, with ?folder=), SS_OUT (a folder for result.json and
 // screenshots), SS_PROFILE (Chromium's profile folder), SS_CHROMIUM (the browser),
-// SS_FILE (the .ss file's name in the workspace); optionally SS_URL_MISSING (a workspace
-// with no server) and SS_URL_CRASH (one whose server dies after each start).
+// SS_FILE (the .ss file's name in the workspace), SS_GGUF_FILE (a Llama's .ss file there,
+// exported for gguf), SS_GGUF_TYPE (the GGUF type to pick); optionally SS_URL_MISSING (a
+// workspace with no server) and SS_URL_CRASH (one whose server dies after each start).
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 
 const out = process.env.SS_OUT;
 const fileName = process.env.SS_FILE || 'broken.ss';
+const ggufFile = process.env.SS_GGUF_FILE || 'tiny_llama.ss';
+const ggufType = process.env.SS_GGUF_TYPE || 'q8_0';
 const result = { steps: [], timings: {} };
 const t0 = Date.now();
 let page;
@@ -83,12 +87,30 @@ async function inputBoxValue() {
 }
 
 /** The text of the export's result notification (a success or the server's reason). */
-async function exportResult(what) {
-  return until(what, () => {
+async function exportResult(what, fn = 'classify', target = 'hf') {
+  return until(what, (want) => {
     const n = [...document.querySelectorAll('.notifications-toasts .notification-list-item')]
-      .find((e) => e.textContent.includes('exported classify for hf') || e.textContent.includes('classify for hf:'));
+      .find((e) => e.textContent.includes(`exported ${want}`) || e.textContent.includes(`${want}:`));
     return n ? n.textContent : false;
-  }, undefined, 90000);
+  }, `${fn} for ${target}`, 90000);
+}
+
+/** The rows of the quick pick showing now, {label: aria-checked}, once a row has `label`
+ * (the ticks mean something in a pick of many only: a single pick's rows may keep the
+ * attribute of the list's earlier use). */
+async function quickPickRows(what, label) {
+  return until(what, (want) => {
+    const w = document.querySelector('.quick-input-widget');
+    if (!w || w.style.display === 'none') {
+      return false;
+    }
+    const rows = {};
+    for (const r of w.querySelectorAll('.monaco-list-row')) {
+      const name = r.querySelector('.label-name');
+      rows[(name ? name.textContent : r.textContent).trim()] = r.getAttribute('aria-checked');
+    }
+    return want in rows ? rows : false;
+  }, label);
 }
 
 /** Hover `x` in `y = linear(x, m.w)` with the mouse (the cursor put there first, to
@@ -393,6 +415,44 @@ try {
       const tab = [...document.querySelectorAll('.tabs-container .tab')].find((t) => t.textContent.includes('ugly.ss'));
       return tab && !tab.classList.contains('dirty');
     }, undefined, 10000);
+  });
+
+  await step('export gguf', async () => {
+    // a small Llama marked @export(hf, gguf): Export… with the GGUF target alone (hf
+    // unticked in the targets pick), random weights, and a quantized type from the GGUF
+    // type pick; the test reads the file's tensor types
+    await page.locator('.explorer-folders-view .monaco-list-row', { hasText: ggufFile }).first().click();
+    await until(`the editor with ${ggufFile}`, () => {
+      const v = document.querySelector('.part.editor .monaco-editor .view-lines');
+      return v && v.textContent.replace(/\u00a0/g, ' ').includes('model Attention:');
+    });
+    await until(`${ggufFile} in ShapeScript mode`, () => {
+      const s = document.querySelector('.statusbar-item[id="status.editor.mode"]');
+      return s && s.textContent.trim() === 'ShapeScript';
+    }, undefined, 30000);
+    await runCommand('Notifications: Clear All Notifications');
+    await until('no notifications', () => document.querySelectorAll('.notifications-toasts .notification-list-item').length === 0,
+      undefined, 10000);
+    await runCommand('ShapeScript: Export…');
+    result.gguf_targets_offered = await quickPickRows('the targets pick', 'gguf');
+    await page.locator('.quick-input-widget .monaco-list-row', { hasText: 'Hugging Face' }).first().click();
+    result.gguf_targets = await until('gguf alone ticked', () => {
+      const rows = [...document.querySelectorAll('.quick-input-widget .monaco-list-row')];
+      const state = Object.fromEntries(rows.map((r) => [(r.querySelector('.label-name') || r).textContent.trim(),
+        r.getAttribute('aria-checked')]));
+      return state.hf === 'false' && state.gguf === 'true' ? state : false;
+    });
+    await page.keyboard.press('Enter');
+    result.gguf_output_default = await inputBoxValue();
+    await page.keyboard.press('Enter');
+    await quickInputFocused('Random weights');
+    await page.keyboard.press('Enter');
+    // the GGUF file's type: every type offered (no `keep`: the weights are no .gguf)
+    result.gguf_types = Object.keys(await quickPickRows('the GGUF type pick', 'q4_k_m'));
+    await page.keyboard.insertText(ggufType);
+    await quickInputFocused(ggufType);
+    await page.keyboard.press('Enter');
+    result.gguf_export_message = await exportResult('the GGUF export result', 'forward', 'gguf');
   });
 
   // Then, in the same browser tab, a workspace with no server anywhere (the
