@@ -8,7 +8,7 @@ dim V
 dim D
 dim H
 dim Hkv
-dim G = H / Hkv
+dim G  = H / Hkv
 dim Dh = D / H
 dim F
 dim L

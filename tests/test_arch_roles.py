@@ -39,8 +39,10 @@ WORDS = {
     "output_norm.weight": "the final norm",
     "output_norm.bias": "the final norm bias",
     "output.weight": "the output layer",
+    "blk.0.ffn_gate_inp.weight": "block 0's experts' router",  # v0.3's mixtures of experts
+    "blk.3.ffn_down_exps.weight": "block 3's experts' down projections",
     # names no role has: quoted as they are
-    "blk.0.ffn_gate_inp.weight": "block 0's `blk.0.ffn_gate_inp.weight`",
+    "blk.0.ffn_gate_shexp.weight": "block 0's `blk.0.ffn_gate_shexp.weight`",
     "rope_freqs.weight": "`rope_freqs.weight`",
     "blk.0.attn_q": "block 0's `blk.0.attn_q`",
     "v.blk.0.attn_out.weight": "`v.blk.0.attn_out.weight`",

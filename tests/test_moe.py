@@ -231,7 +231,8 @@ def test_a_checkpoint_missing_an_expert_is_one_clear_error(tmp_path):
 # ---------------------------------------------------------------- vLLM, LiteRT
 def test_vllm_serves_a_mixtral_checkpoint_on_both_paths(tmp_path):
     """The --vllm export of a Mixtral imported by role: vLLM's Transformers backend (its MoE
-    class: config.json names the experts) and the native plugin give transformers' greedy tokens."""
+    class: config.json names the experts) and the native plugin (vLLM's fused mixture of
+    experts, arch/fused_experts.py) give transformers' greedy tokens."""
     from envs import require_vllm, run_in_env
     from test_partial_rotary import VLLM_GREEDY, install_plugin
     python = require_vllm()
@@ -250,9 +251,12 @@ def test_vllm_serves_a_mixtral_checkpoint_on_both_paths(tmp_path):
     assert r["classes"][0].endswith("TransformersMoEForCausalLM"), r
     assert r["got"] == want, r
     site = install_plugin(python, out, tmp_path / "site")
-    r = run_in_env(python, VLLM_GREEDY, out, "native", json.dumps(prompts), 8, timeout=480,
+    script = VLLM_GREEDY.replace('type(m).__module__ + "." + type(m).__name__',
+                                 'sorted({type(x).__name__ for x in m.modules()})')
+    r = run_in_env(python, script, out, "native", json.dumps(prompts), 8, timeout=480,
                    env={**env, "PYTHONPATH": site}).result
-    assert r["classes"][0].startswith("shapescript_vllm_"), r
+    assert "ShapeScriptMixtralForCausalLM" in r["classes"][0], r
+    assert "MoERunner" in r["classes"][0] or "FusedMoE" in r["classes"][0], r  # vLLM's fused mixture runs it
     assert r["got"] == want, r
 
 
@@ -268,9 +272,8 @@ def test_litert_refuses_a_mixture_it_would_not_keep(tmp_path):
 
 
 def test_vllm_splits_every_expert_across_two_ranks(tmp_path):
-    """TP=2 through the native plugin: each rank holds half of every expert's width (gate and
-    up by rows, down by columns: compile/expert_parallel.py) and half the heads, the ranks
-    sum the experts' outputs; greedy tokens equal transformers' on the same export."""
+    """TP=2 through the native plugin: vLLM's fused mixture holds half of every expert's
+    width on each rank, half the heads; greedy tokens equal transformers' on the same export."""
     from envs import require_vllm, run_in_env
     from test_vllm_parallel import SCRIPT, install_plugin
     python = require_vllm()
@@ -309,3 +312,32 @@ def test_topk_along_the_token_axis_is_e3304_at_the_operation(tmp_path):
     assert r.stdout.count("error[") == 1, r.stdout
     assert "error[E3304]: a serving engine can't run this: this works along `n`, which mixes its positions" in r.stdout
     assert "tok.ss:12:13" in r.stdout and "`topk` over `n`" in r.stdout
+
+
+@pytest.mark.parametrize("edit,fused", [
+    (None, ("router", None, True)),
+    (("    w = softmax(w, over=K)  # Mixtral: the softmax of the chosen\n", ""), None),  # raw topk logits: written
+    (("linear(x, p.router) |> topk", "linear(x, p.router, p.bias) |> topk"), ("router", "bias", True)),  # gpt-oss's
+    (("einsum(silu(g) * u", "einsum(gelu(g) * u"), None),  # not SwiGLU: vLLM's fused layer computes silu
+])
+def test_the_functions_vllm_runs_as_its_fused_mixture(edit, fused, tmp_path):
+    """arch/fused_experts.py: a function that computes exactly a mixture whose routing and
+    SwiGLU vLLM's fused layer has; anything else is compiled as written (and its experts
+    split across ranks by compile/expert_parallel.py)."""
+    from shapescript_core.arch.fused_experts import fused_mixtures
+    from shapescript_core.compile.graph import build_program
+    from shapescript_core.workspace import Workspace
+    text = open(MIXTRAL, encoding="utf-8").read().replace("    router: [E D]\n", "    router: [E D]\n    bias: [E]\n")
+    if edit is not None:
+        assert edit[0] in text
+        text = text.replace(*edit)
+    source = tmp_path / "m.ss"
+    source.write_text(text, encoding="utf-8")
+    ws = Workspace({k: v for k, v in DIMS.items() if k != "Dh"})
+    got = fused_mixtures(build_program(ws.program, ws.norm(str(source)), "forward"))
+    if fused is None:
+        assert got == {}
+        return
+    f = got["experts"]
+    assert (f.router, f.router_bias, f.renormalize) == fused
+    assert (f.gate, f.up, f.down, f.experts, f.used, f.width, f.hidden) == ("w_gate", "w_up", "w_down", E, K, F, 256)

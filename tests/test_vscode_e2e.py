@@ -26,6 +26,7 @@ import urllib.request
 
 import pytest
 
+from checkout import ROOT
 from vscode_support import CODE_SERVER, EXT, chromium_path, kill_tree, leftover, missing_toolchain, server_command
 
 SOURCE = """\
@@ -41,64 +42,16 @@ fn classify(x: [b D], m: Classifier) -> [b C]:
     return y
 """
 
-# examples/llama.ss at a few KB: exported by the GGUF step at a quantized type (its rows,
-# 64 and 128 wide, are whole Q8_0 blocks)
-LLAMA_SOURCE = """\
-dim V   = 256
-dim D   = 64
-dim H   = 4
-dim Hkv = 2
-dim G   = H / Hkv
-dim Dh  = D / H
-dim F   = 128
-dim L   = 2
-
-model Attention:
-    wq: [H*Dh D]
-    wk: [Hkv*Dh D]
-    wv: [Hkv*Dh D]
-    wo: [D H*Dh]
-
-model Mlp:
-    w_gate: [F D]
-    w_up: [F D]
-    w_down: [D F]
-
-model Block:
-    attn_norm: [D] = ones
-    attn: Attention
-    mlp_norm: [D] = ones
-    mlp: Mlp
-
-model Llama:
-    embed: [V D]
-    layers: [L] Block
-    norm: [D] = ones
-    lm_head: [V D]
-
-fn attention(a: Attention, x: [b n D], pos: [b n] i64) -> [b n D]:
-    q = linear(x, a.wq) |> rearrange(b n (H Dh) -> b H n Dh) |> rope(pos, theta=500000.0)
-    k = linear(x, a.wk) |> rearrange(b n (Hkv Dh) -> b Hkv n Dh) |> rope(pos, theta=500000.0)
-    v = linear(x, a.wv) |> rearrange(b n (Hkv Dh) -> b Hkv n Dh)
-    k = k |> repeat(b Hkv n Dh -> b (Hkv G) n Dh)
-    v = v |> repeat(b Hkv n Dh -> b (Hkv G) n Dh)
-    o = scaled_dot_product_attention(q, k, v, attn_mask=causal[n n])
-    return o |> rearrange(b H n Dh -> b n (H Dh)) |> linear(a.wo)
-
-fn mlp(p: Mlp, x: [b n D]) -> [b n D]:
-    return (silu(linear(x, p.w_gate)) * linear(x, p.w_up)) |> linear(p.w_down)
-
-fn block(blk: Block, x: [b n D], pos: [b n] i64) -> [b n D]:
-    x = x + attention(blk.attn, rms_norm(x, blk.attn_norm, over=D, eps=1e-5), pos)
-    return x + mlp(blk.mlp, rms_norm(x, blk.mlp_norm, over=D, eps=1e-5))
-
-@export(hf, gguf)
-fn forward(m: Llama, ids: [b n] Index[V], pos: [b n] i64) -> [b n V]:
-    x = embedding(ids, m.embed)
-    for layer in m.layers:
-        x = block(layer, x, pos)
-    return rms_norm(x, m.norm, over=D, eps=1e-5) |> linear(m.lm_head)
-"""
+# the GGUF step exports examples/llama.ss at a few KB at a quantized type
+def llama_source() -> str:
+    """examples/llama.ss at a few KB, exported for hf and gguf (its rows, 64 and 128 wide,
+    are whole Q8_0 blocks)."""
+    text = open(os.path.join(ROOT, "examples", "llama.ss"), encoding="utf-8").read()
+    for dim, value in (("V", 256), ("D", 64), ("H", 4), ("Hkv", 2), ("F", 128), ("L", 2)):
+        text, n = re.subn(rf"^dim {dim} +=.*$", f"dim {dim} = {value}", text, flags=re.M)
+        assert n == 1, dim
+    assert "@export(hf, vllm, gguf)" in text
+    return text.replace("@export(hf, vllm, gguf)", "@export(hf, gguf)")
 GGUF_TYPE = "q8_0"
 
 SETTINGS = {
@@ -199,7 +152,7 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     ugly = ws / "ugly.ss"
     ugly.write_text("dim D=4\nfn f(x:[D])->[D]:\n  return x|>softmax(over=D)\n", encoding="utf-8")
     llama = ws / "tiny_llama.ss"
-    llama.write_text(LLAMA_SOURCE, encoding="utf-8")
+    llama.write_text(llama_source(), encoding="utf-8")
     server_log = tmp_path / "server.log"
     wrapper = ws / ".venv" / "bin" / "shapescript-lsp"
     wrapper.write_text(f"#!/bin/sh\nexec '{server_command()}' --log-file '{server_log}' --log-level DEBUG \"$@\"\n")

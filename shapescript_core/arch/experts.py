@@ -30,6 +30,9 @@ def is_mixture(branch) -> bool:
 class Experts:
     """Matcher methods for a mixture of experts (mixed into `match.ArchMatcher`)."""
 
+    routings = (LLAMA_CPP_ROUTING,)  # the routings the engine runs (fused_experts.py: vLLM's)
+    mixture = None  # the last mixture matched (compile/mixtures.py's Mixture)
+
     def experts(self, branch, h, hp, tensors, blk, features=frozenset()):
         self.first_mixture = self.first_mixture or branch
         mul = branch.inputs[0]
@@ -58,7 +61,8 @@ class Experts:
             router = self.arg(router, "x")
         if m.router is None or self.arg(router, "x") is not h:
             self.depart(m.topk, "experts", "the router doesn't read the block's norm through one linear")
-        if m.routing != LLAMA_CPP_ROUTING:
+        self.mixture = m
+        if m.routing not in self.routings:
             words = ROUTINGS[m.routing][0]
             arch = "qwen3moe" if "qk_norm" in features else self.arch  # the family its attention names
             raise Depart(m.topk, f"the router's weights are {words}{line_of(m.topk)}, where llama.cpp's {arch} "

@@ -119,8 +119,11 @@ class ClassInfo:
 
 
 class Generator:
-    def __init__(self, prog, plan: Plan, class_names: dict, flavor: str = "hf"):
+    def __init__(self, prog, plan: Plan, class_names: dict, flavor: str = "hf", fused: Optional[dict] = None):
         self.flavor = flavor  # "hf" (transformers) or "vllm" (a native vLLM model)
+        # the native vLLM model's functions run as its fused mixture of experts (arch/fused_experts.py)
+        self.fused = dict(fused or {}) if flavor == "vllm" else {}
+        self.fused_fields = {(f.model, n): f for f in self.fused.values() for n in (f.gate, f.up, f.down)}
         self.prog = prog
         self.plan = plan
         self.lm = plan.lm
@@ -151,7 +154,7 @@ class Generator:
         # the head counts of reshapes and the pipeline stages of the base model's forward
         self.parallel = plan_parallel(prog, plan, self.attention_count) if self.lm else ParallelPlan()
         # the native vLLM model's experts, each rank holding a share of every expert's width
-        self.experts = expert_splits(prog) if self.lm and flavor == "vllm" else ExpertSplits()
+        self.experts = expert_splits(prog, set(self.fused_fields)) if self.lm and flavor == "vllm" else ExpertSplits()
 
     # ------------------------------------------------------------ naming
     def _dim_names(self) -> dict:

@@ -27,7 +27,8 @@ class ExpertSplits:
     reduced: set = field(default_factory=set)   # ids of the down einsums whose result the ranks sum
 
 
-def expert_splits(prog) -> ExpertSplits:
+def expert_splits(prog, fused=frozenset()) -> ExpertSplits:
+    """`fused`: the (model, field)s vLLM's fused mixture holds (split by vLLM itself)."""
     out = ExpertSplits()
     wanted: dict = {}
     for g in prog.fns.values():
@@ -44,6 +45,8 @@ def expert_splits(prog) -> ExpertSplits:
                 continue
             width = down[0].type.axes[2].name  # F
             if any(i[0].type.axes[1].name != width for i in ins):
+                continue
+            if down[1] in fused or any(i[1] in fused for i in ins):
                 continue
             for _, key, _, _ in ins:
                 wanted.setdefault(key, set()).add(1)

@@ -653,6 +653,22 @@ def trace_program(prog: Program, unroll: Optional[int] = None) -> Trace:
     return Trace(tr.nodes, inputs, out, prog, tr.params, tr.attention_runs, tr.attention_windows, tr.rope_settings)
 
 
+def trace_function(prog: Program, fn_name: str) -> Trace:
+    """One function of a program traced on its own: its model parameter (the first, if
+    any) at the param prefix "" (its fields' paths are their names), its other
+    parameters as inputs."""
+    tr = _Tracer(prog, unroll=1)
+    g = prog.fns[fn_name]
+    args, inputs = {}, {}
+    for k, (name, t, _) in enumerate(g.params):
+        if k == 0 and isinstance(t, ModelT):
+            args[name] = _Model(t.name, "")
+        else:
+            args[name] = inputs[name] = tr.emit(Node("input", [], {"name": name}, t, (g.path, 0)))
+    out = tr.run(g, args)
+    return Trace(tr.nodes, inputs, out, prog, tr.params, tr.attention_runs, tr.attention_windows, tr.rope_settings)
+
+
 def _traced_inputs(n: Node) -> list:
     """The inputs a traced node's value needs first: none of a call (it traces its own
     body), only the condition of an `if` (the chosen branch is traced once it is known)."""

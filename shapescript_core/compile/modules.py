@@ -84,6 +84,9 @@ def field_decl(gen: Generator, model: str, fname: str, f, layer_idx: Optional[st
         return ["pp = get_pp_group()", f"self.{fp.attr} = {embed} if {keep} else PPMissingLayer(){comment}"]
     if fp.kind == "embedding":
         return [f"self.{fp.attr} = nn.Embedding({sizes[0]}, {sizes[1]}){comment}"]
+    fused = gen.fused_fields.get((model, fname))
+    if fused is not None:  # v0.3: vLLM's fused mixture holds the experts (arch/fused_experts.py)
+        return _fused_decl(gen, fused) if fname == fused.down else []
     axis = gen.experts.axes.get((model, fname))
     if axis is not None:  # v0.3: this rank's share of every expert's width (compile/expert_parallel.py)
         gen.helpers.add("expert_shard")
@@ -92,6 +95,36 @@ def field_decl(gen: Generator, model: str, fname: str, f, layer_idx: Optional[st
         return [f"self.{fp.attr} = nn.Parameter(torch.empty({', '.join(local)})){comment}",
                 f"self.{fp.attr}.weight_loader = expert_shard({axis})"]
     return [f"self.{fp.attr} = nn.Parameter({_init_code(f, sizes)}){comment}"]
+
+
+def _fused_decl(gen: Generator, f) -> list:
+    """vLLM's fused mixture in place of the experts' three params: the checkpoint's stacked
+    experts load into it expert by expert (`fused_shards`: gate w1, up w3, down w2, as
+    vLLM names them); it splits them across tensor-parallel ranks itself."""
+    attr = {n: gen.plan.fields[(f.model, n)].attr for n in (f.gate, f.up, f.down)}
+    shards = {attr[f.gate]: "w1", attr[f.up]: "w3", attr[f.down]: "w2"}
+    return [f"self.fused_experts = FusedMoEFactory(num_experts={f.experts}, top_k={f.used}, hidden_size={f.hidden}, "
+            f"intermediate_size={f.width}, renormalize={f.renormalize}, "
+            f"prefix=f\"shapescript.experts.{{next(EXPERT_LAYERS)}}\")"
+            f"  # {py_comment(', '.join((f.gate, f.up, f.down)))}: vLLM's fused mixture of experts",
+            f"self.fused_shards = {shards!r}"]
+
+
+def fused_body(gen: Generator, f, mg) -> list:
+    """The body of a function vLLM runs as its fused mixture: the router's logits, then
+    the fused layer over the tokens flattened."""
+    x = mg.var(f.x)
+    fp = gen.plan.fields[(f.model, f.router)]
+    bias = f.router_bias
+    if fp.kind == "linear":
+        logits = f"self.{fp.attr}(flat)"
+        if bias is not None and fp.bias != bias:
+            logits += f" + self.{gen.plan.fields[(f.model, bias)].attr}"
+    else:
+        args = [f"self.{fp.attr}"] + ([f"self.{gen.plan.fields[(f.model, bias)].attr}"] if bias is not None else [])
+        logits = f"nn.functional.linear(flat, {', '.join(args)})"
+    return [f"flat = {x}.reshape(-1, {x}.shape[-1])  # the tokens, one row each: vLLM's fused mixture of experts",
+            f"return self.fused_experts(flat, {logits}).reshape({x}.shape)"]
 
 
 def _parallel_linear(gen: Generator, key, sizes: list, bias: str, part=None) -> str:
@@ -196,7 +229,7 @@ def site_decls(gen: Generator, cls, root: bool) -> list:
 def method_lines(gen: Generator, cls, fn: str) -> list:
     g = gen.prog.fns[fn]
     mg = MethodGen(gen, g, cls)
-    body = mg.body()
+    body = fused_body(gen, gen.fused[fn], mg) if fn in gen.fused else mg.body()
     params = []
     start = 1 if g.model_param else 0
     for name, t, default in g.params[start:]:

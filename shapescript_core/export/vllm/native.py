@@ -12,6 +12,7 @@ became `embed_input_ids` (both are defined).
 """
 from __future__ import annotations
 
+from ...arch.fused_experts import fused_mixtures
 from ...compile.codegen import Generator, MethodGen
 from ...escape import py_docstring, py_str, shown, toml_str
 from ...compile.modules import class_lines, indent, source_line
@@ -25,7 +26,8 @@ Do not edit: edit the source and export again. Each statement is preceded by the
 source line it comes from. Registered with vLLM by this package's plugin entry point.
 """
 
-IMPORTS = '''import math
+IMPORTS = '''import itertools
+import math
 
 import torch
 from torch import nn
@@ -39,6 +41,10 @@ from vllm.distributed import (get_pp_group, get_tensor_model_parallel_rank, get_
                               tensor_model_parallel_all_reduce)
 from vllm.distributed.utils import get_pp_indices
 from vllm.model_executor.layers.linear import ColumnParallelLinear, ReplicatedLinear, RowParallelLinear
+try:
+    from vllm.model_executor.layers.fused_moe import FusedMoEFactory
+except ImportError:  # vLLM before its MoE runner: the layer itself
+    from vllm.model_executor.layers.fused_moe import FusedMoE as FusedMoEFactory
 from vllm.model_executor.layers.logits_processor import LogitsProcessor
 from vllm.model_executor.layers.vocab_parallel_embedding import ParallelLMHead, VocabParallelEmbedding
 from vllm.model_executor.model_loader.weight_utils import default_weight_loader
@@ -49,7 +55,7 @@ from vllm.sequence import IntermediateTensors'''
 
 
 def native_source(prog, plan, names: Names, source_name: str) -> str:
-    gen = Generator(prog, plan, names.classes, flavor="vllm")
+    gen = Generator(prog, plan, names.classes, flavor="vllm", fused=fused_mixtures(prog) if plan.lm else {})
     lm = plan.lm
     entry = prog.entry
     classes: list = []
@@ -70,6 +76,8 @@ def native_source(prog, plan, names: Names, source_name: str) -> str:
     if "expert_shard" in gen.helpers:
         helpers.append(VLLM_EXPERT_SHARD.strip("\n"))
     dims = ["# the dims of this export"] + gen.dim_constants()
+    if gen.fused:  # each fused mixture's name in vLLM's forward context: one per layer, in order
+        dims += ["EXPERT_LAYERS = itertools.count()"]
     parts = [py_docstring(HEADER.format(source=shown(source_name), fn=entry.name)), IMPORTS, "\n".join(dims)] + helpers
     text = "\n\n\n".join(parts) + "\n\n\n" + "\n".join(classes + root + ["", ""] + _causal_lm(gen, names)) + "\n"
     return _tidy(text)
@@ -147,9 +155,11 @@ def _causal_lm(gen: Generator, names: Names) -> list:
         '        """The checkpoint\'s tensors, by the keys of the Hugging Face model (the same attributes)."""',
         "        params = dict(self.named_parameters())",
         "        loaded = set()",
+        *(_FUSED_LOAD if gen.fused else []),
         "        for name, tensor in weights:",
         "            if is_pp_missing_parameter(name, self):  # another pipeline stage's",
         "                continue",
+        *(_FUSED_LOAD_ONE if gen.fused else []),
         "            param = params.get(name)",
         "            if param is None:",
         (f'                if name == "lm_head.weight":  # tied to the embedding\n'
@@ -159,6 +169,26 @@ def _causal_lm(gen: Generator, names: Names) -> list:
         "            loaded.add(name)",
         "        return loaded",
     ]
+
+
+# a fused mixture's experts come stacked ([E F D], [E D F]): each expert into vLLM's layer
+_FUSED_LOAD = [
+    "        fused = {}  # a stacked experts' key -> (vLLM's fused layer, its param, the shard)",
+    "        for prefix, mod in self.named_modules():",
+    "            for attr, shard in getattr(mod, \"fused_shards\", {}).items():",
+    "                pname, param = next((n, p) for n, p in mod.fused_experts.named_parameters()",
+    "                                    if n.endswith(\"w2_weight\" if shard == \"w2\" else \"w13_weight\"))",
+    "                fused[f\"{prefix}.{attr}\" if prefix else attr] = (param, f\"{prefix}.fused_experts.{pname}\", shard)",
+]
+_FUSED_LOAD_ONE = [
+    "            if name in fused:",
+    "                param, pname, shard = fused[name]",
+    "                for i in range(tensor.shape[0]):",
+    "                    # the name as vLLM's loader reads it (\"weight\", never \"bias\" or \"scale\"), not the source's",
+    "                    param.weight_loader(param, tensor[i], f\"experts.{i}.{shard}.weight\", shard_id=shard, expert_id=i)",
+    "                loaded.add(pname)",
+    "                continue",
+]
 
 
 PYPROJECT = '''[build-system]
