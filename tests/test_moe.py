@@ -229,18 +229,20 @@ def test_a_checkpoint_missing_an_expert_is_one_clear_error(tmp_path):
 
 
 # ---------------------------------------------------------------- vLLM, LiteRT
-def test_vllm_serves_a_mixtral_checkpoint_on_both_paths(tmp_path):
-    """The --vllm export of a Mixtral imported by role: vLLM's Transformers backend (its MoE
+@pytest.mark.parametrize("family", ["mixtral", "qwen3_moe"])
+def test_vllm_serves_a_checkpoint_on_both_paths(family, tmp_path):
+    """The --vllm export of a Mixtral / Qwen3-MoE imported by role: vLLM's Transformers backend (its MoE
     class: config.json names the experts) and the native plugin (vLLM's fused mixture of
     experts, arch/fused_experts.py) give transformers' greedy tokens."""
     from envs import require_vllm, run_in_env
     from test_partial_rotary import VLLM_GREEDY, install_plugin
     python = require_vllm()
-    theirs = mixtral()
+    theirs, source, cls = (mixtral(), MIXTRAL, "Mixtral") if family == "mixtral" else \
+        (qwen3_moe(), QWEN3_MOE, "Qwen3Moe")
     ckpt = str(tmp_path / "ckpt")
     theirs.save_pretrained(ckpt)
-    out = str(tmp_path / "mixtral_vllm")
-    r = run_cli("export", MIXTRAL, "--vllm", "-o", out, "--weights", ckpt, "--force")
+    out = str(tmp_path / f"{family}_vllm")
+    r = run_cli("export", source, "--vllm", "-o", out, "--weights", ckpt, "--force")
     assert r.returncode == 0, r.stdout + r.stderr
     prompts = [BATCH[0, :12].tolist(), BATCH[1, :5].tolist()]
     with torch.no_grad():
@@ -255,7 +257,7 @@ def test_vllm_serves_a_mixtral_checkpoint_on_both_paths(tmp_path):
                                  'sorted({type(x).__name__ for x in m.modules()})')
     r = run_in_env(python, script, out, "native", json.dumps(prompts), 8, timeout=480,
                    env={**env, "PYTHONPATH": site}).result
-    assert "ShapeScriptMixtralForCausalLM" in r["classes"][0], r
+    assert f"ShapeScript{cls}ForCausalLM" in r["classes"][0], r
     assert "MoERunner" in r["classes"][0] or "FusedMoE" in r["classes"][0], r  # vLLM's fused mixture runs it
     assert r["got"] == want, r
 
