@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch")
 tf = pytest.importorskip("transformers")
 
 from checkout import ROOT  # noqa: E402
-from import_support import load_export, max_diff, run_cli  # noqa: E402
+from import_support import load_export, max_diff, quantize_with_llama_cpp, run_cli  # noqa: E402
 
 MIXTRAL = os.path.join(ROOT, "examples", "mixtral.ss")
 QWEN3_MOE = os.path.join(ROOT, "examples", "qwen3_moe.ss")
@@ -343,3 +343,33 @@ def test_the_functions_vllm_runs_as_its_fused_mixture(edit, fused, tmp_path):
     f = got["experts"]
     assert (f.router, f.router_bias, f.renormalize) == fused
     assert (f.gate, f.up, f.down, f.experts, f.used, f.width, f.hidden) == ("w_gate", "w_up", "w_down", E, K, F, 256)
+
+
+def test_a_quantized_mixture_is_kept_block_for_block(tmp_path):
+    """Quantized GGUF (issue 34) with stacked experts: --dtype q4_k_m is llama.cpp's quantizer's
+    file; --dtype keep of it copies every tensor, experts included, byte for byte; q8_0
+    (written by gguf-py, 3-D experts too; the router f32, as llama.cpp keeps it) is
+    llama.cpp's own Q8_0 of the f32 file, byte for byte, and runs close to transformers."""
+    pytest.importorskip("llama_cpp")
+    import gguf
+    ckpt = str(tmp_path / "ckpt")
+    theirs = mixtral()
+    theirs.save_pretrained(ckpt)
+    files = {}
+    for dtype, weights in (("f32", ckpt), ("q8_0", ckpt), ("q4_k_m", ckpt), ("keep", None)):
+        files[dtype] = str(tmp_path / f"{dtype}.gguf")
+        r = run_cli("export", MIXTRAL, "--gguf", "--dtype", dtype, "-o", files[dtype], "--force",
+                    "--weights", weights or files["q4_k_m"])
+        assert r.returncode == 0, r.stdout + r.stderr
+    q4, kept = (gguf.GGUFReader(files[k]) for k in ("q4_k_m", "keep"))
+    a, b = ({t.name: t for t in r.tensors} for r in (q4, kept))
+    assert sorted(a) == sorted(b) and a["blk.0.ffn_gate_exps.weight"].tensor_type.name.startswith("Q")
+    assert all(a[n].tensor_type == b[n].tensor_type and a[n].data.tobytes() == b[n].data.tobytes() for n in a)
+    q8 = {t.name: (t.tensor_type.name, t.data.tobytes()) for t in gguf.GGUFReader(files["q8_0"]).tensors}
+    assert q8["blk.1.ffn_down_exps.weight"][0] == "Q8_0" and q8["blk.1.ffn_gate_inp.weight"][0] == "F32"
+    ref = quantize_with_llama_cpp(files["f32"], str(tmp_path / "ref-q8_0.gguf"), "MOSTLY_Q8_0")
+    assert q8 == {t.name: (t.tensor_type.name, t.data.tobytes()) for t in gguf.GGUFReader(ref).tensors}
+    prompt = BATCH[0].tolist()
+    with torch.no_grad():
+        want = theirs(BATCH[:1]).logits[0].numpy()
+    assert 1e-3 < max_diff(llama_cpp_run(files["q8_0"], prompt)[0], want) < 0.25  # quantized, and close

@@ -77,7 +77,9 @@ class Experts:
                                  f"has {hp['experts'][0]}, {hp['experts'][1]}: llama.cpp has one of each")
         self._ffn(hp, F, act)
         r = self.arg(router, "W")
-        tensors.append(TensorPlan("ffn_gate_inp", blk, "weight", self.param(r, "router"), tuple(r.shape)))
+        # the router stays f32 at every type, as llama.cpp's converter and quantizer keep it
+        tensors.append(TensorPlan("ffn_gate_inp", blk, "weight", self.param(r, "router"), tuple(r.shape),
+                                  kind="vector"))
         for role, t in (("ffn_gate_exps", gate), ("ffn_up_exps", up), ("ffn_down_exps", down)):
             p = t.attrs["args"]["t"]
             tensors.append(TensorPlan(role, blk, "weight", self.param(p, "experts' weight"), tuple(p.shape)))
