@@ -275,7 +275,9 @@ def test_litert_refuses_a_mixture_it_would_not_keep(tmp_path):
 
 def test_vllm_splits_every_expert_across_two_ranks(tmp_path):
     """TP=2 through the native plugin: vLLM's fused mixture holds half of every expert's
-    width on each rank, half the heads; greedy tokens equal transformers' on the same export."""
+    width on each rank, half the heads; greedy tokens equal transformers' on the same export.
+    (Expert parallelism is vLLM's own: on this CPU build even its own Mixtral's worker dies
+    with `enable_expert_parallel`, so it is not tested here.)"""
     from envs import require_vllm, run_in_env
     from test_vllm_parallel import SCRIPT, install_plugin
     python = require_vllm()
@@ -291,15 +293,17 @@ def test_vllm_splits_every_expert_across_two_ranks(tmp_path):
     run = run_in_env(python, SCRIPT, json.dumps(runs), json.dumps(prompts), results, timeout=900,
                      env={"VLLM_CPU_OMP_THREADS_BIND": "0|1", "PYTHONPATH": site}, check=False)
     assert run.returncode == 0 and results.exists(), (run.stdout + run.stderr)[-6000:]
-    res = json.loads(results.read_text())["mixtral-tp-native"]
-    assert res["got"] == res["want"] and [len(g) for g in res["got"]] == [8, 8, 8], res
-    ranks = res["ranks"]
-    assert [rank["heads"] for rank in ranks] == [[[2, 1], [2, 1]]] * 2
-    experts = 3 * E * F * 256  # gate, up, down per layer
-    for rank in ranks:  # half of everything but the norms and the (replicated) router
-        share = rank["layers"] / res["total"]
-        assert 0.5 < share < 0.52, share
-    assert res["total"] > L * experts  # the experts are most of the layers: a whole copy would show
+    for name in ("mixtral-tp-native",):
+        res = json.loads(results.read_text())[name]
+        assert "got" in res, (name, res, (run.stdout + run.stderr)[-4000:])
+        assert res["got"] == res["want"] and [len(g) for g in res["got"]] == [8, 8, 8], (name, res)
+        ranks = res["ranks"]
+        assert [rank["heads"] for rank in ranks] == [[[2, 1], [2, 1]]] * 2
+        experts = 3 * E * F * 256  # gate, up, down per layer
+        for rank in ranks:  # half of everything but the norms and the (replicated) router
+            share = rank["layers"] / res["total"]
+            assert 0.5 < share < 0.52, (name, share)
+        assert res["total"] > L * experts  # the experts are most of the layers: a whole copy would show
 
 
 def test_topk_along_the_token_axis_is_e3304_at_the_operation(tmp_path):
