@@ -144,6 +144,23 @@ def llama_cpp_model(path: str, n_ctx: int = 64, f32_cache: bool = True):
                            n_threads=2, seed=0, **kw)
 
 
+def llama_cpp_run(path: str, prompt, steps: int, n_ctx: int | None = None):
+    """(llama.cpp's logits at every position of the prompt, then its greedy tokens one at a
+    time through the cache)."""
+    llm = llama_cpp_model(path, n_ctx=n_ctx or len(prompt) + steps + 4)
+    try:
+        llm.eval(prompt)
+        logits = np.array(llm.scores[:len(prompt)], dtype=np.float32)
+        out = []
+        for _ in range(steps):
+            tok = int(np.argmax(llm.scores[llm.n_tokens - 1]))
+            out.append(tok)
+            llm.eval([tok])
+        return logits, out
+    finally:
+        llm.close()
+
+
 def llama_cpp_logits(path: str, tokens, f32_cache: bool = True) -> np.ndarray:
     llm = llama_cpp_model(path, f32_cache=f32_cache)
     try:

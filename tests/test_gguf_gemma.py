@@ -19,7 +19,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 gguf = pytest.importorskip("gguf")
 
-from gguf_support import hf_logits, llama_cpp_model, max_diff, program, run_cli
+from gguf_support import hf_logits, llama_cpp_run, max_diff, program, run_cli
 
 SOURCE = os.path.join(ROOT, "examples", "gemma3.ss")
 DIMS = dict(V=256, D=128, H=4, Hkv=2, Dh=64, F=256, L=6, Q=48, W=8, P=256)
@@ -60,18 +60,7 @@ def greedy_hf(model, tokens, use_cache: bool) -> list:
 
 def run_llama_cpp(path: str, tokens):
     """All positions' logits of the prompt, then greedy tokens one at a time (through the cache)."""
-    llm = llama_cpp_model(path, n_ctx=64)
-    try:
-        llm.eval(tokens)
-        logits = np.array(llm.scores[:len(tokens)], dtype=np.float32)
-        out = []
-        for _ in range(STEPS):
-            tok = int(np.argmax(llm.scores[llm.n_tokens - 1]))
-            out.append(tok)
-            llm.eval([tok])
-        return logits, out
-    finally:
-        llm.close()
+    return llama_cpp_run(path, tokens, STEPS, n_ctx=64)
 
 
 @pytest.fixture(scope="module")

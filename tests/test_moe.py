@@ -142,20 +142,8 @@ def test_a_mixture_written_another_way_is_another_function(tmp_path):
 # ---------------------------------------------------------------- checkpoints by role, every engine
 def llama_cpp_run(path: str, prompt: list, steps: int = 12):
     """(llama.cpp's logits over the prompt, its greedy continuation)."""
-    import numpy as np
-    from gguf_support import llama_cpp_model
-    llm = llama_cpp_model(path, n_ctx=len(prompt) + steps + 4)
-    try:
-        llm.eval(prompt)
-        scores = np.array(llm.scores[:len(prompt)], dtype=np.float32)
-        tokens = []
-        for _ in range(steps):
-            tok = int(np.argmax(llm.scores[llm.n_tokens - 1]))
-            tokens.append(tok)
-            llm.eval([tok])
-        return scores, tokens
-    finally:
-        llm.close()
+    from gguf_support import llama_cpp_run as run
+    return run(path, prompt, steps)
 
 
 @pytest.mark.parametrize("family", ["mixtral", "qwen3_moe"])

@@ -280,19 +280,26 @@ def _softcap(ck, call, b: Bound):
     return t
 
 
+def _along_one_axis(ck, call, b: Bound, tensor: str, other: str, verb: str) -> tuple:
+    """(the tensor, [its `over` axis]) of topk and take (v0.3), or (None, None) after an
+    error (E0404 when `over` names more than one axis)."""
+    t = _tensor(ck, b, tensor)
+    if t is None or is_unknown(b.t(other)):
+        return None, None
+    names = ck.over_axes(call, b, t)
+    if names is None:
+        return None, None
+    if len(names) != 1:
+        ck.add(e0404.one_axis(ck.span(b.n("over").pos if b.n("over") else A.op_pos(call)), ck.call_name(call), verb))
+        return None, None
+    return t, names
+
+
 def _topk(ck, call, b: Bound):
     """`topk(x, k=K, over=A)` (v0.3): `(values, indices)`, x's shape with A replaced by K;
     K a dim, at most A's size; the indices `Index[size of A]`."""
-    x = _tensor(ck, b, "x")
-    if x is None or is_unknown(b.t("k")):
-        return UNKNOWN
-    names = ck.over_axes(call, b, x)
-    if names is None:
-        return UNKNOWN
-    if len(names) != 1:
-        ck.add(e0404.one_axis(ck.span(b.n("over").pos if b.n("over") else A.op_pos(call)), "topk", "chooses along"))
-        return UNKNOWN
-    if not ops.arithmetic_ok(ck, b.n("x"), x):
+    x, names = _along_one_axis(ck, call, b, "x", "k", "chooses along")
+    if x is None or not ops.arithmetic_ok(ck, b.n("x"), x):
         return UNKNOWN
     node, kt = b.n("k"), b.t("k")
     dim = ck.env.dim(node.id) if isinstance(node, A.Name) else None
@@ -317,14 +324,8 @@ def _topk(ck, call, b: Bound):
 def _take(ck, call, b: Bound):
     """`take(t, idx, over=A)` (v0.3): `[idx's axes…, t's other axes in order]`, idx an
     `Index[size of A]` tensor."""
-    t = _tensor(ck, b, "t")
-    if t is None or is_unknown(b.t("idx")):
-        return UNKNOWN
-    names = ck.over_axes(call, b, t)
-    if names is None:
-        return UNKNOWN
-    if len(names) != 1:
-        ck.add(e0404.one_axis(ck.span(b.n("over").pos if b.n("over") else A.op_pos(call)), "take", "gathers along"))
+    t, names = _along_one_axis(ck, call, b, "t", "idx", "gathers along")
+    if t is None:
         return UNKNOWN
     a = t.axes[t.index_of(names[0])]
     idx = b.t("idx")
