@@ -313,5 +313,7 @@ def test_vscode_extension_in_code_server(toolchain, tmp_path):
     assert "Sending request 'initialize" in logs["crash"], logs["crash"][-3000:]
     assert "Sending request" not in logs["main"], logs["main"][-3000:]
     assert "restarting the server" in logs["main"] and logs["main"].count("the server is running") == 2
+    # a request that raced the restart's stop answers nothing: no error, no notification
+    assert not re.search(r"Request \S+ failed", logs["main"]), logs["main"][-3000:]
     print(f"VS Code end to end: {elapsed:.1f} s in all, the UI steps {r['timings']}; "
           f"Control+. pressed {r['quick_fix_attempts']}x (light bulb: {r.get('lightbulb')}), hover tries {r.get('hover_attempts')}")

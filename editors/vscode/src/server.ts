@@ -9,10 +9,12 @@ import {
   ErrorHandlerResult,
   LanguageClient,
   LanguageClientOptions,
+  MessageSignature,
   MessageType,
   ServerOptions,
   ShowMessageNotification,
   ShowMessageParams,
+  ResponseError,
   State,
   TransportKind,
 } from 'vscode-languageclient/node';
@@ -95,6 +97,25 @@ function traceChannel(log: vscode.LogOutputChannel, disposables: vscode.Disposab
     hide: () => log.hide(),
     dispose: () => undefined,
   } as vscode.LogOutputChannel;
+}
+
+/**
+ * A request VS Code sends just as the client stops (a restart, Export's own, a window
+ * closing) fails inside vscode-languageclient 11 with a plain "Starting server failed"
+ * instead of its ConnectionInactive, which it would answer with nothing; that error
+ * became a notification and a stack trace in the log. A request of a client that is no
+ * longer running answers nothing here too, with one line in the log.
+ */
+export class ShapeScriptClient extends LanguageClient {
+  override handleFailedRequest<T>(type: MessageSignature, token: vscode.CancellationToken | undefined,
+    error: unknown, defaultValue: T, showNotification?: boolean, throwOnCancel?: boolean): T {
+    if (!(error instanceof ResponseError) && this.state !== State.Running) {
+      const why = error instanceof Error ? error.message : String(error);
+      this.info(`${type.method} was asked while the server stopped (${why}): no answer`);
+      return defaultValue;
+    }
+    return super.handleFailedRequest(type, token, error, defaultValue, showNotification, throwOnCancel);
+  }
 }
 
 export class ServerManager implements vscode.Disposable {
@@ -187,7 +208,7 @@ export class ServerManager implements vscode.Disposable {
         },
       },
     };
-    const client = new LanguageClient('shapescript', 'ShapeScript', serverOptions, clientOptions);
+    const client = new ShapeScriptClient('shapescript', 'ShapeScript', serverOptions, clientOptions);
     client.onNotification(ShowMessageNotification.type, (m) => this.showMessage(m));
     client.onDidChangeState((e) => {
       if (e.newState === State.Running) {

@@ -341,6 +341,9 @@ try {
   await step('restart and log', async () => {
     await runCommand('ShapeScript: Restart server');
     await runCommand('ShapeScript: Show server log');
+    // the whole window's height for the channel: its last lines must hold the restart even
+    // when something else is logged beside it
+    await runCommand('View: Toggle Maximized Panel');
     result.log_text = await until('the restart in the ShapeScript output channel', () => {
       const v = document.querySelector('.panel .output-view, .panel [id="workbench.panel.output"]');
       const text = v ? v.textContent.replace(/\u00a0/g, ' ') : '';
@@ -348,6 +351,7 @@ try {
       return /restarting the server[\s\S]*starting .*\(from workspace \.venv\)[\s\S]*the server is running/.test(text)
         ? text : false;
     }, undefined, 30000);
+    await runCommand('View: Toggle Maximized Panel');
     // the new server answers: a hover again
     await page.locator('.tabs-container .tab', { hasText: fileName }).first().click();
     await page.mouse.move(5, 400);
