@@ -77,7 +77,7 @@ def _check_latest_opened(ls: ShapeScriptServer):
     got = _unchecked(ls).latest()
     if got is None:
         return
-    uri, (path, text, version), mark = got
+    uri, (path, text, version), mark, first = got
 
     def stale() -> bool:
         return ls.docs.version(uri) != version
@@ -87,9 +87,15 @@ def _check_latest_opened(ls: ShapeScriptServer):
 
     if stale():
         return
+    # typed in before this first check: parsed as opened, then changed as by any edit,
+    # so that its check knows the edited items (Analyzer._early: checked and published
+    # before the rest)
+    edited = first != text
+    if edited:
+        ls.ws.set_text(path, first, None, interface=True)
     ls.ws.set_text(path, text, version, interface=True)  # a third of its parse: then a newer one is seen
     if cancelled() or _check(ls, uri, path, text, version, stale, cancelled, True,
-                             lambda: _imports_at_interface_depth(ls, path)) is Cancelled:
+                             lambda: _imports_at_interface_depth(ls, path), edited) is Cancelled:
         if not stale():  # a newer document came: it goes first
             _unchecked(ls).put_back(uri, (path, text, version))
             ls.submit("check", lambda: _check_latest_opened(ls))
@@ -104,21 +110,24 @@ def _imports_at_interface_depth(ls: ShapeScriptServer, path: str):
 
 
 def _check(ls: ShapeScriptServer, uri: str, path: str, text: str, version, stale, cancelled, opened: bool,
-           prepare=None):
+           prepare=None, edited: bool = False):
     """On the core thread: parse and check a document's text and publish what it finds
     (`opened`: its first check since it was opened; None: when the workspace does not
-    hold it yet), `prepare()` run after its syntax errors are published, before its
-    check. Cancelled when `cancelled()` stopped it."""
+    hold it yet; `edited`: a first check of a text typed in since the open), `prepare()`
+    run after its syntax errors are published, before its check. Cancelled when
+    `cancelled()` stopped it."""
     if stale():
         return None  # a newer change is queued behind this job: it checks and publishes
     if opened is None:
         opened = path not in ls.ws.files
     f = ls.ws.set_text(path, text, version)
     big = opened and first_publish.is_large(len(f.items))
-    if big and ls.push and ls.replayed.get(uri) != version:  # not when the kept diagnostics are shown
-        items = diagnostics_json.diagnostics(ls.ws.syntax_diagnostics(path), path, ls.lines_for,
-                                               ls.docs.uri_for, ls.docs.version)
-        ls.call_soon(_publish, ls, uri, version, items)
+    if big and ls.push and not edited and ls.replayed.get(uri) != version:  # not when the kept diagnostics are shown
+        try:  # its bodies parsed: a change typed meanwhile stops it (what was parsed stays)
+            syntax = ls.ws.syntax_diagnostics(path, cancelled)
+        except Cancelled:
+            return Cancelled
+        _publish_soon(ls, uri, path, version, syntax)
     if big and ls.ws.parse_cache_used:
         ls.call_soon(_save_later, ls, uri, path)
     # checked before the next document's job parses, the file checked before it
@@ -132,8 +141,12 @@ def _check(ls: ShapeScriptServer, uri: str, path: str, text: str, version, stale
         prepare()
     if stale():
         return None
+    # a change typed while the file's first check runs: its own function first, published
+    # before the rest of that check (Analyzer._early), then the complete list
+    early = None if (opened and not edited) or not ls.push else \
+        (lambda diags: None if stale() else _publish_soon(ls, uri, path, version, diags))
     try:
-        ls.ws.analyze(path, cancelled=cancelled)
+        ls.ws.analyze(path, cancelled=cancelled, early=early)
     except Cancelled:
         log.debug("check of %s version %s stopped: the document moved on, or another was opened", path, version)
         return Cancelled
@@ -157,6 +170,14 @@ def _check(ls: ShapeScriptServer, uri: str, path: str, text: str, version, stale
             ls.call_soon(refresh_pull, ls)
     trim(ls)
     return None
+
+
+def _publish_soon(ls: ShapeScriptServer, uri: str, path: str, version, diags: list):
+    """On the core thread: a partial list of a version's diagnostics (its syntax errors
+    at a cold open, or an edit's before the rest of the first check), converted and
+    handed to the loop; the complete list follows, for the same version."""
+    items = diagnostics_json.diagnostics(diags, path, ls.lines_for, ls.docs.uri_for, ls.docs.version)
+    ls.call_soon(_publish, ls, uri, version, items)
 
 
 def republish_pending(ls: ShapeScriptServer, generation: int):
@@ -254,17 +275,33 @@ def show_kept(ls: ShapeScriptServer, uri: str) -> bool:
         return False
     if not ls.push:
         return hold_kept(ls, uri)
-    early = ls.shown_early.pop(uri, None)
-    if early is not None and early[0] == doc.version:
-        items = early[1]
-    else:
+    items = _shown_early(ls, uri, doc.version)
+    if items is None:
         items = _kept_items(ls, uri)
         if items is None:
             return False
         _send(ls, uri, doc.version, items)
-    ls.replayed[uri] = doc.version
-    ls.published[uri] = (doc.version, items)
+        _shown(ls, uri, doc.version, items)
     return True
+
+
+def _shown_early(ls: ShapeScriptServer, uri: str, version) -> list | None:
+    """At didOpen or didChange: the diagnostics fast_start.py published for this version
+    of the document (one typed before the server ran: at the change that makes it),
+    recorded as shown; None when it published none for it."""
+    early = ls.shown_early.get(uri)
+    if early is None or early[0] != version:
+        return None
+    del ls.shown_early[uri]
+    _shown(ls, uri, version, early[1])
+    return early[1]
+
+
+def _shown(ls: ShapeScriptServer, uri: str, version, items: list):
+    """What the editor shows for this version before its check: its check publishes only
+    if it finds anything else."""
+    ls.replayed[uri] = version
+    ls.published[uri] = (version, items)
 
 
 def show_first_lines(ls: ShapeScriptServer, uri: str):
@@ -453,6 +490,7 @@ def register(ls: ShapeScriptServer):
         if stale_version(ls, uri, params.text_document.version):
             return
         if ls.docs.change(uri, params.content_changes, params.text_document.version) is not None:
+            _shown_early(ls, uri, params.text_document.version)
             schedule_check(ls, uri)
 
     @ls.feature(T.TEXT_DOCUMENT_DID_CLOSE)

@@ -44,6 +44,7 @@ from pygls import uris
 from shapescript_core.settings import load_config, parse_settings
 
 from . import diagnostics_cache, initialize_answer
+from .document_text import Document
 from .framing import Framer
 from .roots import file_path, reading_access, root_from, roots_from
 
@@ -107,7 +108,7 @@ def _run(early: Early, fd: int, write: Callable[[dict], None]):
             ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
                 if burst:
-                    _check_last(early, init, burst, write)
+                    _check_last(early, init, burst, write, fd)
                 return
         data = os.read(fd, 1 << 16)
         if not data:
@@ -163,13 +164,60 @@ def _run(early: Early, fd: int, write: Callable[[dict], None]):
                         return  # its complete diagnostics, kept: nothing to check before the server
                 # a large document opened cold, and those opened right after it: the last one
                 # is checked here once none has come for BURST_QUIET seconds (_check_last)
-                burst.append(doc)
+                burst.append(Opened(*doc))
                 now = time.monotonic()
                 most = most or now + BURST_MOST
                 deadline = min(now + BURST_QUIET, most)
+            elif burst and method == "textDocument/didChange" and _typed(msg, burst):
+                # typed at once in a document of the burst: checked now (a keystroke that comes
+                # during the check is read between two function bodies: _check_last)
+                deadline = time.monotonic()
             elif burst:
                 return  # anything else after them (a configuration change): the server's
             # another notification (initialized, a configuration change): kept for the server
+
+
+class Opened:
+    """A document of a burst: its text as opened (`first`) and as typed since (`doc`)."""
+
+    def __init__(self, uri: str, path: str, text: str, version):
+        self.uri, self.path, self.first = uri, path, text
+        self.doc = Document(uri, path, text, version)
+        self.typed = False  # a change was applied
+
+
+def _typed(msg: dict, burst: list) -> bool:
+    """A didChange of a document of the burst, applied to its text: True; False (nothing
+    applied) when it is anything else, or its changes are not what LSP says."""
+    params = msg.get("params")
+    td = params.get("textDocument") if isinstance(params, dict) else None
+    changes = params.get("contentChanges") if isinstance(params, dict) else None
+    if not isinstance(td, dict) or type(td.get("version")) is not int or not isinstance(changes, list):
+        return False
+    opened = next((o for o in burst if o.uri == td.get("uri")), None)
+    if opened is None:
+        return False
+    parsed = []
+    for ch in changes:
+        rng = ch.get("range") if isinstance(ch, dict) else None
+        if not isinstance(ch, dict) or not isinstance(ch.get("text"), str):
+            return False
+        if rng is None:
+            parsed.append((None, ch["text"]))
+            continue
+        try:
+            a, b = rng["start"], rng["end"]
+            at = (a["line"], a["character"], b["line"], b["character"])
+        except (KeyError, TypeError):
+            return False
+        if not all(type(x) is int and x >= 0 for x in at):
+            return False
+        parsed.append((at, ch["text"]))
+    for at, text in parsed:
+        opened.doc.apply(at, text)
+    opened.doc.version = td["version"]
+    opened.typed = True
+    return True
 
 
 def _first_pull(msg: dict, uri: str) -> bool:
@@ -221,35 +269,78 @@ def _first_items(init: dict, doc: tuple):
     return None if items is None else (uri, version, items, False)
 
 
-def _check_last(early: Early, init: dict, burst: list, write: Callable[[dict], None]):
+def _check_last(early: Early, init: dict, burst: list, write: Callable[[dict], None], fd: Optional[int] = None):
     """The documents opened one after the other, the first of them a large file opened
     cold: the last one (an editor opens the one it shows last) checked here, its complete
     diagnostics published before pygls is loaded (about half a second of CPU), as the
     server would check it: the same settings, the others read at interface depth
     (diagnostics._check_latest_opened). The server takes the workspace over, and does not
     publish those diagnostics again (`shown`, diagnostics.show_kept). One whose kept
-    diagnostics were shown is not checked again."""
-    uri, path, text, version = burst[-1]
+    diagnostics were shown is not checked again.
+
+    Typed in before or during this check (didChange, read from `fd` between two function
+    bodies): the check goes on with the new text, the edited functions checked first and
+    published before the rest (Analyzer._early), as the server does. Any other message
+    stops it: the server, loaded then, checks the document."""
+    last = burst[-1]
+    uri, path = last.uri, last.path
     if uri in early.shown:
         return
-    from shapescript_core.workspace import Workspace  # deferred: the checker, only for a burst
+    from shapescript_core.workspace import Cancelled, Workspace  # deferred: the checker, only for a burst
     from . import diagnostics_json  # deferred: the checker's findings as LSP's, with the checker
-    config, roots, access = _settings(init, [d[1] for d in burst])
+    config, roots, access = _settings(init, [o.path for o in burst])
     ws = Workspace(access=access)
     ws.use_parse_cache()
     ws.set_roots(roots)
     config.apply_to(ws)
-    opened = {d[1]: d for d in burst}
-    ws.set_text(path, text, version)
-    ws.import_closure(path, {p: (d[2], d[3]) for p, d in opened.items() if p != path})
-    a = ws.analyze(path)
-    versions = {d[0]: d[3] for d in burst}
-    items = diagnostics_json.diagnostics(
-        a.diags if a else [], path, lambda p: ws.file(p).lines,
-        lambda p: opened[p][0] if p in opened else (uris.from_fs_path(p) or "file://" + p), versions.get)
-    write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
-           "params": {"uri": uri, "version": version, "diagnostics": items}})
+    opened = {o.path: o for o in burst}
+    versions = {o.uri: o.doc.version for o in burst}
+
+    def publish(version, diags: list):
+        items = diagnostics_json.diagnostics(
+            diags, path, lambda p: ws.file(p).lines,
+            lambda p: opened[p].uri if p in opened else (uris.from_fs_path(p) or "file://" + p), versions.get)
+        write({"jsonrpc": "2.0", "method": "textDocument/publishDiagnostics",
+               "params": {"uri": uri, "version": version, "diagnostics": items}})
+        return items
+
+    def typed() -> bool:
+        return fd is not None and bool(select.select([fd], [], [], 0)[0])
+
+    if last.typed:
+        ws.set_text(path, last.first, None, interface=True)  # as opened: then the edit is one like any other
+    ws.set_text(path, last.doc.text, last.doc.version)
+    ws.import_closure(path, {p: (o.doc.text, o.doc.version) for p, o in opened.items() if p != path})
+    shown_early = None  # the version whose early list was published
+    while True:
+        version = last.doc.version
+        versions[uri] = version
+        early_publish = None if not last.typed or version == shown_early else \
+            (lambda diags, v=version: publish(v, diags))
+        shown_early = version if early_publish is not None else shown_early
+        try:
+            a = ws.analyze(path, cancelled=typed, early=early_publish)
+            break
+        except Cancelled:
+            if not _read_typing(early, fd, burst):
+                early.workspace = ws  # what was checked stays: the server's check reuses it
+                return
+            ws.set_text(path, last.doc.text, last.doc.version)
+    items = publish(version, a.diags if a else [])
     early.shown[uri] = (version, items)
-    early.first_lines.pop(uri, None)
+    if early.first_lines.get(uri) == version:  # (else they stand for the version opened, as published)
+        del early.first_lines[uri]
     early.checked.add(uri)
     early.workspace = ws
+
+
+def _read_typing(early: Early, fd: int, burst: list) -> bool:
+    """The messages waiting on `fd`, read (kept for the server): True when each is a
+    didChange of a document of the burst (applied), False at any other."""
+    data = os.read(fd, 1 << 16)
+    if not data:
+        return False
+    messages = early.framer.feed(data)
+    early.messages += messages
+    return all(isinstance(m, dict) and m.get("method") == "textDocument/didChange" and "id" not in m
+               and _typed(m, burst) for m in messages)

@@ -19,6 +19,7 @@ class Unchecked:
         self._lock = threading.Lock()
         self._new: set = set()  # opened, not yet taken for a check
         self._waiting: dict = {}  # uri -> (path, text, version), oldest first
+        self._first: dict = {}  # uri -> the text it was opened with, while it waits
         self._added = 0  # how many times one was added: a check under way looks whether one came since
         self._last = float("-inf")  # when (time.monotonic) one was added last
 
@@ -33,6 +34,7 @@ class Unchecked:
         with self._lock:
             if uri not in self._new:
                 return False
+            self._first.setdefault(uri, snapshot[1])
             self._waiting.pop(uri, None)
             self._waiting[uri] = snapshot
             self._added += 1
@@ -40,13 +42,14 @@ class Unchecked:
             return True
 
     def latest(self):
-        """(uri, snapshot, mark) of the document added last, taken; None when none waits."""
+        """(uri, snapshot, mark, the text it was opened with) of the document added last,
+        taken; None when none waits."""
         with self._lock:
             if not self._waiting:
                 return None
             uri, snapshot = self._waiting.popitem()
             self._new.discard(uri)
-            return uri, snapshot, self._added
+            return uri, snapshot, self._added, self._first.pop(uri, snapshot[1])
 
     def waiting(self) -> list:
         """The (path, text, version) of each document still waiting."""
@@ -74,9 +77,11 @@ class Unchecked:
             if uri in self._waiting:
                 return
             self._new.add(uri)
+            self._first.setdefault(uri, snapshot[1])  # (its text is the workspace's already)
             self._waiting = {uri: snapshot, **self._waiting}
 
     def discard(self, uri: str):
         with self._lock:
             self._new.discard(uri)
             self._waiting.pop(uri, None)
+            self._first.pop(uri, None)

@@ -774,6 +774,17 @@ def syntax_errors(items) -> list[Diagnostic]:
     return out
 
 
+def parsed_syntax_errors(items) -> list[Diagnostic]:
+    """The syntax and layout errors of those of these items whose errors are known: a
+    function read at interface depth and not yet read whole is left out, not parsed."""
+    return syntax_errors(it for it in items if not _errors_unknown(it))
+
+
+def _errors_unknown(item) -> bool:
+    d = getattr(item, "__dict__", None)  # (a simple dim has none: its errors are known)
+    return d is not None and d.get("errors_unknown", False)
+
+
 def _parse_chunks(text: str, path: str, chunks, reuse: dict | None, interface: bool = False) -> list[A.Item]:
     parse = parse_interface if interface else parse_item
     items: list[A.Item] = []

@@ -12,10 +12,10 @@ from ..declarations import Declarations
 from ..reads import Meanings
 from ..syntax import ast as A
 from ..syntax.names import NameMap, without_simple_dims
-from ..syntax.parser import syntax_errors
+from ..syntax.parser import parsed_syntax_errors
 from ..targets import exported, unknown_targets
 from .results import Analysis, Declared, FileEnv, _Seen, _declared
-from .source_file import Cancelled, SourceFile, _no_gc
+from .source_file import Cancelled, SourceFile, _no_gc, item_syntax_errors
 from .interfaces import _first_of_each_name
 from .declare import _same_dims
 
@@ -24,10 +24,12 @@ class Analyzer:
     """The analysis of one file, in its steps (`_analyze`), kept while it holds."""
 
     # ------------------------------------------------------------ analysis
-    def analyze(self, path: str, cancelled=None) -> Optional[Analysis]:
+    def analyze(self, path: str, cancelled=None, early=None) -> Optional[Analysis]:
         """The analysis of a file. `cancelled()`, when given, is asked between function
         bodies: when it says True the analysis stops by raising `Cancelled` (what was
-        checked so far stays cached)."""
+        checked so far stays cached). `early(diagnostics)`, when given, is called before
+        the bodies left to check when the file's edited functions are not all of them
+        (`_early`)."""
         path = self.norm(path)
         a = self._analysis.get(path)
         if a is not None:
@@ -48,7 +50,7 @@ class Analyzer:
         w["analyses"] += 1
         try:
             with _no_gc():
-                a = self._analyze(f, cancelled, (stamp, lists))
+                a = self._analyze(f, cancelled, (stamp, lists), early)
         finally:
             self._analyzing.pop()
             body_reads = self._reads_stack.pop()
@@ -62,7 +64,7 @@ class Analyzer:
         a = self.analyze(path)
         return a.diags if a else []
 
-    def _analyze(self, f: SourceFile, cancelled=None, stamp=None) -> Analysis:
+    def _analyze(self, f: SourceFile, cancelled=None, stamp=None, early=None) -> Analysis:
         """A file's check, in its steps: its items' own errors, its imports, what they
         declare, the dims and declarations, the bodies, then the whole-file checks
         (check/whole_file.py) and the serving checks (serving/)."""
@@ -70,12 +72,18 @@ class Analyzer:
         # (shared, never changed: a file of a million dims keeps one such map, not three)
         e = self._interface_entry(f.path)
         own: NameMap = e[3] if e[0] is f and e[1] is f.items else _first_of_each_name(f.items)
-        diags: list = list(self._item_errors(f, own))
-        imports = self._imports_of(f, diags)
+        # the items' own errors come first in the list, but are read after the declarations:
+        # they parse every body not parsed yet, which an early publish does not wait for
+        head: list = []
+        imports = self._imports_of(f, head)
         seen = self._imported_view(f, own, e)
-        dims, meanings, models, sigs = self._declarations(f, own, seen, stamp, diags)
+        dims, meanings, models, sigs = self._declarations(f, own, seen, stamp, head)
         env = FileEnv(dims, models, sigs, seen.broken)
-        diags.extend(self._model_cycles_of(f.path, models, own))
+        head.extend(self._model_cycles_of(f.path, models, own))
+        if early is not None:
+            self._early(f, own, env, meanings, head, early)
+        diags: list = list(self._item_errors(f, own, cancelled))
+        diags.extend(head)
         fns = self._bodies(f, own, env, meanings, cancelled, diags)
         diags.extend(self._cycles_of(f.path, fns, own))
         diags = hide_unresolved(diags)
@@ -260,19 +268,40 @@ class Analyzer:
         meanings.carry_full(self._meanings.get(f.path))
         return imodels, isigs, omodels, osigs, odiags
 
+    def _early(self, f: SourceFile, own, env: FileEnv, meanings, head: list, publish) -> None:
+        """The diagnostics of an edit typed while the file's first check runs, before the
+        rest of that check: when some function's body was never checked (the cold check
+        stopped for the edit), the bodies the edit parsed anew (SourceFile.fresh) are
+        checked first and `publish(…)` gets what is known by then: the syntax errors of
+        the items parsed, `head` (the imports' and the declarations' errors) and every
+        body checked and still valid. The complete list follows when the rest is checked.
+        Nothing when the edit changed no function, or once every other body has been
+        checked (typing after the first check)."""
+        fns = [(n, it) for n, it in without_simple_dims(own).items() if isinstance(it, A.FnItem)]
+        cache, fresh = self._body_cache, f.fresh
+        if not any(id(it) in fresh for _, it in fns) or all(id(it) in cache or id(it) in fresh for _, it in fns):
+            return  # no function edited, or none other left to check
+        for n, it in fns:
+            if id(it) in fresh:
+                self._body(it, env.sigs[n], env, meanings)
+        known = parsed_syntax_errors(f.items)
+        known.extend(head)
+        for n, it in fns:
+            res = self._kept_body(it, n, meanings.full)
+            if res is not None and res.diags:
+                known.extend(res.diags)
+        publish(hide_unresolved(known))
+
     def _bodies(self, f: SourceFile, own, env: FileEnv, meanings, cancelled, diags: list) -> dict:
         """name -> FnResult of the file's functions, each reused while its signature and
         what it read mean the same; their errors into `diags`."""
         fns: dict = {}
         sigs = env.sigs
-        full, bodies = meanings.full, self._body_cache
+        full = meanings.full
         for n, it in without_simple_dims(own).items():
             if isinstance(it, A.FnItem):
-                e = bodies.get(id(it))  # _body's reuse, inline: this loop sees every function
-                if e is not None and e[0] is it and e[1] == full[n][3] and \
-                        (e[2][0] is None or e[2][0](full) == e[2][1]):
-                    res = e[3]
-                else:
+                res = self._kept_body(it, n, full)
+                if res is None:
                     if cancelled is not None and cancelled():
                         raise Cancelled(f.path)
                     res = self._body(it, sigs[n], env, meanings)
@@ -281,14 +310,14 @@ class Analyzer:
                     diags.extend(res.diags)
         return fns
 
-    def _item_errors(self, f: SourceFile, own) -> list:
+    def _item_errors(self, f: SourceFile, own, cancelled=None) -> list:
         """The syntax and layout errors of a file's items and its names defined twice,
         kept per version of its items: a file re-analysed because an import changed (an
         interface edit's dependents) doesn't walk its items again."""
         known = self._items_errors.get(f.path)
         if known is not None and known[0] is f.items and known[1] is own:
             return known[2]
-        out = syntax_errors(f.items)
+        out = item_syntax_errors(f.items, cancelled, f.path)
         for i, it in enumerate(f.items):
             first = own.earlier(i, it)
             if first is not None:

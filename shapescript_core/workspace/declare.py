@@ -1,6 +1,8 @@
 """Declarations and bodies checked per item, reused while what they read holds."""
 from __future__ import annotations
 
+from typing import Optional
+
 from ..check.env import is_dim_item as _is_dim, Signature, build_model, build_signature
 from ..check.function import FnResult, check_function
 from ..reads import DimsView, EnvView, Meanings, ModelNames
@@ -148,12 +150,21 @@ class Declaring:
         cache[id(item)] = (item, Meanings.record(reads, decl), v)
         return v
 
+    def _kept_body(self, item: A.FnItem, name: str, full) -> Optional[FnResult]:
+        """A body's kept check while its signature (`full[name][3]`, sig_meaning, computed
+        once per analysis) and every name it read mean the same; None when it must be
+        checked (again)."""
+        e = self._body_cache.get(id(item))
+        if e is not None and e[0] is item and e[1] == full[name][3] and Meanings.holds(e[2], full):
+            return e[3]
+        return None
+
     def _body(self, item: A.FnItem, sig: Signature, env: FileEnv, meanings: Meanings) -> FnResult:
         """A body's check, reused while its signature and every name it read mean the same."""
-        own = meanings.full[sig.name][3]  # sig_meaning(sig), computed once per analysis
-        e = self._body_cache.get(id(item))
-        if e is not None and e[0] is item and e[1] == own and meanings.holds(e[2], meanings.full):
-            return e[3]
+        kept = self._kept_body(item, sig.name, meanings.full)
+        if kept is not None:
+            return kept
+        own = meanings.full[sig.name][3]
         self._count("items")
         reads: set = set()
         res = check_function(item, sig, EnvView(env, reads))

@@ -5,9 +5,8 @@ import os
 from typing import Optional
 from ..files import Access, ReadRefused, Refusal, check_path, read_bytes
 from ..syntax import parse_cache
-from ..syntax.parser import syntax_errors
 from ..syntax.source import decode_source
-from .source_file import SourceFile, _no_gc
+from .source_file import SourceFile, item_syntax_errors
 
 
 RECENT = 1  # files last changed whose syntax trees and check details trim() keeps whole
@@ -74,14 +73,12 @@ class FileStore:
         del self._recent[:-RECENT]
         return f
 
-    def syntax_diagnostics(self, path: str) -> list:
+    def syntax_diagnostics(self, path: str, cancelled=None) -> list:
         """The syntax and layout errors of an open file's items: known as soon as it is
-        parsed, before any check (its function bodies parsed now, if they were not)."""
+        parsed, before any check (its function bodies parsed now, if they were not; a
+        True `cancelled()` stops that: item_syntax_errors)."""
         f = self.files.get(self.norm(path))
-        if f is None:
-            return []
-        with _no_gc():
-            return syntax_errors(f.items)
+        return [] if f is None else item_syntax_errors(f.items, cancelled, f.path)
 
     def save_parse_cache(self, path: str) -> bool:
         """Keep an open file's parsed items on disk for the next session (parse_cache.py)."""

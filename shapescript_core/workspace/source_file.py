@@ -8,7 +8,7 @@ import gc
 from typing import Optional
 from ..syntax import ast as A
 from ..syntax import parse_cache
-from ..syntax.parser import changed_range, parse_file, reparse_file
+from ..syntax.parser import changed_range, parse_file, reparse_file, syntax_errors
 from ..syntax.source import LineIndex, normalize_newlines, shifted
 
 
@@ -45,9 +45,29 @@ class Cancelled(Exception):
     """An analysis stopped because its caller no longer wants it (`analyze(cancelled=…)`)."""
 
 
+PARSE_STEP = 64  # bodies parsed between two looks at `cancelled` (about 20 ms)
+
+
+def item_syntax_errors(items: list, cancelled=None, path: str = "") -> list:
+    """The syntax and layout errors of these items, their function bodies parsed now if
+    they were not; `cancelled()`, when given, asked every PARSE_STEP items: True stops it
+    by raising `Cancelled` (the bodies parsed so far stay parsed)."""
+    if cancelled is None:
+        with _no_gc():
+            return syntax_errors(items)
+    out: list = []
+    for k in range(0, len(items), PARSE_STEP):
+        if cancelled():
+            raise Cancelled(path)
+        with _no_gc():
+            out.extend(syntax_errors(items[k:k + PARSE_STEP]))
+    return out
+
+
 class SourceFile:
     decode_error: Optional[str] = None  # read from disk, not UTF-8: where the first bad byte is
     _imports: Optional[tuple] = None  # (items, root, [(ImportItem, path)]): Workspace._import_targets
+    fresh: frozenset | set = frozenset()  # ids of the items the last change of text parsed anew (none at a first parse)
 
     def __init__(self, path: str, text: str, version: Optional[int] = None, cached: bool = False,
                  interface: bool = False):
@@ -70,8 +90,12 @@ class SourceFile:
 
     def set_text(self, text: str, version: Optional[int] = None, interface: bool = False):
         text = normalize_newlines(text)  # a bare \r ends a line, as in LSP: same offsets
+        before = self.items
         with _no_gc():
-            self.items = reparse_file(self.items, self.text, text, self.path, interface)
+            self.items = reparse_file(before, self.text, text, self.path, interface)
+        if text != self.text:  # the items this text parsed anew: an edit's (Analyzer._early)
+            kept = set(map(id, before))
+            self.fresh = {id(it) for it in self.items if id(it) not in kept} if before else frozenset()
         self.lines = _lines_after(self.text, self.lines, text)
         self.text = text
         self.version = version
