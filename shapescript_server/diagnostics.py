@@ -11,6 +11,7 @@ from lsprotocol import types as T
 
 from shapescript_core.workspace import Cancelled
 
+from .check_slice import AfterEarly
 from . import convert, diagnostics_cache, diagnostics_json, first_publish, memory
 from .documents import UNTITLED
 from .guard import guarded
@@ -143,8 +144,14 @@ def _check(ls: ShapeScriptServer, uri: str, path: str, text: str, version, stale
         return None
     # a change typed while the file's first check runs: its own function first, published
     # before the rest of that check (Analyzer._early), then the complete list
-    early = None if (opened and not edited) or not ls.push else \
-        (lambda diags: None if stale() else _publish_soon(ls, uri, path, version, diags))
+    early = None
+    if ls.push and (edited or not opened):
+        cancelled = AfterEarly(cancelled)
+
+        def early(diags):
+            if not stale():
+                _publish_soon(ls, uri, path, version, diags)
+                cancelled.published()
     try:
         ls.ws.analyze(path, cancelled=cancelled, early=early)
     except Cancelled:

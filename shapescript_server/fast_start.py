@@ -36,6 +36,7 @@ import logging
 import os
 import select
 import sys
+import threading
 import time
 from typing import Callable, Optional
 
@@ -44,6 +45,7 @@ from pygls import uris
 from shapescript_core.settings import load_config, parse_settings
 
 from . import diagnostics_cache, initialize_answer
+from .check_slice import AfterEarly
 from .document_text import Document
 from .framing import Framer
 from .roots import file_path, reading_access, root_from, roots_from
@@ -177,6 +179,28 @@ def _run(early: Early, fd: int, write: Callable[[dict], None]):
             # another notification (initialized, a configuration change): kept for the server
 
 
+_preloading: list = []  # the thread loading the server, once started
+
+
+def _preload():
+    """The server's modules (pygls, lsprotocol: about half a second of CPU), loaded on a
+    thread of their own once a change typed while fast_start checks was published: the
+    check goes on meanwhile (sharing the interpreter), and the request that ends
+    fast_start's turn (a hover) doesn't wait for that load. Not started when nobody
+    types: a cold open's check then runs alone."""
+    if _preloading:
+        return
+
+    def load():
+        try:
+            from . import features, transport  # noqa: F401 - loaded for main.py's import
+        except Exception:
+            log.exception("loading the server ahead failed: main.py loads it, and says why")
+    t = threading.Thread(target=load, name="shapescript-preload", daemon=True)
+    _preloading.append(t)
+    t.start()
+
+
 class Opened:
     """A document of a burst: its text as opened (`first`) and as typed since (`doc`)."""
 
@@ -304,19 +328,20 @@ def _check_last(early: Early, init: dict, burst: list, write: Callable[[dict], N
                "params": {"uri": uri, "version": version, "diagnostics": items}})
         return items
 
-    def typed() -> bool:
-        return fd is not None and bool(select.select([fd], [], [], 0)[0])
+    typed = AfterEarly(lambda: fd is not None and bool(select.select([fd], [], [], 0)[0]))
 
     if last.typed:
         ws.set_text(path, last.first, None, interface=True)  # as opened: then the edit is one like any other
-    ws.set_text(path, last.doc.text, last.doc.version)
+    # at interface depth (a third of the parse): the bodies are parsed as the check reads
+    # them, a keystroke read between two of them
+    ws.set_text(path, last.doc.text, last.doc.version, interface=True)
     ws.import_closure(path, {p: (o.doc.text, o.doc.version) for p, o in opened.items() if p != path})
     shown_early = None  # the version whose early list was published
     while True:
         version = last.doc.version
         versions[uri] = version
         early_publish = None if not last.typed or version == shown_early else \
-            (lambda diags, v=version: publish(v, diags))
+            (lambda diags, v=version: (publish(v, diags), typed.published(), _preload()))
         shown_early = version if early_publish is not None else shown_early
         try:
             a = ws.analyze(path, cancelled=typed, early=early_publish)
@@ -325,7 +350,7 @@ def _check_last(early: Early, init: dict, burst: list, write: Callable[[dict], N
             if not _read_typing(early, fd, burst):
                 early.workspace = ws  # what was checked stays: the server's check reuses it
                 return
-            ws.set_text(path, last.doc.text, last.doc.version)
+            ws.set_text(path, last.doc.text, last.doc.version, interface=True)
     items = publish(version, a.diags if a else [])
     early.shown[uri] = (version, items)
     if early.first_lines.get(uri) == version:  # (else they stand for the version opened, as published)
