@@ -73,3 +73,22 @@ def test_nothing_early_once_every_body_was_checked_or_for_an_edit_of_no_function
     ws2.set_text(PATH, text.replace("dim D = 4\n", "dim D = 4\n# a comment\n"), 2)
     ws2.analyze(PATH, early=early.append)
     assert early == []  # no function edited: nothing to put first
+
+
+def test_the_first_check_goes_on_a_slice_after_each_early_publish():
+    """check_slice.AfterEarly: a newer keystroke stops the check at once, but not within
+    SLICE seconds of an early publish (typing that never pauses still gets it checked)."""
+    import time
+
+    from shapescript_server.check_slice import SLICE, AfterEarly
+    asked: list = []
+
+    def stop():
+        asked.append(1)
+        return True
+    c = AfterEarly(stop)
+    assert c() is True and len(asked) == 1
+    c.published()
+    assert c() is False and len(asked) == 1  # inside the slice: the keystroke isn't even looked for
+    time.sleep(SLICE * 1.5)
+    assert c() is True and len(asked) == 2
