@@ -193,7 +193,7 @@ def _preload():
 
     def load():
         try:
-            from . import features, transport  # noqa: F401 - loaded for main.py's import
+            from . import features, transport  # noqa: F401 - deferred: pygls, loaded ahead for main.py's import
         except Exception:
             log.exception("loading the server ahead failed: main.py loads it, and says why")
     t = threading.Thread(target=load, name="shapescript-preload", daemon=True)
