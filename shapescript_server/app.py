@@ -182,7 +182,8 @@ class ShapeScriptServer(LanguageServer):
         self.pulled_early: dict = {}  # uri -> (version, items) fast_start.py answered a pull with
         self.first_lines_early: dict = {}  # uri -> version whose first syntax errors fast_start.py published
         self.checked_early: set = set()  # uris of shown_early whose diagnostics fast_start.py's check made
-        self.kept_pull: dict = {}  # uri -> [version, kept items, answered]: a pulling client's first answer
+        self.kept_pull: dict = {}  # uri -> [version, kept items, answered(, "early": an edit's, any pull)]: a pulling client's first answer
+        self.pull_waiters: dict = {}  # (uri, version) -> futures of pulls waiting: an early list answers them
         self.keep_timers: dict = {}  # uri -> the pending write of its diagnostics to disk
         # SourceFile -> (text, its hash): the texts of the imports a publish was made from
         self.digests: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

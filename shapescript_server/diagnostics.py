@@ -2,12 +2,14 @@
 publishing (push) and `textDocument/diagnostic` (pull)."""
 from __future__ import annotations
 
+import asyncio
 import gc
 import logging
 import os
 from typing import TYPE_CHECKING
 
 from lsprotocol import types as T
+from pygls.exceptions import JsonRpcContentModified
 
 from shapescript_core.workspace import Cancelled
 
@@ -145,13 +147,20 @@ def _check(ls: ShapeScriptServer, uri: str, path: str, text: str, version, stale
     # a change typed while the file's first check runs: its own function first, published
     # before the rest of that check (Analyzer._early), then the complete list
     early = None
-    if ls.push and (edited or not opened):
+    made_early = []
+    if edited or not opened:
         cancelled = AfterEarly(cancelled)
 
         def early(diags):
-            if not stale():
+            if stale():
+                return
+            if ls.push:
                 _publish_soon(ls, uri, path, version, diags)
-                cancelled.published()
+            else:  # the answer of a pull of this version that comes (or waits) before the rest
+                items = diagnostics_json.diagnostics(diags, path, ls.lines_for, ls.docs.uri_for, ls.docs.version)
+                ls.call_soon(_early_pull, ls, uri, version, items)
+                made_early.append(True)
+            cancelled.published()
     try:
         ls.ws.analyze(path, cancelled=cancelled, early=early)
     except Cancelled:
@@ -168,7 +177,7 @@ def _check(ls: ShapeScriptServer, uri: str, path: str, text: str, version, stale
         if ls.pending:
             ls.submit("republish dependents", lambda: republish_pending(ls, ls.generation))
     else:
-        if uri in ls.kept_pull:
+        if made_early or uri in ls.kept_pull:
             a = ls.ws.analyze(path)
             items = diagnostics_json.diagnostics(a.diags if a else [], path, ls.lines_for, ls.docs.uri_for,
                                                    ls.docs.version)
@@ -346,6 +355,19 @@ def hold_kept(ls: ShapeScriptServer, uri: str) -> bool:
     return True
 
 
+def _early_pull(ls: ShapeScriptServer, uri: str, version, items: list):
+    """On the loop: the early list of a version (Analyzer._early) for a client that pulls:
+    the answer of its pull of that version, now if one waits (`pull_diagnostics`), or
+    when it comes before the check is done; the check asks for a new pull if it then
+    finds anything else (`_kept_checked`)."""
+    if ls.docs.version(uri) != version:
+        return
+    ls.kept_pull[uri] = [version, items, False, "early"]
+    for waiter in ls.pull_waiters.pop((uri, version), ()):
+        if not waiter.done():
+            waiter.set_result(None)
+
+
 def _kept_checked(ls: ShapeScriptServer, uri: str, version, items: list, record=None):
     """On the loop, after the check of a document held kept diagnostics (pull): a pull
     answered with anything else is asked again; the check's diagnostics are kept for the
@@ -442,6 +464,13 @@ def _save(ls: ShapeScriptServer, uri: str, path: str):
     if ls.docs.get(uri) is not None and ls.ws.save_parse_cache(path):
         gc.collect()
         memory.release()
+
+
+def _log_failure(task):
+    """A check's answer nobody awaits any more: its failure is still logged."""
+    exc = None if task.cancelled() else task.exception()
+    if exc is not None and not isinstance(exc, JsonRpcContentModified):  # (moved on: expected)
+        log.error("a pull's check failed", exc_info=exc)
 
 
 def refresh_pull(ls: ShapeScriptServer):
@@ -545,17 +574,42 @@ def register(ls: ShapeScriptServer):
 
         if params.previous_result_id == result_id:
             return T.UnchangedDocumentDiagnosticReport(result_id=result_id)
-        kept = ls.kept_pull.get(uri)
-        if kept is not None and kept[0] == version and params.previous_result_id is None:
+        def from_kept():
+            """The kept answer of this version: at a first pull, or an edit's early list at any."""
+            kept = ls.kept_pull.get(uri)
+            if kept is None or kept[0] != version or (params.previous_result_id is not None and len(kept) < 4):
+                return None
             try:
                 items = ls.protocol._converter.structure(kept[1], list[T.Diagnostic])
             except Exception as exc:  # a kept entry the server wouldn't make: answer from the check
                 log.warning("kept diagnostics of %s not used: %r", uri, exc)
                 ls.kept_pull.pop(uri, None)
-            else:
-                kept[2] = True  # answered before the check: it asks for a new pull if it differs
-                return T.RelatedFullDocumentDiagnosticReport(items=items, result_id=f"kept-{result_id}")
-        items, record = await ask_core(ls, (path, text, version), answer, missing=([], None))
+                return None
+            kept[2] = True  # answered before the check: it asks for a new pull if it differs
+            return T.RelatedFullDocumentDiagnosticReport(items=items, result_id=f"kept-{result_id}")
+
+        got = from_kept()
+        if got is not None:
+            return got
+        # the check's answer, or the early list of an edit typed during the first check
+        # (_early_pull) if that comes first
+        core = asyncio.ensure_future(ask_core(ls, (path, text, version), answer, missing=([], None)))
+        waiter = asyncio.get_running_loop().create_future()
+        ls.pull_waiters.setdefault((uri, version), []).append(waiter)
+        try:
+            await asyncio.wait({core, waiter}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiters = ls.pull_waiters.get((uri, version), [])
+            if waiter in waiters:
+                waiters.remove(waiter)
+                if not waiters:
+                    del ls.pull_waiters[(uri, version)]
+        if not core.done():
+            got = from_kept()
+            if got is not None:
+                core.add_done_callback(_log_failure)  # the check goes on: its answer is not awaited
+                return got
+        items, record = await core
         if record is not None and ls.docs.version(uri) == version:
             as_json = ls.to_json(items)
             ls.published[uri] = (version, as_json)

@@ -511,3 +511,46 @@ def test_a_label_in_a_file_nobody_opened_points_at_its_uri(project):
     (d,) = got["out"][-1]["params"]["diagnostics"]
     assert d["code"] == "E3304"
     assert (project / "helpers.ss").as_uri() in [r["location"]["uri"] for r in d["relatedInformation"]]
+
+
+def test_a_pulling_client_s_pull_after_an_early_edit_gets_the_edited_function_first(project):
+    """A client that pulls (VS Code) and types right after the open: its pull of the new
+    version is answered with the edited function's diagnostics, before the rest of the
+    first check (not the other function's error, whose body isn't checked yet); once the
+    check found more, the server asks for a new pull, which gets all of them."""
+    text = _large(top_error=False, bottom_error=False)
+    at30 = text.index("return x", text.index("fn f30("))
+    text = text[:at30] + "return y" + text[at30 + len("return x"):]
+    other_line = text.count("\n", 0, at30)
+    (project / "big.ss").write_text(text)
+    uri = (project / "big.ss").as_uri()
+    rng, line = _typed_in(text, 150, "z")
+    init = {**_initialize(project), "capabilities": PULL_CAPS}
+    pull = {"textDocument": {"uri": uri}}
+    env = {**os.environ, "PYTHONPATH": ROOT, "SHAPESCRIPT_CACHE_DIR": str(project / "cache")}
+    c = StdioClient(SERVER, cwd=str(project), env=env, stderr=subprocess.DEVNULL)
+    try:
+        c.request("initialize", init)
+        c.notify("initialized", {})
+        c.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "shapescript", "version": 1,
+                                                           "text": text}})
+        c.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                            "contentChanges": [{"range": rng, "text": "z"}]})
+        first = c.request("textDocument/diagnostic", pull)["result"]
+        assert [(d["code"], d["range"]["start"]["line"]) for d in first["items"]] == [("E0201", line)]
+        deadline = time.monotonic() + 120
+        refreshed = False
+        while not refreshed and time.monotonic() < deadline:
+            try:
+                _, msg = c.receive(0.5)
+            except queue.Empty:
+                continue
+            refreshed = msg.get("method") == "workspace/diagnostic/refresh"
+            if "method" in msg and "id" in msg:
+                c.answer_server_request(msg)
+        assert refreshed
+        again = c.request("textDocument/diagnostic", {**pull, "previousResultId": first["resultId"]})["result"]
+        assert [(d["code"], d["range"]["start"]["line"]) for d in again["items"]] == \
+            [("E0201", other_line), ("E0201", line)]
+    finally:
+        c.close()
