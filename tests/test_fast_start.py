@@ -244,6 +244,24 @@ def test_the_server_itself_starts_without_numpy_torch_or_transformers():
 PULL_CAPS = {"textDocument": {"diagnostic": {}}, "workspace": {"diagnostics": {"refreshSupport": True}}}
 
 
+def _refreshed(c: StdioClient) -> bool:
+    """Whether the server asks the client to pull again (workspace/diagnostic/refresh)
+    within 120 s; its requests are answered, answers to ours kept in `c.answers`."""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            _, msg = c.receive(0.5)
+        except queue.Empty:
+            continue
+        if "method" in msg and "id" in msg:
+            c.answer_server_request(msg)
+        elif "method" not in msg:
+            c.answers[msg.get("id")] = msg
+        if msg.get("method") == "workspace/diagnostic/refresh":
+            return True
+    return False
+
+
 def test_a_pulling_client_s_first_pull_is_answered_early_then_refreshed(project):
     """A client that pulls diagnostics (VS Code): its first pull of a large file opened
     cold is answered before pygls is loaded, with the syntax errors of the first lines;
@@ -275,19 +293,7 @@ def test_a_pulling_client_s_first_pull_is_answered_early_then_refreshed(project)
         c.notify("textDocument/didOpen", opened)
         first = c.request("textDocument/diagnostic", pull)["result"]
         assert [(d["code"], d["range"]["start"]["line"]) for d in first["items"]] == [("E0101", 7)]
-        deadline = time.monotonic() + 120
-        refreshed = False
-        while not refreshed and time.monotonic() < deadline:
-            try:
-                _, msg = c.receive(0.5)
-            except queue.Empty:
-                continue
-            refreshed = msg.get("method") == "workspace/diagnostic/refresh"
-            if "method" in msg and "id" in msg:
-                c.answer_server_request(msg)
-            elif "method" not in msg:
-                c.answers[msg.get("id")] = msg
-        assert refreshed
+        assert _refreshed(c)
         again = c.request("textDocument/diagnostic", {**pull, "previousResultId": first["resultId"]})["result"]
         codes = [(d["code"], d["range"]["start"]["line"]) for d in again["items"]]
         assert ("E0101", 7) in codes and ("E0101", bottom) in codes
@@ -538,17 +544,7 @@ def test_a_pulling_client_s_pull_after_an_early_edit_gets_the_edited_function_fi
                                             "contentChanges": [{"range": rng, "text": "z"}]})
         first = c.request("textDocument/diagnostic", pull)["result"]
         assert [(d["code"], d["range"]["start"]["line"]) for d in first["items"]] == [("E0201", line)]
-        deadline = time.monotonic() + 120
-        refreshed = False
-        while not refreshed and time.monotonic() < deadline:
-            try:
-                _, msg = c.receive(0.5)
-            except queue.Empty:
-                continue
-            refreshed = msg.get("method") == "workspace/diagnostic/refresh"
-            if "method" in msg and "id" in msg:
-                c.answer_server_request(msg)
-        assert refreshed
+        assert _refreshed(c)
         again = c.request("textDocument/diagnostic", {**pull, "previousResultId": first["resultId"]})["result"]
         assert [(d["code"], d["range"]["start"]["line"]) for d in again["items"]] == \
             [("E0201", other_line), ("E0201", line)]
