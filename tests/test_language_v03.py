@@ -332,22 +332,26 @@ def test_a_language_model_with_v03_features_exports_as_the_evaluator_computes(ro
         assert max_diff(capped, free) > 1e-2
 
 
-@pytest.mark.parametrize("rope,softcap,said", [
-    ('scaling="linear", factor=2.0', "", "rope scaling (linear, line 25)"),
-    ("rotary_dims=16", "", "partial rotary (rotary_dims, line 25)"),
-    ("theta=10000.0", ", softcap=2.0", "a softcap (line 28)"),
-], ids=["scaling", "partial", "softcap"])
-def test_litert_refuses_what_it_would_not_keep(rope, softcap, said, tmp_path):
+@pytest.mark.parametrize("rope,softcap,said,line", [
+    ('scaling="linear", factor=2.0', "", "rope scaling (linear)", 25),
+    ("rotary_dims=16", "", "a partial rotary (rotary_dims)", 25),
+    ("theta=10000.0", ", softcap=2.0", "a softcap", 28),
+    ('scaling="linear", factor=2.0', ", softcap=2.0", "rope scaling (linear) and a softcap", 25),
+], ids=["scaling", "partial", "softcap", "both"])
+def test_litert_refuses_what_it_would_not_keep(rope, softcap, said, line, tmp_path):
+    """E3319 before anything is written or converted (no LiteRT environment needed: the
+    export checks refuse it), at the first operation LiteRT lacks, a label at each other."""
     from differential_support import Case, export
-    from envs import require_litert
     from shapescript_core.evaluate import load
-    require_litert()
     source = LM.replace("ROPE", rope).replace("SOFTCAP", softcap)
     weights = load(source).random_weights("forward", seed=0)
     r = export(Case(source, lm=True), weights, str(tmp_path / "litert"), target="litert")
     assert not r.ok
-    assert r.message == (f"`forward` uses {said}, which the LiteRT export doesn't keep yet (LiteRT-Torch's "
-                         f"export_hf replaces the attention and the rotary table with its own): export it with --hf")
+    assert [d.code for d in r.diagnostics] == ["E3319"]
+    d = r.diagnostics[0]
+    assert d.message == f"LiteRT can't run `forward`: it uses {said}"
+    assert source.count("\n", 0, d.span.abs_start) + 1 == line
+    assert len(d.labels) == said.count(" and ")  # the primary label, and one for each other feature
     assert not os.path.exists(tmp_path / "litert")
 
 

@@ -26,6 +26,7 @@ from ..targets import asked_for
 from ..arch.archs import names_in_words
 from ..arch.match import match
 from ..arch.plan import Departure
+from .places import item_of_node
 
 log = logging.getLogger("shapescript.export")
 
@@ -58,7 +59,7 @@ def check_gguf(prog, item) -> list:
     found = match(tr)
     if not isinstance(found, Departure):
         return []
-    at = _item_of(prog, tr, found.where)
+    at = item_of_node(prog, tr, found.where)
     label = f"the closest architecture is {found.arch}"
     if at is not None and prog.local(at) and found.where.ast is not None:
         d = error("E3313", message(found.reason), at.span(found.where.ast.pos), label)
@@ -69,19 +70,3 @@ def check_gguf(prog, item) -> list:
             where = f" (the first departure is at {os.path.basename(path)}:{line})"
         d = error("E3313", message(found.reason), item.span(item.name_pos), label + where)
     return [d.help(HELP)]
-
-
-def _item_of(prog, tr, node):
-    """The function item a trace node comes from (by its file and line)."""
-    if node is None or not node.where or node.ast is None:
-        return None
-    path, line = node.where
-    for g in tr.program.fns.values():
-        it = g.item
-        if it.path != path:
-            continue
-        first = prog.line(it, (0, 0))
-        last = prog.line(it, (len(it.text), len(it.text)))
-        if first <= line <= last:
-            return it
-    return None

@@ -1,4 +1,4 @@
-"""The export checks E3301-E3306 of one file (and E3313, E3307, and E0413 at calls): the
+"""The export checks E3301-E3306 of one file (and E3313, E3307, E3319, and E0413 at calls): the
 entry point the workspace calls. Each check is the module named by its code.
 
 Order, so that one mistake gives one diagnostic: E3306, then E3301 (only for vllm and
@@ -20,6 +20,7 @@ from .e3304_token_axes import TokenFlow
 from .e3305_attention import check_attention
 from .e3307_tensor_parallel import check_tensor_parallel
 from .e3313_gguf import check_gguf
+from .e3319_engine_features import check_engine_features
 from .places import file_span
 
 
@@ -70,7 +71,8 @@ def _static_args(prog, analysis, item) -> list:
 
 
 def check_exported(prog, item: A.FnItem, targets: set) -> list:
-    """E3301-E3306 (and E3313 for gguf, E3307 for a vllm split) of one exported function, in their order."""
+    """E3301-E3306 (and E3313 for gguf, E3307 for a vllm split, E3319 for what vLLM or LiteRT lack) of one
+    exported function, in their order."""
     a = prog.a
     res = a.fns.get(item.name)
     sig = a.env.sig(item.name)
@@ -101,11 +103,13 @@ def check_exported(prog, item: A.FnItem, targets: set) -> list:
     e3304 = flow.run_exported(res, a.env)
     out += e3304
     out += check_attention(prog, flow, res, si, bool(e3304))
-    if "gguf" in targets and not out:  # E3313 once E3301-E3306 pass
+    if out:
+        return out
+    if "gguf" in targets:  # E3313 once E3301-E3306 pass
         out += check_gguf(prog, item)
-    if "vllm" in targets and not out and prog.db.inputs.tensor_parallel > 1:  # E3307 once a split is asked for
+    if "vllm" in targets and prog.db.inputs.tensor_parallel > 1:  # E3307 once a split is asked for
         out += check_tensor_parallel(prog, item, prog.db.inputs.tensor_parallel)
-    return out
+    return out + check_engine_features(prog, item, targets)  # E3319: vLLM's and LiteRT's
 
 
 def _return_nodes(item) -> set:

@@ -37,3 +37,19 @@ def placed_error(prog, item, pos, stack, code: str, message: str, label: str):
             d = error(code, message, caller.span(op_pos(call)), f"in `{callee}`, at {where}")
             return d.label(item.span(pos), label)
     return error(code, message, item.span(pos), label)
+
+
+def item_of_node(prog, tr, node):
+    """The function item a trace node comes from (by its file and line)."""
+    if node is None or not node.where or node.ast is None:
+        return None
+    path, line = node.where
+    for g in tr.program.fns.values():
+        it = g.item
+        if it.path != path:
+            continue
+        first = prog.line(it, (0, 0))
+        last = prog.line(it, (len(it.text), len(it.text)))
+        if first <= line <= last:
+            return it
+    return None

@@ -18,12 +18,5 @@ def sliding_window_unsupported(fn: str, window: int) -> str:
             f"--vllm")
 
 
-def v03_unsupported(fn: str, features: list) -> str:
-    """v0.3's features that the LiteRT export has not been verified to keep (issue 32):
-    refused rather than converted into a model that might compute another function."""
-    return (f"`{fn}` uses {' and '.join(features)}, which the LiteRT export doesn't keep yet (LiteRT-Torch's "
-            f"export_hf replaces the attention and the rotary table with its own): export it with --hf")
-
-
 def conversion_failed(tail: str, log: str) -> str:
     return f"LiteRT-Torch's export_hf failed: {tail} (its output: {log})"

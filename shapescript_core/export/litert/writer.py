@@ -27,8 +27,8 @@ from .env import require
 from .extension import extension_source, module_name
 from .e3317 import check_cache_length
 from .e3318 import check_split_cache
-from .litert_messages import (not_a_language_model, prefill_too_long, sliding_window_unsupported,
-                              v03_unsupported)
+from .litert_messages import not_a_language_model, prefill_too_long, sliding_window_unsupported
+from ...serving.e3319_engine_features import export_error_text, lacking
 
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model")
 SPLIT_FILES = ("embedder", "auxiliary")  # beside model.tflite with --split-cache
@@ -65,25 +65,6 @@ SPLIT_README = """\
 """
 
 
-def _v03_features(art) -> list:
-    """The v0.3 features of the exported model (rope scaling, partial rotary, softcaps,
-    attention sinks, topk and take), each at the first line that uses it."""
-    out: dict = {}
-    for n in art.generator.trace_nodes():
-        args = n.attrs.get("args", {})
-        if n.op == "rope" and n.attrs.get("scaling", "none") != "none":
-            out.setdefault("scaling", f"rope scaling ({n.attrs['scaling']}, line {n.where[1]})")
-        if n.op == "rope" and args.get("rotary_dims") is not None:
-            out.setdefault("partial", f"partial rotary (rotary_dims, line {n.where[1]})")
-        if n.op == "softcap" or (n.op == "scaled_dot_product_attention" and args.get("softcap") is not None):
-            out.setdefault("softcap", f"a softcap (line {n.where[1]})")
-        if n.op == "scaled_dot_product_attention" and args.get("sinks") is not None:
-            out.setdefault("sinks", f"attention sinks (line {n.where[1]})")
-        if n.op in ("topk", "take"):  # §6.2: a mixture of experts, or a gather of its own
-            out.setdefault("experts", f"`{n.op}` (line {n.where[1]})")
-    return list(out.values())
-
-
 def write(ctx) -> str:
     python = require()
     hf_dir = os.path.join(ctx.tmp, "hf")
@@ -97,9 +78,9 @@ def write(ctx) -> str:
         config = json.load(fh)
     if config.get("sliding_window") is not None:
         raise ExportError(sliding_window_unsupported(ctx.fn_item.name, config["sliding_window"]))
-    features = _v03_features(art)
-    if features:
-        raise ExportError(v03_unsupported(ctx.fn_item.name, features))
+    found = lacking(art.generator.trace_nodes(), "litert")
+    if found:  # the export checks say so first (E3319); a backstop where they could not trace
+        raise ExportError(export_error_text("litert", ctx.fn_item.name, found))
     table = position_table(art)
     o = opts.resolve(ctx.request, table)
     _check_lengths(ctx, art, table, o)
