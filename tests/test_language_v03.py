@@ -264,6 +264,30 @@ def test_a_qwen2_checkpoint_with_yarn_imported_runs_as_transformers(tmp_path):
     assert max_diff(logits(load_export(str(tmp_path / "qwen2_plain")), prompt), logits(theirs, prompt)) > 1e-2
 
 
+def test_a_yarn_checkpoint_that_does_not_truncate_is_warned(tmp_path):
+    """gpt-oss's yarn says `truncate: false`: transformers keeps the correction range's ends
+    unrounded, which the language's yarn (rounded, transformers' default) doesn't compute.
+    The import says so (E3316) rather than export another rotation silently."""
+    ckpt = qwen2_yarn_checkpoint(str(tmp_path / "ckpt"))
+    cfg_path = os.path.join(ckpt, "config.json")
+    cfg = json.load(open(cfg_path, encoding="utf-8"))
+    cfg["rope_parameters"]["truncate"] = False
+    json.dump(cfg, open(cfg_path, "w", encoding="utf-8"))
+    text = open(QWEN2, encoding="utf-8").read().replace("rope(pos, theta=1000000.0)", YARN)
+    (tmp_path / "qwen2_yarn.ss").write_text(text.replace("@export(gguf)", "@export(hf)"), encoding="utf-8")
+    said = _export(str(tmp_path / "qwen2_yarn.ss"), ckpt, str(tmp_path / "out"), "--fn", "forward")
+    assert [x for x in said.splitlines() if "E3316" in x] == [
+        "shapescript: warning: [E3316] the source's rope scaling is yarn (factor 4, original_positions 32, "
+        "beta_fast 32, beta_slow 1, attention_factor 1.138629436111989), but the checkpoint's config.json "
+        "rope_parameters says yarn (factor 4, original_positions 32, beta_fast 32, beta_slow 1, attention_factor "
+        "1.138629436111989) with its correction range not rounded (truncate: false, which the language's yarn "
+        "doesn't compute): the export keeps the source's, and its outputs will differ from the original model's"]
+    # the teeth: transformers' own model computes another function without the rounding
+    ours, theirs = _both(str(tmp_path / "out"), ckpt)
+    prompt = [t % 256 for t in PROMPT]
+    assert max_diff(logits(ours, prompt), logits(theirs, prompt)) > 1e-4
+
+
 # ---------------------------------------------------------------- a language model of our own
 LM = """dim V = 96
 dim D = 128

@@ -125,6 +125,15 @@ class HFCheckpoint:
             values[k] = float(v)
         return kind, values
 
+    def yarn_untruncated(self) -> bool:
+        """Does the config's yarn say `truncate: false` (gpt-oss)? transformers then keeps
+        the correction range's ends as they are, where LANGUAGE.md's yarn rounds them down
+        and up, as transformers does by default: another rotation, which no source writes."""
+        for rope in (self.config.get("rope_parameters"), self.config.get("rope_scaling")):
+            if isinstance(rope, dict) and rope.get("truncate") is False:
+                return True
+        return False
+
     def rotary_dims(self) -> tuple | None:
         """(the features of each head the rope rotates, where the config says so): the head
         width times `partial_rotary_factor` (in rope_parameters, or at the top as older

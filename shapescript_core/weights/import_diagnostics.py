@@ -201,10 +201,13 @@ def _rope_scaling_warning(plan, ckpt, resolved):
             return e3316("rope scaling", "none", scaling, where, _fn_span(resolved))
         return None
     tkind, tvalues = theirs
+    untruncated = tkind == "yarn" and ckpt.yarn_untruncated()
     same = tkind == kind and all(math.isclose(float(v), tvalues[k], rel_tol=1e-6) for k, v in values)
-    if same:
+    if same and not untruncated:
         return None
-    return e3316("rope scaling", ours, rope_scaling.describe(tkind, tvalues), where, _fn_span(resolved))
+    said = rope_scaling.describe(tkind, tvalues) + (" with its correction range not rounded (truncate: false, "
+                                                    "which the language's yarn doesn't compute)" if untruncated else "")
+    return e3316("rope scaling", ours, said, where, _fn_span(resolved))
 
 
 def _gguf_rope_warning(plan, ckpt, ours: str, resolved):
