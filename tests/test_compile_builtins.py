@@ -338,3 +338,52 @@ fn f(m: M, x: [b n n], w: [n]) -> [b n n]:
 """
     with pytest.raises(ExportError, match=r"\(line \d+\): `\w+\(over=n\)`: `n` names 2 axes of the tensor"):
         Program(src).compile("f")
+
+
+ONE_HOT_MODEL = """dim V = 16
+dim D = 8
+dim L = 2
+
+model B:
+    w: [D V]
+
+model M:
+    layers: [L] B
+    w: [D V]
+
+fn picked(ids: [b n] Index[V]) -> [b n V]:
+    return one_hot(ids)
+
+fn blk(p: B, ids: [b n] Index[V]) -> [b n D]:
+    return linear(picked(ids), p.w)
+
+@export(hf)
+fn forward(m: M, ids: [b n] Index[V]) -> [b n D]:
+    x = linear(one_hot(ids), m.w)
+    for layer in m.layers:
+        x = x + blk(layer, ids)
+    return x
+"""
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float64"])
+def test_one_hot_follows_the_dtype_the_model_is_loaded_in(dtype, tmp_path):
+    """one_hot is f32 in the source (LANGUAGE.md): in a model loaded in bfloat16 (or f64)
+    that is the weights' type, so a linear of it runs (`.float()` stopped it: "expected m1
+    and m2 to have the same dtype"), in a method of the root and of a block alike."""
+    import transformers as tf
+    from hf_support import shapescript
+    src = tmp_path / "onehot.ss"
+    src.write_text(ONE_HOT_MODEL)
+    shapescript("export", str(src), "--hf", "--random-weights", "-o", str(tmp_path / "out"), "--force")
+    ids = torch.tensor([[1, 2, 3, 15], [0, 4, 4, 9]])
+    outs = {}
+    for dt in ("float32", dtype):
+        m = tf.AutoModel.from_pretrained(str(tmp_path / "out"), trust_remote_code=True, dtype=getattr(torch, dt))
+        with torch.no_grad():
+            out = m(ids)
+        outs[dt] = out[0] if isinstance(out, tuple) else getattr(out, "last_hidden_state", out)
+    assert outs[dtype].dtype == getattr(torch, dtype)
+    tol = 2e-2 if dtype == "bfloat16" else 1e-6
+    assert torch.allclose(outs[dtype].double(), outs["float32"].double(), atol=tol)
+    assert outs["float32"].abs().max() > 1e-3  # not all zeros

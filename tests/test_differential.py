@@ -82,7 +82,8 @@ def test_a_program_that_amplifies_rounding_is_told_from_a_miscompile(name, tmp):
     (a centered sum: in one order of additions exactly 0, in another not) times the
     output, a `where`/`argmax` that flips behind the program's own cast to f32, a rope
     whose theta is computed at run time in a program that amplifies its table's rounding
-    10^4 times. The export in f64 computes the evaluator's f64 function (or differs only
+    10^4 times (one of them feeding a `one_hot` to a linear: the export's f64 run needs
+    one_hot in the loaded type, not `.float()`). The export in f64 computes the evaluator's f64 function (or differs only
     where the program's own casts round), and a nudge of a few rounding units of the inputs
     or of each operation's result moves the evaluator as far: "conditioned", not
     "disagree" (nor "agree": f32 can't tell)."""

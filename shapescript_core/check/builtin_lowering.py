@@ -185,9 +185,12 @@ def embedding(e: Emitter, n) -> str:
 
 
 def one_hot(e: Emitter, n) -> str:
+    """f32 (LANGUAGE.md): the model's float type, as its weights were loaded (a linear of a
+    one_hot then runs in bfloat16 too, where `.float()` would stop it)."""
     ids = e.arg(n, "ids")
     v = e.need_size(ids.type.dtype.index, n.where)
-    return f"nn.functional.one_hot({e.ex(ids)}, {v}).float()"
+    e.use_helper("float_dtype")
+    return f"nn.functional.one_hot({e.ex(ids)}, {v}).to(float_dtype(self))"
 
 
 def rope(e: Emitter, n) -> str:

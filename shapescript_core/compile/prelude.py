@@ -30,6 +30,12 @@ class Parts(nn.Module):
     def forward(self, x):
         return torch.cat([part(x) for part in self.children()], -1)
 ''',
+    "float_dtype": '''
+def float_dtype(module):
+    """The float type the model's weights were loaded in (its first floating parameter's;
+    float32 without one): what the source's f32 means in a model loaded in bfloat16."""
+    return next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
+''',
     "rms_norm": '''
 def rms_norm(x, weight, dims, eps):
     """RMS normalization over `dims`, in float32 as Hugging Face Llama does it."""

@@ -70,8 +70,8 @@ def native_source(prog, plan, names: Names, source_name: str) -> str:
     root += indent(["", "def embed_input_ids(self, input_ids):", f"    return self.{table}(input_ids)", "",
                     "get_input_embeddings = embed_input_ids", ""])
     root += indent(_forward(gen, source_name))
-    helpers = [HELPERS[h].strip("\n") for h in ("rms_norm", "layer_norm", "rope", "written_attention", "topk", "expert_einsum", "causal",
-                                                "window_mask", "parts") if h in gen.helpers]
+    helpers = [HELPERS[h].strip("\n") for h in ("float_dtype", "rms_norm", "layer_norm", "rope", "written_attention", "topk",
+                                                "expert_einsum", "causal", "window_mask", "parts") if h in gen.helpers]
     helpers += [VLLM_KV_SHARDS.strip("\n"), VLLM_ATTENTION.strip("\n")]
     if "expert_shard" in gen.helpers:
         helpers.append(VLLM_EXPERT_SHARD.strip("\n"))
