@@ -370,7 +370,7 @@ model Root:
             flines += [f"x = {self.expr(['x'], fwd, 2, 'm.top')}"] if self.chance(0.5) else []
             flines += ["for layer in m.layers:", f"    x = block(layer, x, pos, {call_s})"]
             flines.append(f"return rms_norm(x, m.norm, over=D, eps={self.scalar('eps', None)}) |> linear(m.lm_head)")
-            decorator = "@export(hf, vllm)"
+            decorator = "@export(hf)" if self.sinks else "@export(hf, vllm)"  # vLLM runs no sinks (E3319)
         else:
             head = "fn forward(m: Root, x: [b n D], ids: [b n] Index[V], pos: [b n] i64" + \
                 (", s: []" if fwd.scalar else "") + ") -> [b n D]:"

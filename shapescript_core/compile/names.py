@@ -90,6 +90,7 @@ GENERATED_NAMES = frozenset("""
     params name loaded_weight param weight_loader register ARCHITECTURE MODEL ModelRegistry
     scaling num_key_value_groups is_causal head_dim model lm_head
     Parts inv_frequencies kv_head_shards kv_shard window_mask written_attention topk expert_einsum expert_shard
+    float_dtype
     fused_experts fused_shards EXPERT_LAYERS FusedMoEFactory itertools flat
     tensor_model_parallel_all_reduce get_tensor_model_parallel_rank get_tensor_model_parallel_world_size
     get_pp_group get_pp_indices ColumnParallelLinear RowParallelLinear ReplicatedLinear PPMissingLayer
