@@ -98,6 +98,16 @@ def generate(model, use_cache: bool) -> list:
     return out.tolist()
 
 
+def unnormalised_source(tmp_path) -> str:
+    """examples/qwen3_moe.ss without its division by the K weights' sum (norm_topk_prob=False)."""
+    text = open(QWEN3_MOE, encoding="utf-8").read()
+    line = "    w = w / sum(w, over=K)  # norm_topk_prob: the K weights sum to 1\n"
+    assert line in text
+    source = tmp_path / "qwen3_moe_unnormalised.ss"
+    source.write_text(text.replace(line, ""), encoding="utf-8")
+    return str(source)
+
+
 @pytest.mark.parametrize("family", ["mixtral", "qwen3_moe", "qwen3_moe_unnormalised"])
 def test_an_exported_mixture_computes_what_transformers_does(family, tmp_path):
     if family == "mixtral":
@@ -105,11 +115,7 @@ def test_an_exported_mixture_computes_what_transformers_does(family, tmp_path):
     else:
         theirs, source = qwen3_moe(norm_topk_prob=family == "qwen3_moe"), QWEN3_MOE
     if family == "qwen3_moe_unnormalised":  # norm_topk_prob=False: another function, written so
-        text = open(QWEN3_MOE, encoding="utf-8").read()
-        line = "    w = w / sum(w, over=K)  # norm_topk_prob: the K weights sum to 1\n"
-        assert line in text
-        source = str(tmp_path / "qwen3_moe_unnormalised.ss")
-        open(source, "w", encoding="utf-8").write(text.replace(line, ""))
+        source = unnormalised_source(tmp_path)
     assert len(experts_chosen(theirs)) == E  # every expert has tokens: a wrong gather would show
     out = export(source, theirs, tmp_path, family)
     cfg = json.load(open(os.path.join(out, "config.json"), encoding="utf-8"))
@@ -184,13 +190,51 @@ def test_a_checkpoint_imports_by_role_and_runs_in_transformers_and_llama_cpp(fam
         assert max_diff(load_export(back)(BATCH).logits.numpy(), theirs(BATCH).logits.numpy()) < 1e-4
 
 
+def test_a_checkpoint_imports_by_role_whatever_its_routing_and_another_routing_is_e3316(tmp_path):
+    """Qwen3-MoE with norm_topk_prob=False (OLMoE's routing too) names its tensors as with it:
+    the source written without the division imports its checkpoint by role, the dims read from
+    it, and computes what transformers does. The source that divides, given that checkpoint,
+    is another function of the same tensors: exported (the source means what it computes) with
+    an E3316 naming norm_topk_prob; the same for a .gguf, whose qwen3moe routing always divides."""
+    unnormalised = unnormalised_source(tmp_path)
+    said, logits = {}, {}
+    for norm in (False, True):
+        theirs = qwen3_moe(norm_topk_prob=norm)
+        ckpt = str(tmp_path / f"ckpt-{norm}")
+        theirs.save_pretrained(ckpt)
+        with torch.no_grad():
+            want = theirs(BATCH).logits.numpy()
+        for name, source in (("unnormalised", unnormalised), ("normalised", QWEN3_MOE)):
+            out = str(tmp_path / f"{name}-{norm}")
+            r = run_cli("export", source, "--hf", "-o", out, "--weights", ckpt, "--force")
+            assert r.returncode == 0, r.stdout + r.stderr
+            said[name, norm] = r.stdout + r.stderr
+            with torch.no_grad():
+                logits[name, norm] = max_diff(load_export(out)(BATCH).logits.numpy(), want)
+    assert logits["unnormalised", False] < 1e-4 and logits["normalised", True] < 1e-4
+    assert logits["normalised", False] > 0.1 and logits["unnormalised", True] > 0.1  # the warnings' teeth
+    assert "E3316" not in said["unnormalised", False] and "E3316" not in said["normalised", True]
+    assert ("warning: [E3316] the source's routing of the experts is the softmax of the K chosen router logits, "
+            "but the checkpoint's config.json norm_topk_prob says false (the softmax over all E router logits, "
+            "the K largest kept as they are): the export keeps the source's") in said["normalised", False]
+    assert ("warning: [E3316] the source's routing of the experts is the softmax over all E router logits, the K "
+            "largest kept as they are, but the checkpoint's config.json norm_topk_prob says true (the softmax of "
+            "the K chosen router logits)") in said["unnormalised", True]
+    assert all(said[k].count("E3316") == 1 for k in (("normalised", False), ("unnormalised", True)))
+    gguf_file = str(tmp_path / "qwen3moe.gguf")
+    r = run_cli("export", QWEN3_MOE, "--gguf", "-o", gguf_file, "--weights", str(tmp_path / "ckpt-True"), "--force")
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = run_cli("export", unnormalised, "--hf", "-o", str(tmp_path / "from-gguf"), "--weights", gguf_file, "--force")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ("but the checkpoint's `general.architecture` (qwen3moe, whose mixture always divides) says true (the "
+            "softmax of the K chosen router logits)") in r.stderr
+
+
 def test_llama_cpp_refuses_a_routing_it_does_not_run_at_the_topk(tmp_path):
     """Qwen3-MoE with norm_topk_prob=False: llama.cpp's qwen3moe always renormalises (measured:
     its converter's file is 2.08 off transformers); E3313 at the topk, naming the routing."""
-    text = open(QWEN3_MOE, encoding="utf-8").read().replace(
-        "    w = w / sum(w, over=K)  # norm_topk_prob: the K weights sum to 1\n", "")
-    source = tmp_path / "raw.ss"
-    source.write_text(text, encoding="utf-8")
+    source = unnormalised_source(tmp_path)
+    text = open(source, encoding="utf-8").read()
     dims = [x for k, v in DIMS.items() for x in ("--dim", f"{k}={v}")]
     r = run_cli("check", str(source), *dims)
     line = next(i for i, x in enumerate(text.splitlines(), 1) if "topk(k=K" in x)
@@ -198,7 +242,7 @@ def test_llama_cpp_refuses_a_routing_it_does_not_run_at_the_topk(tmp_path):
     assert (f"error[E3313]: no llama.cpp architecture runs this model: the router's weights are the softmax over all "
             f"E router logits, the K largest kept as they are (line {line}), where llama.cpp's qwen3moe routes by the "
             f"softmax of the K chosen router logits") in r.stdout
-    assert f"raw.ss:{line}:12" in r.stdout
+    assert f"qwen3_moe_unnormalised.ss:{line}:12" in r.stdout
 
 
 def test_a_checkpoint_missing_an_expert_is_one_clear_error(tmp_path):

@@ -32,6 +32,7 @@ class Experts:
 
     routings = (LLAMA_CPP_ROUTING,)  # the routings the engine runs (fused_experts.py: vLLM's)
     mixture = None  # the last mixture matched (compile/mixtures.py's Mixture)
+    importing = False  # the importer's matching: any routing names the same roles (match.py)
 
     def experts(self, branch, h, hp, tensors, blk, features=frozenset()):
         self.first_mixture = self.first_mixture or branch
@@ -62,7 +63,8 @@ class Experts:
         if m.router is None or self.arg(router, "x") is not h:
             self.depart(m.topk, "experts", "the router doesn't read the block's norm through one linear")
         self.mixture = m
-        if m.routing not in self.routings:
+        hp.setdefault("routing", m.routing)
+        if m.routing not in self.routings and not self.importing:
             words = ROUTINGS[m.routing][0]
             arch = "qwen3moe" if "qk_norm" in features else self.arch  # the family its attention names
             raise Depart(m.topk, f"the router's weights are {words}{line_of(m.topk)}, where llama.cpp's {arch} "

@@ -35,11 +35,12 @@ NO_CAP = 1e30
 
 
 class ArchMatcher(Projections, Sublayers, Experts):
-    def __init__(self, tr, any_window: bool = False):
+    def __init__(self, tr, importing: bool = False):
         self.tr = tr
-        # the importer's roles: a window (and v0.3's rope scaling, rotary_dims, softcaps) is no
-        # departure in any architecture: recorded, compared with the checkpoint's (E3316)
-        self.any_window = any_window
+        # the importer's roles: a window (and v0.3's rope scaling, rotary_dims, softcaps, a
+        # mixture's routing) is no departure in any architecture: recorded, compared with the
+        # checkpoint's (E3316)
+        self.importing = importing
         self.prog = tr.program
         self.index = {id(n): i for i, n in enumerate(tr.nodes)}
         self.found: list = []  # [_Depart] collected along the residual stream
@@ -198,7 +199,8 @@ class ArchMatcher(Projections, Sublayers, Experts):
         if hp.get("rope_freqs"):  # llama3's divisors, one per rotated pair (rope_gguf.py)
             plan_t.append(TensorPlan("rope_freqs", None, "weight", None, (len(hp["rope_freqs"]),), kind="vector",
                                      values=hp["rope_freqs"]))
-        plan = GGUFPlan(self.arch, self.hparams(hp), plan_t, rope=hp.get("rope", ("none", (), None)))
+        plan = GGUFPlan(self.arch, self.hparams(hp), plan_t, rope=hp.get("rope", ("none", (), None)),
+                        routing=hp.get("routing"))
         if tied:
             plan.notes.append("output layer tied to the token embedding")
         if "exact gelu" in self.notes:
@@ -236,7 +238,7 @@ class ArchMatcher(Projections, Sublayers, Experts):
         for v, n in caps:
             if not isinstance(v, (int, float)) or isinstance(v, bool):
                 raise Depart(n, f"a softcap is computed{line_of(n)}; llama.cpp stores one number")
-        if caps and self.arch != "gemma2" and not self.any_window:
+        if caps and self.arch != "gemma2" and not self.importing:
             raise Depart(caps[0][1], f"{'the logits are' if caps[0] is self.final_cap else 'the attention is'} capped "
                                      f"(softcap){line_of(caps[0][1])}, where {self.arch} caps nothing")
         for v, n in self.attn_caps[1:]:
@@ -538,11 +540,12 @@ def _num(x) -> str:
     return str(int(x)) if x.is_integer() else f"{x:g}"
 
 
-def match(tr, any_window: bool = False):
-    """A GGUFPlan for the trace, or the Departure E3313 reports. `any_window`: the
+def match(tr, importing: bool = False):
+    """A GGUFPlan for the trace, or the Departure E3313 reports. `importing`: the
     importer's matching, where a sliding window changes no role (Mistral is llama's
-    layout): recorded in the hparams, never a departure."""
-    m = ArchMatcher(tr, any_window)
+    layout), nor does a mixture's routing (OLMoE's and Qwen3-MoE's without norm_topk_prob
+    name their tensors as Mixtral's): recorded, never a departure."""
+    m = ArchMatcher(tr, importing)
     try:
         return m.run()
     except Depart as d:

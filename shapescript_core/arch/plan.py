@@ -90,6 +90,8 @@ class GGUFPlan:
     notes: list = field(default_factory=list)  # said in the export's summary
     # the ropes' (scaling, ((keyword, value), …), rotary_dims): v0.3's, for the importer
     rope: tuple = ("none", (), None)
+    # a mixture's routing (check/mixture_routing.py's key), for the importer; None without one
+    routing: str | None = None
 
 
 @dataclass(frozen=True)

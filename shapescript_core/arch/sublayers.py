@@ -44,7 +44,7 @@ class Sublayers:
                 raise Depart(r, f"rope's scaling or rotary_dims is computed{line_of(r)}; llama.cpp stores numbers")
             if here != (kind, values, dims) or hp.setdefault("rope", here) != here:
                 raise Depart(r, f"this rope's scaling or rotary_dims differs from the others'{line_of(r)}")
-        if self.any_window:
+        if self.importing:
             return
         width, values = qr.shape[-1], dict(values)
         hp["rope_node"] = qr  # what `rope_fits` checks once the architecture is known
@@ -135,7 +135,7 @@ class Sublayers:
         if gemma and bound is not None:
             hp["context_length"] = bound  # no sequence is longer
         if window is not None and not gemma:
-            if not self.any_window:
+            if not self.importing:
                 if self.arch == "llama":  # the family this attention's own features name (blocks() does it later)
                     self.arch = "qwen3" if q.norm is not None else \
                         "qwen2" if any(p.b is not None for p in (q, k, v)) else "llama"

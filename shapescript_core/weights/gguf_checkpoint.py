@@ -165,6 +165,18 @@ class GGUFCheckpoint:
                 out[short] = (v, f"`{k}`")
         return out
 
+    def routing_renormalised(self) -> tuple | None:
+        """(whether llama.cpp divides the K chosen weights by their sum, where the file says
+        so): `expert_weights_norm` where the file has it, else the llama and qwen3moe
+        mixtures' routing, which always does; None for a file of no mixture."""
+        k = f"{self.arch}.expert_weights_norm"
+        v = self.field(k)
+        if isinstance(v, bool):
+            return v, f"`{k}`"
+        if isinstance(self.field(meta_key("expert_count", self.arch)), int) and self.arch in ("llama", "qwen3moe"):
+            return True, f"`general.architecture` ({self.arch}, whose mixture always divides)"
+        return None
+
     def context_length(self) -> int | None:
         v = self.field(meta_key("context_length", self.arch))
         return int(v) if isinstance(v, int) and v > 0 else None

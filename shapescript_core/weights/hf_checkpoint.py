@@ -102,6 +102,20 @@ class HFCheckpoint:
             found[k.split("_")[0] + "_softcap"] = c.get(k)
         return {k: float(v) for k, v in found.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
 
+    def routing_renormalised(self) -> tuple | None:
+        """(whether the mixture divides the K chosen weights by their sum, where the config
+        says so): `norm_topk_prob` where the config has it, transformers' default (false)
+        for a Qwen3-MoE config without it, Mixtral's router always; None for a model of no
+        mixture."""
+        v = self.config.get("norm_topk_prob")
+        if isinstance(v, bool):
+            return v, "config.json norm_topk_prob"
+        if self.model_type == "qwen3_moe":
+            return False, "config.json (no norm_topk_prob: transformers' default)"
+        if self.model_type == "mixtral":
+            return True, "config.json model_type (mixtral)"
+        return None
+
     def rope_scaling_parameters(self):
         """(scaling, {keyword: value}) of the config's one rope (check/rope_scaling.py's
         names), with the defaults transformers reads for yarn's missing fields; None when

@@ -14,6 +14,7 @@ from ..arch.plan import Scale
 from ..arch.match import NO_CAP
 from ..arch import rope_gguf
 from ..check import rope_scaling
+from ..check.mixture_routing import ROUTINGS
 from .checkpoint_axes import source_axis
 from ..arch.roles import describe_role, role_kind
 from .stacks import stack_fields
@@ -171,8 +172,22 @@ def constant_warnings(plan, ckpt, resolved) -> list:
             out.append(e3316(words[k], none, _num(v), where[k], _fn_span(resolved)))
         elif o is not None and not math.isclose(float(o), v, rel_tol=1e-6):
             out.append(e3316(words[k], _num(o), _num(v), where[k], _fn_span(resolved)))
-    found = [_rope_scaling_warning(plan, ckpt, resolved), _rotary_dims_warning(plan, ckpt, resolved)]
+    found = [_rope_scaling_warning(plan, ckpt, resolved), _rotary_dims_warning(plan, ckpt, resolved),
+             _routing_warning(plan, ckpt, resolved)]
     return out + [d for d in found if d is not None]
+
+
+def _routing_warning(plan, ckpt, resolved):
+    """E3316 where the source's mixture divides the K chosen weights by their sum and the
+    checkpoint's doesn't (`norm_topk_prob`), or the other way round: another function of
+    the same tensors (check/mixture_routing.py names both)."""
+    ours = ROUTINGS[plan.routing][1] if plan.routing is not None else None
+    theirs = ckpt.routing_renormalised()
+    if ours is None or theirs is None or ours == theirs[0]:
+        return None
+    said = next(words for words, renormalised, _ in ROUTINGS.values() if renormalised is theirs[0])
+    return e3316("routing of the experts", ROUTINGS[plan.routing][0], f"{str(theirs[0]).lower()} ({said})",
+                 theirs[1], _fn_span(resolved))
 
 
 def _rotary_dims_warning(plan, ckpt, resolved):

@@ -17,7 +17,7 @@ def plan_for_import(db, request, resolved, label: str):
         tr = trace(db, request.path, resolved.fn_item.name, resolved.dims)
     except CompileError as e:
         raise ExportError(f"can't follow `{resolved.fn_item.name}` to match it with {label}: {e}") from None
-    plan = match(tr, any_window=True)  # a window changes no role (Mistral's is llama's layout)
+    plan = match(tr, importing=True)  # a window or a routing changes no role (Mistral's is llama's layout)
     if isinstance(plan, Departure):
         raise ExportError("not exported: the checkpoint can't be matched to the source",
                           diagnostics=[unknown_architecture(resolved, label, plan)])
