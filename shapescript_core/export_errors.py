@@ -41,3 +41,8 @@ class ParamSpec:
         for s in self.shape:
             n *= s
         return n
+
+
+# `--dtype keep` without a .gguf to keep: said by the request (random weights, none, a
+# folder) and by the GGUF writer (a file that turned out to be another kind)
+KEEP_NEEDS_GGUF = "--dtype keep keeps a .gguf's tensors as they came: give --weights FILE.gguf"

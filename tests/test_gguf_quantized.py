@@ -197,8 +197,12 @@ def test_keep_computes_what_it_must_and_says_so(models, tmp_path):
 def test_keep_needs_a_gguf_in(tmp_path):
     r = run_cli("export", LLAMA, "--gguf", "-o", str(tmp_path / "k.gguf"), "--random-weights", "--dtype", "keep",
                 "--dim", "V=64", "--dim", "D=64", "--dim", "H=2", "--dim", "Hkv=1", "--dim", "F=64", "--dim", "L=1")
-    assert r.returncode != 0
+    assert r.returncode == 2  # a usage error, said before the check
     assert "--dtype keep keeps a .gguf's tensors as they came: give --weights FILE.gguf" in r.stdout + r.stderr
     assert not os.listdir(tmp_path)
+    folder = tmp_path / "checkpoint"
+    folder.mkdir()
+    r = run_cli("export", LLAMA, "--gguf", "-o", str(tmp_path / "k.gguf"), "--weights", str(folder), "--dtype", "keep")
+    assert r.returncode == 2 and "give --weights FILE.gguf" in r.stderr and os.listdir(tmp_path) == ["checkpoint"]
     r = run_cli("export", LLAMA, "--hf", "-o", str(tmp_path / "k"), "--random-weights", "--dtype", "keep")
     assert r.returncode != 0 and "--dtype keep is for gguf only" in r.stdout + r.stderr

@@ -25,7 +25,7 @@ from ..check.env import dim_value_problem
 from ..check.suggest import closest
 from ..settings import Config, load_config, settings_dir
 from ..targets import TARGETS
-from ..export_errors import RequestError
+from ..export_errors import KEEP_NEEDS_GGUF, RequestError
 from .writers import DTYPES, KIND
 
 
@@ -160,6 +160,8 @@ def make_request(path: str, target: str, *, fn: Optional[str] = None, output: Op
         if dt in DTYPES["gguf"]:
             raise RequestError(f"--dtype {dt} is for gguf only: use f32, f16 or bf16")
         raise RequestError(f"--dtype takes one of {', '.join(DTYPES[target])}, got `{dt}`")
+    if dt == "keep" and (rand or w is None or os.path.isdir(w)):  # a file's kind is read later, from its bytes
+        raise RequestError(KEEP_NEEDS_GGUF)
 
     wmap = _resolve(weights_map, base)
     if wmap is None and defaults.get("weights_map") and w is not None:

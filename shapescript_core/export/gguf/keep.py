@@ -21,7 +21,7 @@ import numpy as np
 from gguf.quants import quant_shape_to_byte_shape
 
 from ...arch import layout
-from ...export_errors import ExportError
+from ...export_errors import KEEP_NEEDS_GGUF, ExportError
 
 Q = gguf.GGMLQuantizationType
 FLOAT_TYPES = (Q.F32, Q.F16, Q.BF16)
@@ -95,7 +95,7 @@ def checkpoint(ctx):
     source = getattr(ctx, "_source", None)
     ckpt = getattr(source, "ckpt", None)
     if ckpt is None or getattr(ckpt, "kind", None) != "gguf":
-        raise ExportError("--dtype keep keeps a .gguf's tensors as they came: give --weights FILE.gguf")
+        raise ExportError(KEEP_NEEDS_GGUF)
     return ckpt
 
 
