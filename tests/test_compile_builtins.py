@@ -7,6 +7,7 @@ so that a wrong permutation, a wrong `over` axis or a wrong broadcast cannot pas
 """
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -387,3 +388,59 @@ def test_one_hot_follows_the_dtype_the_model_is_loaded_in(dtype, tmp_path):
     tol = 2e-2 if dtype == "bfloat16" else 1e-6
     assert torch.allclose(outs[dtype].double(), outs["float32"].double(), atol=tol)
     assert outs["float32"].abs().max() > 1e-3  # not all zeros
+
+
+F32_MODEL = """dim V = 16
+dim D = 8
+dim L = 2
+
+model B:
+    w: [D D]
+    n: [D] = ones
+
+model M:
+    embed: [V D]
+    layers: [L] B
+
+fn scaled(x: [b n D], s: []) -> [b n D]:
+    return x * s
+
+fn blk(p: B, x: [b n D], s: []) -> [b n D]:
+    return rms_norm(linear(to(x, f32), p.w), p.n, over=D, eps=1e-6) |> scaled(s / 3.0)
+
+@export(hf)
+fn forward(m: M, ids: [b n] Index[V]) -> [b n D]:
+    x = embedding(ids, m.embed)
+    for layer in m.layers:
+        x = x + blk(layer, x, 1 / 3)
+    return x
+"""
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float64"])
+def test_the_sources_f32_is_the_type_the_model_is_loaded_in(dtype, tmp_path):
+    """`to(x, f32)`, a number passed to an f32 parameter `s: []`, and the norms' float32
+    work: in a bfloat16 load `to(x, f32)` met bfloat16 weights ("expected m1 and m2 to
+    have the same dtype"); in a float64 load the scalar (`1 / 3`), `to(x, f32)` and
+    rms_norm rounded to float32. Now the float64 load is the evaluator's float64
+    function (the differential runs' f64 cross-check), the bfloat16 one runs."""
+    import transformers as tf
+    from hf_support import shapescript
+    from shapescript_core.evaluate import load
+    src = tmp_path / "f32.ss"
+    src.write_text(F32_MODEL)
+    shapescript("export", str(src), "--hf", "--random-weights", "-o", str(tmp_path / "out"), "--force")
+    ids = torch.tensor([[1, 2, 3, 15], [0, 4, 4, 9]])
+    m = tf.AutoModel.from_pretrained(str(tmp_path / "out"), trust_remote_code=True, dtype=getattr(torch, dtype))
+    with torch.no_grad():
+        out = m(ids)
+    got = out[0] if isinstance(out, tuple) else getattr(out, "last_hidden_state", out)
+    assert got.dtype == getattr(torch, dtype)
+    keys = json.load(open(tmp_path / "out" / "shapescript-weights.json"))["keys"]  # param path -> the model's key
+    sd = m.state_dict()
+    weights = {p: sd[k].double() for p, k in keys.items()}
+    with torch.no_grad():
+        want = load(F32_MODEL).run("forward", weights, float64=True, ids=ids)
+    assert want.abs().max() > 1e-2
+    tol = 1e-12 if dtype == "float64" else 5e-2 * float(want.abs().max())
+    assert (got.double() - want).abs().max() <= tol

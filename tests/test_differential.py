@@ -83,8 +83,10 @@ def test_a_program_that_amplifies_rounding_is_told_from_a_miscompile(name, tmp):
     output, a `where`/`argmax` that flips behind the program's own cast to f32, a rope
     whose theta is computed at run time in a program that amplifies its table's rounding
     10^4 times (one of them feeding a `one_hot` to a linear: the export's f64 run needs
-    one_hot in the loaded type, not `.float()`). The export in f64 computes the evaluator's f64 function (or differs only
-    where the program's own casts round), and a nudge of a few rounding units of the inputs
+    one_hot in the loaded type, not `.float()`), and from issue 33's last runs a number
+    passed to a parameter `s: []` and the norms' and the softmax's float32 work, which
+    rounded in the export's f64 run. The export in f64 computes the evaluator's f64
+    function (or differs only where the program's own casts to f16/bf16 round), and a nudge of a few rounding units of the inputs
     or of each operation's result moves the evaluator as far: "conditioned", not
     "disagree" (nor "agree": f32 can't tell)."""
     case = case_from_text(open(os.path.join(CONDITIONED, name)).read())

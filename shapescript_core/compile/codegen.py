@@ -601,6 +601,9 @@ class MethodGen:
                 return 'float("-inf")'
             return repr(v)
         if op == "dtype":
+            if n.attrs["dtype"] == "f32":  # the source's f32: the float type the model is loaded in
+                self.use_helper("float_dtype")  # (a bfloat16 load's `to(x, f32)` then meets its weights)
+                return "float_dtype(self)"
             return TORCH_DTYPES[n.attrs["dtype"]]
         if op == "string":
             return repr(n.attrs["value"])
@@ -706,7 +709,7 @@ class MethodGen:
             if a is None:
                 skipped = True
                 continue
-            c = self.as_param(self.ex(a), ptype, a.type)
+            c = self.as_param(self.ex(a), ptype, a.type, in_call=True)
             codes.append(f"{self.gen.param_names(callee)[pname]}={c}" if skipped else c)
         if callee.name in self.gen.attention_fns:
             codes.append(ATTENTION_KWARGS)
@@ -720,11 +723,18 @@ class MethodGen:
             return f"{owner}({', '.join(codes)})"
         return f"{owner}.{method}({', '.join(codes)})"
 
-    @staticmethod
-    def as_param(code: str, ptype, atype) -> str:
-        """An argument as its parameter holds it: a number passed to a tensor parameter of
-        shape [] becomes a tensor, so that the callee's tensor operations take it."""
+    def as_param(self, code: str, ptype, atype, in_call: bool = False) -> str:
+        """An argument (or a parameter's default) as its parameter holds it: a number
+        passed to a tensor parameter of shape [] becomes a tensor, so that the callee's
+        tensor operations take it. In a call, an f32 one is in the float type the model is
+        loaded in (`float_dtype`, as the evaluator's f32 is float64 in a float64
+        evaluation: in a float64 load, `s / sqrt(Dh)` of a parameter `s: []` given `1 / H`
+        was rounded to float32); a default, evaluated where the method is defined, stays
+        float32."""
         if isinstance(ptype, TensorT) and not ptype.axes and isinstance(atype, ScalarT):
+            if ptype.dtype.name == "f32" and in_call:
+                self.use_helper("float_dtype")
+                return f"torch.tensor({code}, dtype=float_dtype(self))"
             return f"torch.tensor({code}, dtype={TORCH_DTYPES.get(ptype.dtype.name, 'torch.int64')})"
         return code
 

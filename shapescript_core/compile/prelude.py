@@ -38,9 +38,10 @@ def float_dtype(module):
 ''',
     "rms_norm": '''
 def rms_norm(x, weight, dims, eps):
-    """RMS normalization over `dims`, in float32 as Hugging Face Llama does it."""
+    """RMS normalization over `dims`, in float32 as Hugging Face Llama does it (float64
+    stays float64)."""
     dtype = x.dtype
-    x = x.float()
+    x = x.to(torch.promote_types(dtype, torch.float32))
     x = x * torch.rsqrt(x.pow(2).mean(dims, keepdim=True) + eps)
     return weight * x.to(dtype)
 ''',
@@ -234,11 +235,12 @@ def eager_attention(module, query, key, value, attention_mask, scaling=None, dro
             keep = keep & ~torch.ones(q, k, dtype=torch.bool, device=query.device).tril(k - q - module.sliding_window)
         scores = scores.masked_fill(~keep, float("-inf"))
     sinks = kwargs.get("s_aux")
+    wide = torch.promote_types(scores.dtype, torch.float32)  # the softmax in float32 at least
     if sinks is None:
-        weights = scores.float().softmax(-1).to(query.dtype)
+        weights = scores.to(wide).softmax(-1).to(query.dtype)
     else:  # one more logit per head whose probability is dropped (gpt-oss's sinks)
         sink = sinks.to(scores.dtype).reshape(1, -1, 1, 1).expand(scores.shape[:-1] + (1,))
-        weights = torch.cat([scores, sink], dim=-1).float().softmax(-1)[..., :-1].to(query.dtype)
+        weights = torch.cat([scores, sink], dim=-1).to(wide).softmax(-1)[..., :-1].to(query.dtype)
     return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
 
 
