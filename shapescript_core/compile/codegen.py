@@ -730,12 +730,16 @@ class MethodGen:
         loaded in (`float_dtype`, as the evaluator's f32 is float64 in a float64
         evaluation: in a float64 load, `s / sqrt(Dh)` of a parameter `s: []` given `1 / H`
         was rounded to float32); a default, evaluated where the method is defined, stays
-        float32."""
+        float32. In a call it is made on the device of the caller's inputs (a CUDA model's
+        callee meets no CPU tensor)."""
         if isinstance(ptype, TensorT) and not ptype.axes and isinstance(atype, ScalarT):
-            if ptype.dtype.name == "f32" and in_call:
+            dtype = TORCH_DTYPES.get(ptype.dtype.name, "torch.int64")
+            if not in_call:
+                return f"torch.tensor({code}, dtype={dtype})"
+            if ptype.dtype.name == "f32":
                 self.use_helper("float_dtype")
-                return f"torch.tensor({code}, dtype=float_dtype(self))"
-            return f"torch.tensor({code}, dtype={TORCH_DTYPES.get(ptype.dtype.name, 'torch.int64')})"
+                dtype = "float_dtype(self)"
+            return f"torch.tensor({code}, dtype={dtype}, device={self.device})"
         return code
 
     # ------------------------------------------------------------ builtins
