@@ -59,6 +59,9 @@ class Emitter(Protocol):
     def use_helper(self, name: str) -> None:
         """Have the generated file define this prelude helper."""
 
+    def loaded_float(self) -> str:
+        """The code of the source's f32: the float type the model was loaded in."""
+
     def module_field(self, node, kinds) -> Optional[str]:
         """`obj.attr` when node reads a field that is a module of one of these kinds."""
 
@@ -189,8 +192,7 @@ def one_hot(e: Emitter, n) -> str:
     one_hot then runs in bfloat16 too, where `.float()` would stop it)."""
     ids = e.arg(n, "ids")
     v = e.need_size(ids.type.dtype.index, n.where)
-    e.use_helper("float_dtype")
-    return f"nn.functional.one_hot({e.ex(ids)}, {v}).to(float_dtype(self))"
+    return f"nn.functional.one_hot({e.ex(ids)}, {v}).to({e.loaded_float()})"
 
 
 def rope(e: Emitter, n) -> str:

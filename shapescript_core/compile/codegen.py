@@ -601,9 +601,8 @@ class MethodGen:
                 return 'float("-inf")'
             return repr(v)
         if op == "dtype":
-            if n.attrs["dtype"] == "f32":  # the source's f32: the float type the model is loaded in
-                self.use_helper("float_dtype")  # (a bfloat16 load's `to(x, f32)` then meets its weights)
-                return "float_dtype(self)"
+            if n.attrs["dtype"] == "f32":  # a bfloat16 load's `to(x, f32)` then meets its weights
+                return self.loaded_float()
             return TORCH_DTYPES[n.attrs["dtype"]]
         if op == "string":
             return repr(n.attrs["value"])
@@ -737,8 +736,7 @@ class MethodGen:
             if not in_call:
                 return f"torch.tensor({code}, dtype={dtype})"
             if ptype.dtype.name == "f32":
-                self.use_helper("float_dtype")
-                dtype = "float_dtype(self)"
+                dtype = self.loaded_float()
             return f"torch.tensor({code}, dtype={dtype}, device={self.device})"
         return code
 
@@ -768,6 +766,12 @@ class MethodGen:
 
     def use_helper(self, name: str) -> None:
         self.gen.helpers.add(name)
+
+    def loaded_float(self) -> str:
+        """The source's f32 in the generated code: the float type the model's weights were
+        loaded in (`float_dtype`; float32 in a float32 load, bfloat16 in a bfloat16 one)."""
+        self.use_helper("float_dtype")
+        return "float_dtype(self)"
 
     def module_field(self, node, kinds) -> Optional[str]:
         return self._module_field(node, kinds)
