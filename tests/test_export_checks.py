@@ -649,3 +649,40 @@ def test_cli_export_refuses_before_writing(tmp_path):
     assert r.returncode == 1
     assert "error[E3305]" in r.stdout + r.stderr
     assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_a_model_that_did_not_parse_leaves_the_export_checks_out():
+    # the helper's parameter is a model whose text did not parse (its fields unknown): its
+    # syntax error is the file's one diagnostic for it, never an E0001 of the export checks
+    src = DIMS + ATTN + """
+model Mlp:
+dim F = 128
+    w_up: [F D]
+    w_down: [D F]
+
+model Block:
+    attn: Attn
+    mlp: Mlp
+
+model Lm:
+    emb: [V D]
+    layers: [L] Block
+    W: [V D]
+
+fn mlp(p: Mlp, x: [b n D]) -> [b n D]:
+    return linear(relu(linear(x, p.w_up)), p.w_down)
+
+@export(hf, gguf)
+fn forward(m: Lm, ids: [b n] Index[V]) -> [b n V]:
+    x = embedding(ids, m.emb)
+    for blk in m.layers:
+        x = x + attend(blk.attn, x)
+        x = x + mlp(blk.mlp, x)
+    return linear(x, m.W)
+"""
+    ws, diags = diagnostics(src)
+    f = ws.file(PATH)
+    got = [(d.code, f.lines.line_of(d.span.abs_start) + 1, d.message) for d in diags]
+    model_line = line_of(src, "model Mlp:")
+    assert got == [("E0101", model_line, "expected an indented block, found the end of the item"),
+                   ("E0101", model_line + 2, "expected the end of the item, found an indented block")], got

@@ -94,8 +94,11 @@ class Reach:
             env = self.env_of(r.item)
             if env is None or _calls_broken(r, env):
                 return True
-            for m in _models_used(r, env):
-                anchors.add(id(m.item))
+            for name, m in held_models(map(held_model, r.types.values()), env.model):
+                if m is not None:
+                    anchors.add(id(m.item))
+                elif env.is_broken_name(name):  # a model that did not parse: what it holds is unknown
+                    return True
         for an in list(self._analyses.values()):
             if an is None:
                 continue
@@ -118,5 +121,3 @@ def _calls_broken(res, env) -> bool:
     return False
 
 
-def _models_used(res, env) -> list:
-    return [m for _, m in held_models(map(held_model, res.types.values()), env.model) if m is not None]

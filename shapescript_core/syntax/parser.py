@@ -38,7 +38,7 @@ TOKEN_WORDS = {
 }
 # Which expected terminals to name first in "expected X": the most telling one.
 EXPECT_ORDER = ["COLON", "RPAR", "RSQB", "ARROW", "EQUAL", "_NL", "_INDENT", "NAME",
-                "COMMA", "LPAR", "LSQB", "STRING", "INT", "_DEDENT"]
+                "COMMA", "LPAR", "LSQB", "STRING", "INT", "_DEDENT", "$END"]
 
 
 def _pos(x) -> A.Pos:
