@@ -249,6 +249,39 @@ def test_a_constant_the_config_contradicts_is_an_e3316_warning(checkpoints, tmp_
     assert r.stderr.count("E3316") == 1
 
 
+
+@pytest.mark.parametrize("change, warned", [
+    # an integer too large for a float (JSON has no limit), and one past its range as a float
+    ({"rope_parameters": {"rope_type": "default", "rope_theta": 10 ** 400}, "rms_norm_eps": float("inf")},
+     ["rope_theta says inf", "rms_norm_eps says inf"]),
+    # a rope type that is no name, and yarn's fields that are no numbers
+    ({"rope_parameters": {"rope_type": {"yarn": 1}, "rope_theta": 500000.0}}, []),
+    ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 500000.0, "factor": "4", "mscale": [1],
+                          "mscale_all_dim": {}}}, ["rope scaling"]),
+    ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 500000.0, "factor": 10 ** 400, "mscale": 1,
+                          "mscale_all_dim": 10 ** 400}}, ["rope scaling"]),
+])
+def test_config_values_of_any_type_or_size_are_read_as_data(checkpoints, tmp_path, change, warned):
+    # config.json is anyone's: its numbers are compared, never trusted to convert; a value
+    # that is no number is as good as absent (an internal error before: unhashable type,
+    # int too large to convert to float)
+    ckpt, _ = checkpoints("llama", {}, False)
+    mine = tmp_path / "ckpt"
+    mine.mkdir()
+    for f in os.listdir(ckpt):
+        (mine / f).write_bytes(open(os.path.join(ckpt, f), "rb").read())
+    config = json.loads((mine / "config.json").read_text())
+    config.update(change)
+    (mine / "config.json").write_text(json.dumps(config))
+    out = tmp_path / "out"
+    r = export("llama", "hf", out, str(mine))
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    assert os.path.isfile(out / "model.safetensors")
+    assert r.stderr.count("[E3316]") == len(warned), r.stderr
+    for w in warned:
+        assert w in r.stderr, r.stderr
+
 def test_a_truncated_shard_a_missing_shard_a_corrupt_gguf(checkpoints, llama_gguf, tmp_path):
     import shutil
     ckpt, _ = checkpoints("llama", {}, True)

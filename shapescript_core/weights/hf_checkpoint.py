@@ -100,7 +100,7 @@ class HFCheckpoint:
             found["window"] = c.get("sliding_window")
         for k in ("attn_logit_softcapping", "final_logit_softcapping"):  # Gemma 2's caps
             found[k.split("_")[0] + "_softcap"] = c.get(k)
-        return {k: float(v) for k, v in found.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        return {k: x for k, x in ((k, config_number(v)) for k, v in found.items()) if x is not None}
 
     def routing_renormalised(self) -> tuple | None:
         """(whether the mixture divides the K chosen weights by their sum, where the config
@@ -127,16 +127,17 @@ class HFCheckpoint:
                 return None
         kind = rope.get("rope_type", rope.get("type", "default"))
         kind = next((k for k, v in rope_scaling.HF_TYPE.items() if v == kind), kind)
-        if kind not in rope_scaling.SCALINGS:
+        if not isinstance(kind, str) or kind not in rope_scaling.SCALINGS:
             return None
         values = {}
         for k in rope_scaling.SCALINGS[kind]:
             v = rope.get(rope_scaling.HF_KEY.get(k, k))
             if v is None and kind == "yarn":  # as transformers' _compute_yarn_parameters reads it
                 v = {"beta_fast": 32.0, "beta_slow": 1.0, "attention_factor": _yarn_attention_factor(rope)}.get(k)
-            if not isinstance(v, (int, float)) or isinstance(v, bool):
+            x = config_number(v)
+            if x is None:
                 return None
-            values[k] = float(v)
+            values[k] = x
         return kind, values
 
     def yarn_untruncated(self) -> bool:
@@ -177,8 +178,8 @@ class HFCheckpoint:
         for k in kinds:
             kind = k.get("rope_type")
             if isinstance(kind, str) and kind != "default":
-                factor = k.get("factor")
-                return kind + (f", factor {factor:g}" if isinstance(factor, (int, float)) else "")
+                factor = config_number(k.get("factor"))
+                return kind + (f", factor {factor:g}" if factor is not None else "")
         return None
 
     def block_count(self) -> int | None:
@@ -354,15 +355,28 @@ def _token_id(v) -> bool:
                                                all(isinstance(i, int) and not isinstance(i, bool) for i in v))
 
 
+def config_number(v) -> float | None:
+    """A config.json value that is a number (a bool is not), as a float; an integer too
+    large for one is infinite (what it says: larger than any). None for anything else."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        return float(v)
+    except OverflowError:
+        return math.inf if v > 0 else -math.inf
+
+
 def _yarn_attention_factor(rope: dict):
     """yarn's attention factor where config.json has none, as transformers computes it
     (from `factor`, and `mscale` / `mscale_all_dim` where both are given: DeepSeek)."""
-    factor = rope.get("factor")
-    if not isinstance(factor, (int, float)) or isinstance(factor, bool):
+    factor = config_number(rope.get("factor"))
+    if factor is None:
         return None
 
     def mscale(m=1.0):
-        return 1.0 if factor <= 1 else 0.1 * m * math.log(factor) + 1.0
-    if rope.get("mscale") and rope.get("mscale_all_dim"):
-        return mscale(rope["mscale"]) / mscale(rope["mscale_all_dim"])
+        return 1.0 if not factor > 1 else 0.1 * m * math.log(factor) + 1.0
+    m, m_all = config_number(rope.get("mscale")), config_number(rope.get("mscale_all_dim"))
+    if m and m_all:
+        ratio = mscale(m_all)
+        return mscale(m) / ratio if ratio else None
     return mscale()

@@ -21,6 +21,7 @@ from .stacks import stack_fields
 from .e3314 import e3314
 from .e3315 import e3315, e3315_blocks
 from .e3316 import e3316
+from .hf_checkpoint import config_number
 
 MAX_LISTED = 4  # roles (or params) named in an E3314
 
@@ -253,8 +254,8 @@ def scale_warnings(recipes: dict, ckpt, resolved) -> list:
     `query_pre_attn_scalar`) is not the source's: the import keeps the checkpoint's
     outputs by folding the ratio into the query norms' weights (Gemma 2: the query rows'),
     and says so, naming both scales."""
-    qpas = ckpt.config.get("query_pre_attn_scalar") if ckpt.kind == "hf" else None
-    if not isinstance(qpas, (int, float)) or isinstance(qpas, bool) or qpas <= 0:
+    qpas = config_number(ckpt.config.get("query_pre_attn_scalar")) if ckpt.kind == "hf" else None
+    if qpas is None or not 0 < qpas < math.inf:
         return []
     folded = [(path, f) for path, r in recipes.items() for f in (_scale_factor(r),) if f is not None]
     if not folded:
