@@ -304,6 +304,59 @@ def test_a_truncated_shard_a_missing_shard_a_corrupt_gguf(checkpoints, llama_ggu
     assert "cut.gguf is not a GGUF file that can be read" in err and "truncated" in err
 
 
+
+NOT_UTF8 = b"\xff\xfe\xfd\xfc\xfb\xfa"
+
+
+def _with_metadata(src: str, dst, changes: dict) -> str:
+    """A copy of a GGUF file with some metadata set: {key: (value, type, sub type)}; a
+    string value's "XFFXFE" is written as six bytes no UTF-8 string holds (the metadata
+    comes before the tensors: its first occurrence)."""
+    import gguf
+    r = gguf.GGUFReader(src)
+    w = gguf.GGUFWriter(str(dst), arch=r.get_field("general.architecture").contents(), use_temp_file=False)
+    fields = {n: (f.contents(), f.types[0], f.types[-1] if f.types[0] == gguf.GGUFValueType.ARRAY else None)
+              for n, f in r.fields.items() if not n.startswith("GGUF.") and n != "general.architecture"}
+    for name, (value, vtype, sub) in {**fields, **changes}.items():
+        w.add_key_value(name, value, vtype, sub_type=sub)
+    for t in r.tensors:
+        w.add_tensor_info(t.name, t.data.shape, t.data.dtype, t.data.nbytes, t.tensor_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    for t in r.tensors:
+        w.write_tensor_data(t.data)
+    w.close()
+    data = open(dst, "rb").read()
+    open(dst, "wb").write(data.replace(b"XFFXFE", NOT_UTF8, 1))
+    return str(dst)
+
+
+def test_a_gguf_vocabulary_that_is_not_utf8_is_copied_as_it_is_and_a_huge_context_is_left_out(llama_gguf, tmp_path):
+    from shapescript_core.arch.match import DEFAULT_CONTEXT
+    # anyone's file: strings that are not UTF-8 (llama.cpp reads token texts as bytes) and
+    # a context length no uint32 holds were internal errors (UnicodeDecodeError, struct.error)
+    import gguf
+    f, _ = llama_gguf
+    T = gguf.GGUFValueType
+    odd = _with_metadata(f, tmp_path / "odd.gguf", {
+        "tokenizer.ggml.model": ("gpt2", T.STRING, None),
+        "tokenizer.ggml.tokens": ([f"t{i}" for i in range(299)] + ["XFFXFE"], T.ARRAY, T.STRING),
+        "tokenizer.ggml.token_type": ([1] * 300, T.ARRAY, T.INT32),
+        "llama.context_length": (2 ** 64 - 1, T.UINT64, None),
+    })
+    out = tmp_path / "out.gguf"
+    r = export("llama", "gguf", out, odd)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    written = gguf.GGUFReader(str(out))
+    tokens = written.get_field("tokenizer.ggml.tokens")
+    assert bytes(tokens.parts[tokens.data[-1]]) == NOT_UTF8  # the file's bytes, as they were
+    assert bytes(tokens.parts[tokens.data[5]]) == b"t5"
+    assert written.get_field("llama.context_length").contents() == DEFAULT_CONTEXT  # as if not said
+    r = export("llama", "hf", tmp_path / "hf", odd)
+    assert r.returncode == 0 and "internal error" not in r.stderr, r.stderr
+
 # ------------------------------------------------------------------ the tokenizer and settings come along
 CHAT = "{% for m in messages %}<|endoftext|>{{ m['content'] }}{% endfor %}"
 

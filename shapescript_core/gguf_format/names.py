@@ -77,6 +77,13 @@ FILE_TYPE = {**{n: getattr(gguf.LlamaFileType, BY_NAME[n].gguf_file_type) for n 
              **{n: getattr(gguf.LlamaFileType, t) for n, t in QUANTIZED.items()}}
 
 
+UINT32_MAX = 2 ** 32 - 1  # the largest value of a uint32 field (HPARAM_KEYS' add_uint32)
+
+
+def fits_uint32(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= UINT32_MAX
+
+
 def key(short: str, arch: str) -> str:
     cls, attr, _ = HPARAM_KEYS[short]
     return getattr(getattr(gguf.Keys, cls), attr).format(arch=arch)

@@ -194,7 +194,7 @@ class GGUFCheckpoint:
         for name, f in self.reader.fields.items():
             if name.startswith("tokenizer.") and f.types:
                 sub = f.types[-1] if f.types[0] == gguf.GGUFValueType.ARRAY else None
-                out.append((name, f.contents(), f.types[0], sub))
+                out.append((name, _contents(f, sub), f.types[0], sub))
         return out
 
     def settings(self) -> dict:
@@ -285,3 +285,16 @@ class GGUFCheckpoint:
                          gguf.GGMLQuantizationType.BF16):
                 out[q.name] = out.get(q.name, 0) + 1
         return out
+
+
+def _contents(f, sub):
+    """A field's value; its strings as the file's bytes where they are not UTF-8 (a
+    vocabulary copied as it is: gguf-py's writer takes bytes for a string)."""
+    try:
+        return f.contents()
+    except UnicodeDecodeError:
+        strings = sub == gguf.GGUFValueType.STRING or f.types[0] == gguf.GGUFValueType.STRING
+        if not strings:
+            raise
+        raw = [f.parts[i].tobytes() for i in f.data]
+        return raw if sub is not None else raw[0]

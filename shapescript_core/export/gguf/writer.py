@@ -164,8 +164,9 @@ def _write(ctx, out: str, dtype: str) -> tuple:
                 raise ExportError(f"internal: `{path}` is {list(ctx.spec(path).shape)}, "
                                   f"the {plan.arch} plan expected {list(shape)}")
     context = ctx.imported.get("context_length")
-    if context and "position_embedding" not in FAMILIES[plan.arch].roles:  # gpt2's is its position table's size
-        plan.hparams["context_length"] = int(context)
+    # gpt2's is its position table's size; one no uint32 holds (a hostile checkpoint's) stays the default
+    if context and metadata.fits_uint32(context) and "position_embedding" not in FAMILIES[plan.arch].roles:
+        plan.hparams["context_length"] = context
     ckpt = keep.checkpoint(ctx) if dtype == "keep" else None
     w = gguf.GGUFWriter(out, arch)
     rows = []
