@@ -260,6 +260,8 @@ def test_a_constant_the_config_contradicts_is_an_e3316_warning(checkpoints, tmp_
                           "mscale_all_dim": {}}}, ["rope scaling"]),
     ({"rope_parameters": {"rope_type": "yarn", "rope_theta": 500000.0, "factor": 10 ** 400, "mscale": 1,
                           "mscale_all_dim": 10 ** 400}}, ["rope scaling"]),
+    # a head width no tensor has: the width over the heads (16) is the config's
+    ({"head_dim": 10 ** 400, "partial_rotary_factor": 0.5}, ["partial_rotary_factor says 8"]),
 ])
 def test_config_values_of_any_type_or_size_are_read_as_data(checkpoints, tmp_path, change, warned):
     # config.json is anyone's: its numbers are compared, never trusted to convert; a value

@@ -149,15 +149,23 @@ class HFCheckpoint:
                 return True
         return False
 
+    def head_width(self) -> int | None:
+        """The width of a head as the config gives it: `head_dim`, else the width over the
+        heads; None when it gives none (or one no tensor can have: 0, past int64)."""
+        c = self.config
+        v = c.get("head_dim")
+        if not _count(v):
+            D, H = c.get("hidden_size"), c.get("num_attention_heads")
+            v = D // H if _count(D) and _count(H) else None
+        return v if _count(v) else None
+
     def rotary_dims(self) -> tuple | None:
         """(the features of each head the rope rotates, where the config says so): the head
         width times `partial_rotary_factor` (in rope_parameters, or at the top as older
         configs and GPT-NeoX's `rotary_pct` write it); None when the config gives no widths."""
         c = self.config
-        D, H = c.get("hidden_size"), c.get("num_attention_heads")
-        Dh = c.get("head_dim") if isinstance(c.get("head_dim"), int) else (D // H if isinstance(D, int) and
-                                                                            isinstance(H, int) and H else None)
-        if not Dh:
+        Dh = self.head_width()
+        if Dh is None:
             return None
         rope = c.get("rope_parameters") if isinstance(c.get("rope_parameters"), dict) else {}
         for where, v in (("rope_parameters.partial_rotary_factor", rope.get("partial_rotary_factor")),
@@ -298,13 +306,13 @@ class HFCheckpoint:
         3's query norm, Gemma 2's query rows) when it isn't what llama.cpp assumes; () when it
         is, or when the config doesn't say."""
         c = self.config
-        vals = [c.get(k) for k in ("query_pre_attn_scalar", "hidden_size", "num_attention_heads",
-                                    "num_hidden_layers")]
-        if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 for v in vals):
+        qpas = config_number(c.get("query_pre_attn_scalar"))
+        D, H, L = (c.get(k) for k in ("hidden_size", "num_attention_heads", "num_hidden_layers"))
+        Dh = self.head_width()
+        if Dh is None or qpas is None or not 0 < qpas < math.inf or not (_count(D) and _count(H) and _count(L)) \
+                or D < H:
             return ()
-        qpas, D, H, L = vals
-        Dh = c.get("head_dim") if isinstance(c.get("head_dim"), int) else int(D) // int(H)
-        r = qpas ** -0.5 / llama_cpp_scale(arch, int(L), int(D), int(H), int(Dh))
+        r = qpas ** -0.5 / llama_cpp_scale(arch, L, D, H, Dh)
         return () if abs(r - 1.0) < 1e-9 else (Scale(r),)
 
     def index_raw(self):
@@ -353,6 +361,11 @@ def _token_id(v) -> bool:
         return False
     return (isinstance(v, int) and v >= 0) or (isinstance(v, list) and bool(v) and
                                                all(isinstance(i, int) and not isinstance(i, bool) for i in v))
+
+
+def _count(v) -> bool:
+    """A positive integer a tensor's axis can have (a bool is no integer here)."""
+    return isinstance(v, int) and not isinstance(v, bool) and 0 < v < 2 ** 63
 
 
 def config_number(v) -> float | None:
