@@ -28,6 +28,20 @@ CASES = {
             y = linear(x, a.wq) |> rearrange(b n (H Dh) -> b H n Dh)
             return rms_norm(x, ones_like(x), over=⟦D⟧, eps=1e-5)
         """,
+    # the dim a token type is an index into (`Index[V]`, in a parameter and a field) is the
+    # dim: renamed with it, or the program would change (E0401 at the call)
+    "dim of an index type": """\
+        dim ⟦V⟧ = 1000
+        dim D = 64
+
+        model Lm:
+            emb: [⟦V⟧ D]
+            last: [] Index[⟦V⟧]
+
+        fn forward(m: Lm, ids: [b n] Index[⟦$0V⟧]) -> [b n ⟦V⟧]:
+            x = embedding(ids, m.emb)
+            return linear(x, m.emb)
+        """,
     "size variable": """\
         dim D = 64
 

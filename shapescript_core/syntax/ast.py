@@ -668,9 +668,9 @@ def children(n, of: str = EXPRESSIONS) -> list:
     return _syntax_children(n) if of == SYNTAX else []  # names, literals (not syntax: any other node)
 
 
-# fields that hold no syntax node, or none an IDE walk looks in (`index` is a loop's
-# index name, and also a type's `Index[V]` size, left out as well)
-_NOT_CHILDREN = frozenset({"pos", "name_pos", "target_pos", "var_pos", "index_pos", "index", "axes_pos", "op_pos",
+# fields that hold no syntax node, or none an IDE walk looks in (a type's `index`, the V
+# of `Index[V]`, is a size like an axis: rename, references and hover find the dim there)
+_NOT_CHILDREN = frozenset({"pos", "name_pos", "target_pos", "var_pos", "index_pos", "axes_pos", "op_pos",
                            "args_pos", "name", "id", "op", "text", "is_int", "piped", "target"})
 _CHILD_FIELDS: dict = {}  # node class -> the fields that may hold nodes
 
