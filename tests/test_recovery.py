@@ -2,7 +2,7 @@
 from shapescript_core.syntax import ast as A
 from shapescript_core.syntax.parser import parse_file, parse_item, split_items
 
-from support import carets, errors
+from support import carets, check, errors
 
 
 def test_an_error_does_not_spread_past_its_item():
@@ -87,3 +87,26 @@ fn f(x: [b n D],
         |> rearrange(b n (H Dh) -> b H n Dh)
 """
     assert errors(src) == []
+
+
+def test_a_call_whose_argument_is_in_error_has_a_result_of_unknown_shape():
+    # the argument's error is the one diagnostic: the callee's result, whose sizes that
+    # argument would have bound, is not [b n D] in the callee's own names (an E0402 before)
+    src = """dim D = 4
+
+fn f(x: [b n D]) -> [b n D]:
+    return x
+
+fn g(x: [q n D]) -> [q n D]:
+    t = sum(x, over=(n, D))
+    return f(undefined_name) * t
+
+fn h(x: [q n D], y: [p]) -> [q n D]:
+    return f(x) * y
+"""
+    ws, diags = check(src)
+    f = ws.file("/tmp/shapescript-test/case.ss")
+    # the other call's arguments are known: its result is checked, in the caller's names
+    assert sorted((d.code, f.lines.line_of(d.span.abs_start) + 1, d.message) for d in diags) == [
+        ("E0201", 8, "`undefined_name` isn't defined"),
+        ("E0402", 11, "can't combine [q n D] with [p]: neither has all the other's axes")]

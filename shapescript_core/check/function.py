@@ -715,18 +715,19 @@ class FnChecker:
         info.bindings = bind
         info.args = [(p.name, given.get(p.name)) for p in params]
         info.arg_map = {p.name: given.get(p.name) for p in params}
-        failed = False
+        failed = unknown_arg = False
         for p in params:
             a = given.get(p.name)
             if a is None:
                 continue
             t = argt[id(a)]
             if is_unknown(t) or is_unknown(p.type):
+                unknown_arg = unknown_arg or is_unknown(t)
                 continue
             if not self._bind_arg(p, a, t, bind, sig):
                 failed = True
-        if failed or is_unknown(sig.ret):
-            return UNKNOWN
+        if failed or is_unknown(sig.ret) or (unknown_arg and _unbound_sizes(sig.ret, bind, sig)):
+            return UNKNOWN  # (an argument already in error left a size of the result unknown)
         return self.subst_type(sig.ret, bind, sig)
 
     def _bind_arg(self, p, a: A.Arg, t: Type, bind: dict, sig: Signature) -> bool:
@@ -797,6 +798,11 @@ class FnChecker:
         if dt.index is not None:
             dt = DType(dt.name, dt.index.subst(sizes))
         return TensorT(tuple(axes), dt)
+
+
+def _unbound_sizes(t: Type, bind: dict, sig: Signature) -> bool:
+    """Does the result type t name a size variable of the callee that no argument bound?"""
+    return isinstance(t, TensorT) and any(v in sig.svars and v not in bind for a in t.axes for v in a.size.symbols())
 
 
 _LEAVES = (A.Name, A.Number, A.String, A.Const, A.Mask)  # no operands to check first
