@@ -150,6 +150,25 @@ def test_a_llama_written_differently_runs_as_transformers(tmp_path, variant):
     print(variant, "max |diff|:", max(s["max_diff"] for s in steps))
 
 
+
+def test_a_norm_whose_eps_comes_through_a_parameter_runs_as_transformers(tmp_path):
+    """A helper `normed(x, w, e: [])` called with a number: the generated code passes eps
+    as a tensor, which no odml.rms_norm composite attribute holds (export_hf failed with
+    "Composite attr value must be either Python str, float, ..."): that norm is
+    normalized as written, the others stay composites. Found by random llama programs."""
+    require_litert()
+    src = open(os.path.join(EXAMPLES, "llama.ss")).read()
+    assert src.count("rms_norm(x, blk.attn_norm, over=D, eps=1e-5)") == 1
+    src = src.replace("rms_norm(x, blk.attn_norm, over=D, eps=1e-5)", "normed(x, blk.attn_norm, 1e-5)")
+    src += "\nfn normed(x: [b n D], w: [D], e: []) -> [b n D]:\n    return rms_norm(x, w, over=D, eps=e)\n"
+    path = tmp_path / "llama_normed.ss"
+    path.write_text(src)
+    out = str(tmp_path / "out")
+    r = export_litert(str(path), out, LLAMA_DIMS)
+    assert r.returncode == 0, r.stderr
+    steps = _parity(out)
+    print("eps through a parameter, max |diff|:", max(s["max_diff"] for s in steps))
+
 def test_the_litertlm_tokenizes_and_continues_greedily_as_transformers(llama):
     texts = ["The quick brown", "Shapes are", "def forward(m,"]
     got = run_in_env(require_litert(), ENGINE_GREEDY, llama[0], json.dumps(texts), 12, timeout=600).result

@@ -6,8 +6,10 @@ registered for the export's `model_type`, tells it what it can't see by itself:
 - **`odml.rms_norm` composites.** The generated model normalizes through a module-level
   `rms_norm(x, weight, dims, eps)`, invisible to `export_hf`'s own patches. `patch_model`
   swaps it, in the loaded modeling module, for one that sends a norm over the last axis
-  with a `[D]` weight through `normalization.rms_norm_with_hlfb` (the same arithmetic in
-  float32) and any other norm to the original; the original is restored on exit.
+  with a `[D]` weight and a number for eps through `normalization.rms_norm_with_hlfb`
+  (the same arithmetic in float32) and any other norm (an eps that came through a
+  parameter is a tensor, which no composite attribute holds) to the original; the
+  original is restored on exit.
 - **The causal flag.** `export_hf` marks prefill attention causal (`odml.sdpa_transposed`
   `is_causal`, with GPU composites) only for model types on its allowlist: the
   extension's prefill/decode exportables say a text export of this model is causal (the
@@ -70,7 +72,9 @@ def composite_rms_norm(original):
     """`rms_norm` of the generated model, as an odml.rms_norm composite where it can be one."""
 
     def rms_norm(x, weight, dims, eps):
-        if not _last_axis(x, weight, dims):
+        # a composite's attributes are numbers: an eps passed through a parameter `e: []`
+        # is a tensor, normalized as written (export_hf refused the composite before)
+        if not _last_axis(x, weight, dims) or not isinstance(eps, (int, float)) or isinstance(eps, bool):
             return original(x, weight, dims, eps)
         dtype = x.dtype
         ones = torch.ones((x.shape[-1],), dtype=torch.float32, device=x.device)
